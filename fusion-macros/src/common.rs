@@ -1,0 +1,238 @@
+//! Pieces shared by the macros: the path to the facade, attribute value shapes, doc comments,
+//! "did you mean" suggestions and the syntax of tool keys and globs.
+
+use darling::{Error, FromMeta, Result};
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{Attribute, Expr, ExprArray, Ident, Lit, LitStr, Path};
+
+/// The path of the `fusion` facade in the user's crate: `::fusion` unless renamed with
+/// `crate = path`.
+#[derive(Clone)]
+pub(crate) struct Krate(pub(crate) Path);
+
+impl Default for Krate {
+    fn default() -> Self {
+        Krate(syn::parse_quote!(::fusion))
+    }
+}
+
+impl Krate {
+    /// `#krate::__private`: the only module generated code names.
+    pub(crate) fn private(&self) -> TokenStream {
+        let path = &self.0;
+        quote!(#path::__private)
+    }
+}
+
+impl FromMeta for Krate {
+    fn from_expr(expr: &Expr) -> Result<Self> {
+        match expr {
+            Expr::Path(path) => Ok(Krate(path.path.clone())),
+            Expr::Lit(lit) => Self::from_value(&lit.lit),
+            Expr::Group(group) => Self::from_expr(&group.expr),
+            other => Err(Error::custom("expected a path such as `::my_fusion`").with_span(other)),
+        }
+    }
+
+    fn from_value(value: &Lit) -> Result<Self> {
+        match value {
+            Lit::Str(text) => text
+                .parse::<Path>()
+                .map(Krate)
+                .map_err(|_| Error::custom("expected a path such as `::my_fusion`").with_span(text)),
+            other => Err(Error::unexpected_lit_type(other)),
+        }
+    }
+}
+
+/// A list of identifiers: `name(a, b)` or `name = [a, b]`.
+#[derive(Clone, Default)]
+pub(crate) struct IdentList(pub(crate) Vec<Ident>);
+
+impl FromMeta for IdentList {
+    fn from_list(items: &[darling::ast::NestedMeta]) -> Result<Self> {
+        let mut errors = Error::accumulator();
+        let mut idents = Vec::new();
+        for item in items {
+            let ident = match item {
+                darling::ast::NestedMeta::Meta(syn::Meta::Path(path)) => path.get_ident().cloned(),
+                _ => None,
+            };
+            match ident {
+                Some(ident) => idents.push(ident),
+                None => errors.push(Error::custom("expected a field name").with_span(item)),
+            }
+        }
+        errors.finish_with(IdentList(idents))
+    }
+
+    fn from_expr(expr: &Expr) -> Result<Self> {
+        match expr {
+            Expr::Array(array) => idents_of(array),
+            Expr::Group(group) => Self::from_expr(&group.expr),
+            other => Err(Error::custom("expected a list of field names: `[a, b]`").with_span(other)),
+        }
+    }
+}
+
+fn idents_of(array: &ExprArray) -> Result<IdentList> {
+    let mut errors = Error::accumulator();
+    let mut idents = Vec::new();
+    for element in &array.elems {
+        match element {
+            Expr::Path(path) if path.path.get_ident().is_some() => {
+                idents.extend(path.path.get_ident().cloned());
+            }
+            other => errors.push(Error::custom("expected a field name").with_span(other)),
+        }
+    }
+    errors.finish_with(IdentList(idents))
+}
+
+/// One string or a list of strings: `name = "a"` or `name = ["a", "b"]`.
+#[derive(Clone, Default)]
+pub(crate) struct StrList(pub(crate) Vec<LitStr>);
+
+impl FromMeta for StrList {
+    fn from_expr(expr: &Expr) -> Result<Self> {
+        match expr {
+            Expr::Lit(lit) => Self::from_value(&lit.lit),
+            Expr::Group(group) => Self::from_expr(&group.expr),
+            Expr::Array(array) => {
+                let mut errors = Error::accumulator();
+                let mut strings = Vec::new();
+                for element in &array.elems {
+                    match element {
+                        Expr::Lit(syn::ExprLit { lit: Lit::Str(text), .. }) => strings.push(text.clone()),
+                        other => errors.push(Error::custom("expected a string literal").with_span(other)),
+                    }
+                }
+                errors.finish_with(StrList(strings))
+            }
+            other => Err(Error::custom("expected a string or a list of strings").with_span(other)),
+        }
+    }
+
+    fn from_value(value: &Lit) -> Result<Self> {
+        match value {
+            Lit::Str(text) => Ok(StrList(vec![text.clone()])),
+            other => Err(Error::unexpected_lit_type(other)),
+        }
+    }
+}
+
+/// The text of the doc comments among `attrs`, lines joined, or `None`.
+pub(crate) fn docs(attrs: &[Attribute]) -> Option<String> {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"))
+        .filter_map(|attr| match &attr.meta {
+            syn::Meta::NameValue(syn::MetaNameValue {
+                value: Expr::Lit(syn::ExprLit { lit: Lit::Str(text), .. }),
+                ..
+            }) => Some(text.value()),
+            _ => None,
+        })
+        .map(|line| line.strip_prefix(' ').map(str::to_owned).unwrap_or(line))
+        .collect();
+    let text = lines.join("\n").trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
+/// The closest candidate to `name`, if one is close enough to be a likely typo.
+pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|candidate| (edit_distance(name, candidate), candidate))
+        .filter(|(distance, candidate)| *distance <= (name.len().max(candidate.len()) / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, a_char) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, b_char) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(a_char != *b_char);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+/// An error naming an unknown field, with a suggestion when one is close.
+pub(crate) fn unknown_field<'a>(
+    ident: &Ident,
+    owner: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Error {
+    let name = ident.to_string();
+    let message = match did_you_mean(&name, candidates) {
+        Some(close) => format!("`{owner}` has no field `{name}`; did you mean `{close}`?"),
+        None => format!("`{owner}` has no field `{name}`"),
+    };
+    Error::custom(message).with_span(ident)
+}
+
+/// A tool key: `namespace.action` or `action`; segments of ASCII letters, digits, `_`, `-`,
+/// starting with a letter or `_`. The runtime's `ToolKey::parse` enforces the same rule.
+pub(crate) fn check_key(key: &LitStr) -> Result<()> {
+    let text = key.value();
+    let segments: Vec<&str> = text.split('.').collect();
+    if segments.len() > 2 {
+        return Err(Error::custom(format!(
+            "tool name `{text}` has more than one dot: a tool name is `namespace.action`"
+        ))
+        .with_span(key));
+    }
+    for segment in segments {
+        if !valid_segment(segment) {
+            return Err(Error::custom(format!(
+                "tool name `{text}`: each segment is ASCII letters, digits, `_` or `-`, starting with a letter or `_`"
+            ))
+            .with_span(key));
+        }
+    }
+    Ok(())
+}
+
+/// A glob over tool keys: segments are `*`, `**` or a key segment.
+pub(crate) fn check_glob(glob: &LitStr) -> Result<()> {
+    let text = glob.value();
+    for segment in text.split('.') {
+        if !(segment == "*" || segment == "**" || valid_segment(segment)) {
+            return Err(Error::custom(format!(
+                "malformed glob `{text}`: segments are separated by `.` and are `*` (one segment), `**` (any number) or a name"
+            ))
+            .with_span(glob));
+        }
+    }
+    Ok(())
+}
+
+fn valid_segment(segment: &str) -> bool {
+    let mut chars = segment.chars();
+    matches!(chars.next(), Some(first) if first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// A deterministic 64-bit hash (FNV-1a), for unique generated names.
+pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0xff)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// Parses the arguments of an attribute macro into darling's nested meta list.
+pub(crate) fn meta_list(args: TokenStream) -> Result<Vec<darling::ast::NestedMeta>> {
+    darling::ast::NestedMeta::parse_meta_list(args).map_err(Error::from)
+}

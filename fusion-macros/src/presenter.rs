@@ -1,0 +1,408 @@
+//! `#[presenter]`: the egress view, rules, agent limit, suggestions and UI blocks (SPEC P1–P5).
+//!
+//! A presenter names its model, but the model's fields were declared in another item. So
+//! `#[presenter(Invoice, …)]` expands to a call of `Invoice!`, the descriptor macro that
+//! `#[model]` left under the model's name, which calls back `__presenter_for_model!` with the
+//! model's field facts. Everything is then checked with full knowledge, spans intact.
+
+use darling::ast::NestedMeta;
+use darling::{Error, FromMeta, Result};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, ItemStruct, LitBool, LitInt, LitStr, Path, Token};
+
+use crate::common::{IdentList, Krate, StrList, check_key, unknown_field};
+
+// ---------------------------------------------------------------------------------------------
+// Stage 1: the attribute hands over to the model's descriptor.
+
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let list = match crate::common::meta_list(args.clone()) {
+        Ok(list) => list,
+        Err(error) => {
+            let error = error.write_errors();
+            return quote!(#error #item);
+        }
+    };
+    let Some(NestedMeta::Meta(syn::Meta::Path(model))) = list.first() else {
+        let error = syn::Error::new(
+            Span::call_site(),
+            "expected the model first: `#[presenter(Invoice, fields(id, total))]`",
+        )
+        .to_compile_error();
+        return quote!(#error #item);
+    };
+    let krate = list
+        .iter()
+        .find_map(|meta| match meta {
+            NestedMeta::Meta(syn::Meta::NameValue(pair)) if pair.path.is_ident("crate") => {
+                Krate::from_expr(&pair.value).ok()
+            }
+            _ => None,
+        })
+        .unwrap_or_default();
+    let private = krate.private();
+    quote! {
+        #model! { [#private::__presenter_for_model] attr { #args } item { #item } }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 2: the callback, with the model's facts.
+
+struct CallbackInput {
+    model: ModelFacts,
+    attr: TokenStream,
+    item: TokenStream,
+}
+
+struct ModelFacts {
+    name: String,
+    fields: Vec<FieldFacts>,
+}
+
+struct FieldFacts {
+    ident: Ident,
+    index: usize,
+    label: Option<LitStr>,
+    hidden: bool,
+}
+
+impl Parse for CallbackInput {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        keyword(input, "model")?;
+        let model;
+        syn::braced!(model in input);
+        let name: LitStr = model.parse()?;
+        let list;
+        syn::bracketed!(list in model);
+        let mut fields = Vec::new();
+        while !list.is_empty() {
+            let field;
+            syn::braced!(field in list);
+            let ident: Ident = field.parse()?;
+            let index: LitInt = field.parse()?;
+            let label = if field.peek(Token![_]) {
+                field.parse::<Token![_]>()?;
+                None
+            } else {
+                Some(field.parse::<LitStr>()?)
+            };
+            let hidden: LitBool = field.parse()?;
+            let _guarded: LitBool = field.parse()?;
+            fields.push(FieldFacts {
+                ident,
+                index: index.base10_parse()?,
+                label,
+                hidden: hidden.value,
+            });
+        }
+        keyword(input, "attr")?;
+        let attr;
+        syn::braced!(attr in input);
+        keyword(input, "item")?;
+        let item;
+        syn::braced!(item in input);
+        Ok(CallbackInput {
+            model: ModelFacts {
+                name: name.value(),
+                fields,
+            },
+            attr: attr.parse()?,
+            item: item.parse()?,
+        })
+    }
+}
+
+fn keyword(input: ParseStream<'_>, expected: &str) -> syn::Result<()> {
+    let ident: Ident = input.parse()?;
+    if ident == expected {
+        Ok(())
+    } else {
+        Err(syn::Error::new(ident.span(), format!("expected `{expected}`")))
+    }
+}
+
+#[derive(FromMeta)]
+struct PresenterArgs {
+    fields: IdentList,
+    #[darling(default)]
+    limit: Option<LitInt>,
+    #[darling(default)]
+    rules: StrList,
+    #[darling(default)]
+    suggest: Option<Path>,
+    #[darling(default)]
+    actions: StrList,
+    #[darling(default)]
+    ui: Option<Path>,
+    #[darling(default)]
+    item: Option<Ident>,
+    #[darling(rename = "crate", default)]
+    krate: Krate,
+}
+
+struct Presenter {
+    model_path: Path,
+    model: ModelFacts,
+    args: PresenterArgs,
+    item: ItemStruct,
+    limit: Option<usize>,
+}
+
+pub(crate) fn expand_callback(input: TokenStream) -> TokenStream {
+    let input: CallbackInput = match syn::parse2(input) {
+        Ok(input) => input,
+        Err(error) => return error.to_compile_error(),
+    };
+    let item_tokens = input.item.clone();
+    match parse(input).and_then(check) {
+        Ok(presenter) => generate(&presenter),
+        Err(errors) => {
+            let errors = errors.write_errors();
+            quote!(#errors #item_tokens)
+        }
+    }
+}
+
+fn parse(input: CallbackInput) -> Result<Presenter> {
+    let mut errors = Error::accumulator();
+    let list = crate::common::meta_list(input.attr)?;
+    let model_path = match list.first() {
+        Some(NestedMeta::Meta(syn::Meta::Path(path))) => path.clone(),
+        _ => return Err(Error::custom("expected the model first")),
+    };
+    let args = errors.handle(PresenterArgs::from_list(&list[1..]));
+    let item = errors.handle(syn::parse2::<ItemStruct>(input.item).map_err(Error::from));
+    if let Some(item) = &item {
+        let is_unit = matches!(item.fields, syn::Fields::Unit);
+        if !is_unit || !item.generics.params.is_empty() {
+            errors.push(
+                Error::custom("a presenter is a unit struct: `pub struct InvoiceView;`").with_span(&item.ident),
+            );
+        }
+    }
+    let limit = args.as_ref().and_then(|args| args.limit.as_ref()).and_then(|limit| {
+        match limit.base10_parse::<usize>() {
+            Ok(0) | Err(_) => {
+                errors.push(Error::custom("`limit` is a positive number of items").with_span(limit));
+                None
+            }
+            Ok(limit) => Some(limit),
+        }
+    });
+    let (Some(args), Some(item)) = (args, item) else {
+        return Err(errors.finish().err().unwrap_or_else(|| Error::custom("invalid presenter")));
+    };
+    errors.finish_with(Presenter {
+        model_path,
+        model: input.model,
+        args,
+        item,
+        limit,
+    })
+}
+
+fn check(presenter: Presenter) -> Result<Presenter> {
+    let mut errors = Error::accumulator();
+    check_fields(&presenter, &mut errors);
+    check_suggestions(&presenter, &mut errors);
+    errors.finish_with(presenter)
+}
+
+/// The listed fields exist, are cast and are not hidden, once each: the view can never contain
+/// a hidden field.
+fn check_fields(presenter: &Presenter, errors: &mut darling::error::Accumulator) {
+    let listed = &presenter.args.fields.0;
+    if listed.is_empty() {
+        errors.push(Error::custom("a presenter lists at least one field: `fields(id, total)`"));
+    }
+    for (position, ident) in listed.iter().enumerate() {
+        if listed[..position].contains(ident) {
+            errors.push(Error::custom(format!("`{ident}` is listed twice")).with_span(ident));
+            continue;
+        }
+        let Some(field) = presenter.model.fields.iter().find(|field| field.ident == *ident) else {
+            let names: Vec<String> = presenter.model.fields.iter().map(|field| field.ident.to_string()).collect();
+            errors.push(unknown_field(ident, &presenter.model.name, names.iter().map(String::as_str)));
+            continue;
+        };
+        if field.hidden {
+            errors.push(
+                Error::custom(format!(
+                    "`{ident}` is hidden in `{}`: a hidden field never reaches the wire, so no presenter may list it",
+                    presenter.model.name
+                ))
+                .with_span(ident),
+            );
+        } else if field.label.is_none() {
+            errors.push(
+                Error::custom(format!(
+                    "`{ident}` is not cast in `{}`: cast it with a label (`#[cast(\"…\")]`) to present it",
+                    presenter.model.name
+                ))
+                .with_span(ident),
+            );
+        }
+    }
+}
+
+/// Suggestions name the tools they may suggest, so the server can check that they exist.
+fn check_suggestions(presenter: &Presenter, errors: &mut darling::error::Accumulator) {
+    let args = &presenter.args;
+    match (&args.suggest, args.actions.0.is_empty()) {
+        (Some(suggest), true) => errors.push(
+            Error::custom("declare the tools `suggest` may name: `actions = [\"billing.void_invoice\"]`")
+                .with_span(suggest),
+        ),
+        (None, false) => errors.push(
+            Error::custom("`actions` lists the tools a `suggest` function names; add `suggest = your_fn`")
+                .with_span(&args.actions.0[0]),
+        ),
+        _ => {}
+    }
+    for action in &args.actions.0 {
+        errors.handle(check_key(action));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expand
+
+fn generate(presenter: &Presenter) -> TokenStream {
+    let private = presenter.args.krate.private();
+    let model = &presenter.model_path;
+    let item = &presenter.item;
+    let ident = &item.ident;
+    let vis = &item.vis;
+    let item_ident = presenter
+        .args
+        .item
+        .clone()
+        .unwrap_or_else(|| format_ident!("{}Item", ident));
+    let name = ident.to_string();
+    let fields: Vec<&FieldFacts> = presenter
+        .args
+        .fields
+        .0
+        .iter()
+        .filter_map(|listed| presenter.model.fields.iter().find(|field| field.ident == *listed))
+        .collect();
+    // Spans of the presenter's own tokens, so type errors point at the listed field.
+    let listed: Vec<&Ident> = presenter.args.fields.0.iter().collect();
+    let count = fields.len();
+
+    let view_fields = fields.iter().zip(&listed).map(|(field, listed)| {
+        let index = field.index;
+        let label = field.label.as_ref().map(LitStr::value).unwrap_or_default();
+        quote_spanned! {listed.span()=>
+            #[doc = #label]
+            pub #listed: &'a <#model as #private::FieldAt<#index>>::Type
+        }
+    });
+    let constructor = fields.iter().zip(&listed).map(|(field, listed)| {
+        let index = field.index;
+        quote_spanned! {listed.span()=>
+            #listed: <#model as #private::FieldAt<#index>>::field(model)
+        }
+    });
+    let serialize_fields = listed.iter().map(|listed| {
+        let key = listed.to_string();
+        quote_spanned! {listed.span()=>
+            #private::serde::ser::SerializeStruct::serialize_field(&mut state, #key, self.#listed)?;
+        }
+    });
+    let schema_fields = fields.iter().zip(&listed).map(|(field, listed)| {
+        let index = field.index;
+        let key = listed.to_string();
+        let label = field.label.as_ref().map(LitStr::value).unwrap_or_default();
+        quote_spanned! {listed.span()=>
+            {
+                let mut schema = generator.subschema_for::<<#model as #private::FieldAt<#index>>::Type>();
+                schema.insert("description".into(), #label.into());
+                properties.insert(#key.into(), schema.to_value());
+            }
+        }
+    });
+    let keys: Vec<String> = listed.iter().map(|listed| listed.to_string()).collect();
+    let rules: Vec<String> = fields
+        .iter()
+        .map(|field| {
+            let label = field.label.as_ref().map(LitStr::value).unwrap_or_default();
+            format!("{}: {}", field.ident, label)
+        })
+        .chain(presenter.args.rules.0.iter().map(LitStr::value))
+        .collect();
+    let limit = match presenter.limit {
+        Some(limit) => quote!(#private::Some(#limit)),
+        None => quote!(#private::None),
+    };
+    let actions = &presenter.args.actions.0;
+    let suggest = presenter.args.suggest.as_ref().map(|suggest| {
+        quote! {
+            fn suggest(shown: #private::Presented<'_, Self::Item<'_>>) -> #private::Vec<#private::Suggestion> {
+                #suggest(shown)
+            }
+        }
+    });
+    let ui = presenter.args.ui.as_ref().map(|ui| {
+        quote! {
+            fn ui(shown: #private::Presented<'_, Self::Item<'_>>) -> #private::Vec<#private::UiBlock> {
+                #ui(shown)
+            }
+        }
+    });
+    let item_doc = format!(
+        "What an agent sees of one value presented by [`{name}`]: only the listed fields."
+    );
+
+    quote! {
+        #item
+
+        #[doc = #item_doc]
+        #[allow(unused_qualifications)]
+        #vis struct #item_ident<'a> {
+            #(#view_fields,)*
+        }
+
+        #[allow(unused_qualifications)]
+        const _: () = {
+            #[automatically_derived]
+            impl #private::serde::Serialize for #item_ident<'_> {
+                fn serialize<S>(&self, serializer: S) -> #private::Result<S::Ok, S::Error>
+                where
+                    S: #private::serde::Serializer,
+                {
+                    let mut state = #private::serde::Serializer::serialize_struct(serializer, #name, #count)?;
+                    #(#serialize_fields)*
+                    #private::serde::ser::SerializeStruct::end(state)
+                }
+            }
+
+            #[automatically_derived]
+            impl #private::Presenter for #ident {
+                type Model = #model;
+                type Item<'a> = #item_ident<'a>;
+                const NAME: &'static str = #name;
+                const FIELDS: &'static [&'static str] = &[#(#keys),*];
+                const RULES: &'static [&'static str] = &[#(#rules),*];
+                const LIMIT: #private::Option<usize> = #limit;
+                const ACTIONS: &'static [&'static str] = &[#(#actions),*];
+
+                fn item(model: &#model) -> #item_ident<'_> {
+                    #item_ident { #(#constructor,)* }
+                }
+
+                fn item_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
+                    let mut properties = #private::serde_json::Map::new();
+                    #(#schema_fields)*
+                    #private::object_schema(properties, &[#(#keys),*])
+                }
+
+                #suggest
+                #ui
+            }
+        };
+    }
+}

@@ -1,0 +1,186 @@
+//! The per-call context and the extractors handlers take as parameters (SPEC R1, T5).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use rmcp::model::{Extensions, RequestMetaObject};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ToolError;
+
+/// Values shared by every call of a server: registered with
+/// [`ServerBuilder::state`](crate::ServerBuilder::state) and taken by handlers as [`State<T>`].
+#[derive(Default, Clone)]
+pub(crate) struct StateMap {
+    values: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+}
+
+impl StateMap {
+    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
+        self.values.insert(TypeId::of::<T>(), value);
+    }
+
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.values
+            .get(&TypeId::of::<T>())
+            .and_then(|value| Arc::clone(value).downcast::<T>().ok())
+    }
+
+    pub(crate) fn contains<T: 'static>(&self) -> bool {
+        self.values.contains_key(&TypeId::of::<T>())
+    }
+}
+
+/// What a server offers every call, read when the server is built to check that each
+/// handler's parameters can be extracted (fail closed).
+pub struct ServerParts {
+    pub(crate) state: StateMap,
+}
+
+impl ServerParts {
+    /// Whether shared state of type `T` was registered.
+    pub fn has_state<T: 'static>(&self) -> bool {
+        self.state.contains::<T>()
+    }
+}
+
+/// Everything one call knows: the server's shared state, the request's `_meta`, its
+/// cancellation, and typed values put there by the transport (e.g. HTTP request parts), by
+/// middleware (e.g. a verified tenant) or by a test.
+///
+/// A new context is made for every request, so nothing leaks from one call to the next.
+pub struct CallContext {
+    pub(crate) state: StateMap,
+    pub(crate) extensions: Extensions,
+    pub(crate) meta: RequestMetaObject,
+    pub(crate) cancellation: CancellationToken,
+}
+
+impl CallContext {
+    pub(crate) fn new(state: StateMap) -> Self {
+        CallContext {
+            state,
+            extensions: Extensions::new(),
+            meta: RequestMetaObject::default(),
+            cancellation: CancellationToken::new(),
+        }
+    }
+
+    /// Typed values attached to this call.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// Typed values attached to this call, to add to.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
+    }
+
+    /// The request's `_meta`.
+    pub fn meta(&self) -> &RequestMetaObject {
+        &self.meta
+    }
+
+    /// Cancelled when the client cancels the request.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// Shared state of type `T`, if registered.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.state.get::<T>()
+    }
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext")
+            .field("meta", &self.meta)
+            .field("cancelled", &self.cancellation.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A handler parameter taken from the call's context rather than from the agent's arguments:
+/// shared state, request metadata, values derived by middleware.
+///
+/// Implement it for your own types (a `Tenant` derived from a verified credential, say): an
+/// agent can never set a value that comes from here.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be taken from the call context",
+    label = "not extractable",
+    note = "context parameters implement `fusion::FromContext`; agent arguments implement `Deserialize + JsonSchema`"
+)]
+pub trait FromContext: Sized + Send + 'static {
+    /// Takes the value for this call.
+    fn from_context(context: &CallContext) -> Result<Self, ToolError>;
+
+    /// Checks, when the server is built, that every call will be able to provide the value.
+    /// Return a sentence saying what is missing.
+    fn check(server: &ServerParts) -> Result<(), String> {
+        let _ = server;
+        Ok(())
+    }
+}
+
+/// Shared state registered with [`ServerBuilder::state`](crate::ServerBuilder::state).
+///
+/// A handler that takes `State<T>` makes the server refuse to build unless a `T` was
+/// registered.
+pub struct State<T: ?Sized>(pub Arc<T>);
+
+impl<T: ?Sized> Deref for State<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: ?Sized> Clone for State<T> {
+    fn clone(&self) -> Self {
+        State(Arc::clone(&self.0))
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for State<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("State").field(&&*self.0).finish()
+    }
+}
+
+impl<T: Send + Sync + 'static> FromContext for State<T> {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        context.state.get::<T>().map(State).ok_or_else(|| {
+            ToolError::internal_message(format!(
+                "no shared state of type {}",
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+
+    fn check(server: &ServerParts) -> Result<(), String> {
+        if server.has_state::<T>() {
+            Ok(())
+        } else {
+            Err(format!(
+                "it takes `State<{}>` but no such state was registered with `ServerBuilder::state`",
+                std::any::type_name::<T>()
+            ))
+        }
+    }
+}
+
+impl FromContext for CancellationToken {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        Ok(context.cancellation.clone())
+    }
+}
+
+impl FromContext for RequestMetaObject {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        Ok(context.meta.clone())
+    }
+}

@@ -1,0 +1,279 @@
+//! The one response shape, sealed in one place (SPEC R4, S1, E1–E2).
+//!
+//! `structuredContent` is the envelope: `{"ok": true, "data": …, "meta": {…}}` or
+//! `{"ok": false, "error": {…}, "meta": {…}}`. `content` carries the text blocks for the agent,
+//! in this order: data (JSON), truncation notice, `<ui_passthrough>` blocks, `<domain_rules>`,
+//! `<action_suggestions>`, `<cache_invalidation/>`; or one `<tool_error>` block.
+
+use std::any::Any;
+use std::fmt::Write as _;
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt as _;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value, json};
+
+use crate::error::ToolError;
+use crate::present::{Presentation, Suggestion};
+use crate::registry::{Action, Server};
+use crate::tool::{Call, Handler, Verb};
+use crate::xml;
+
+/// The parts of an action's responses that never change, rendered when the server is built.
+#[derive(Debug, Default)]
+pub(crate) struct Sealed {
+    meta: Map<String, Value>,
+    rules_block: Option<String>,
+    invalidation_block: Option<String>,
+    invalidates: Option<Value>,
+}
+
+impl Sealed {
+    pub(crate) fn new(action: &Action, grouped_action: Option<&str>) -> Self {
+        let mut meta = Map::new();
+        meta.insert("tool".into(), action.exposed_tool.as_ref().into());
+        if let Some(grouped_action) = grouped_action {
+            meta.insert("action".into(), grouped_action.into());
+        }
+        meta.insert("version".into(), action.version.as_str().into());
+        if let Some(cache) = action.cache {
+            meta.insert("cache".into(), cache.as_str().into());
+        }
+        let rules_block = action
+            .presenter
+            .as_ref()
+            .filter(|presenter| !presenter.rules.is_empty())
+            .map(|presenter| rules_block(presenter.rules));
+        let writes = action.verb != Verb::Query && !action.invalidates.is_empty();
+        let globs: Vec<&str> = action.invalidates.iter().map(|glob| glob.as_str()).collect();
+        Sealed {
+            meta,
+            rules_block,
+            invalidation_block: writes.then(|| {
+                format!(
+                    "<cache_invalidation cause=\"{}\" domains=\"{}\"/>",
+                    xml::escape_attr(action.key.as_str()),
+                    xml::escape_attr(&globs.join(","))
+                )
+            }),
+            invalidates: writes.then(|| globs.into()),
+        }
+    }
+
+    /// For failures that happen before an action is chosen (grouped tools).
+    pub(crate) fn for_tool(tool: &str, version: &str) -> Self {
+        let mut meta = Map::new();
+        meta.insert("tool".into(), tool.into());
+        meta.insert("version".into(), version.into());
+        Sealed {
+            meta,
+            ..Sealed::default()
+        }
+    }
+}
+
+fn rules_block(rules: &[&str]) -> String {
+    let mut block = String::from("<domain_rules>");
+    for rule in rules {
+        let _ = write!(block, "\n- {}", xml::escape(rule));
+    }
+    block.push_str("\n</domain_rules>");
+    block
+}
+
+/// Runs a handler; a panic becomes an `INTERNAL_ERROR` and the server keeps serving.
+pub(crate) async fn run_guarded(handler: &dyn Handler, call: Call) -> Result<Presentation, ToolError> {
+    let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(call))) {
+        Ok(future) => future,
+        Err(panic) => return Err(panicked(panic)),
+    };
+    match AssertUnwindSafe(future).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(panic) => Err(panicked(panic)),
+    }
+}
+
+#[cold]
+fn panicked(panic: Box<dyn Any + Send>) -> ToolError {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned());
+    ToolError::internal_message(format!("the handler panicked: {text}"))
+}
+
+/// Seals a successful presentation.
+pub(crate) fn seal_success(server: &Server, action: &Action, presentation: Presentation) -> CallToolResult {
+    let Presentation {
+        data,
+        ui,
+        suggestions,
+        declared_actions,
+        truncation,
+    } = presentation;
+    let sealed = &action.sealed;
+    let mut content = Vec::with_capacity(2 + ui.len());
+    content.push(ContentBlock::text(data.to_string()));
+    let mut meta = sealed.meta.clone();
+    if let Some(truncation) = truncation {
+        content.push(ContentBlock::text(format!(
+            "<truncation shown=\"{}\" total=\"{}\">Only {} of {} items are shown. Narrow the request with filters to see the others.</truncation>",
+            truncation.shown,
+            truncation.total,
+            truncation.shown,
+            truncation.total
+        )));
+        meta.insert(
+            "truncated".into(),
+            json!({"shown": truncation.shown, "total": truncation.total}),
+        );
+    }
+    for block in &ui {
+        content.push(ContentBlock::text(block.render()));
+    }
+    if let Some(rules) = &sealed.rules_block {
+        content.push(ContentBlock::text(rules.clone()));
+    }
+    let suggestions = resolve_suggestions(server, action, declared_actions, suggestions);
+    if !suggestions.is_empty() {
+        let mut block = String::from("<action_suggestions>");
+        let mut listed = Vec::with_capacity(suggestions.len());
+        for (tool, arguments, suggestion) in &suggestions {
+            let _ = write!(
+                block,
+                "\n- {} {}: {}",
+                xml::escape(tool),
+                xml::escape(&arguments.to_string()),
+                xml::escape(suggestion.reason())
+            );
+            listed.push(json!({
+                "tool": tool,
+                "arguments": arguments,
+                "reason": suggestion.reason(),
+            }));
+        }
+        block.push_str("\n</action_suggestions>");
+        content.push(ContentBlock::text(block));
+        meta.insert("suggestions".into(), Value::Array(listed));
+    }
+    if let Some(block) = &sealed.invalidation_block {
+        content.push(ContentBlock::text(block.clone()));
+    }
+    if let Some(invalidates) = &sealed.invalidates {
+        meta.insert("invalidates".into(), invalidates.clone());
+    }
+    let mut envelope = Map::new();
+    envelope.insert("ok".into(), true.into());
+    envelope.insert("data".into(), data);
+    envelope.insert("meta".into(), Value::Object(meta));
+    let mut result = CallToolResult::success(content);
+    result.structured_content = Some(Value::Object(envelope));
+    result
+}
+
+/// Keeps the suggestions that name a declared, existing tool, as (exposed tool, arguments,
+/// suggestion). Any other is a bug in the presenter: it is logged and never shown.
+fn resolve_suggestions(
+    server: &Server,
+    action: &Action,
+    declared: &[&str],
+    suggestions: Vec<Suggestion>,
+) -> Vec<(String, Value, Suggestion)> {
+    let mut resolved = Vec::with_capacity(suggestions.len());
+    for suggestion in suggestions {
+        let arguments = match suggestion.arguments() {
+            Some(Value::Object(arguments)) => Some(arguments.clone()),
+            None => None,
+            Some(_) => {
+                tracing::error!(
+                    tool = %action.key,
+                    suggested = suggestion.tool(),
+                    "suggestion dropped: its arguments are not a JSON object"
+                );
+                continue;
+            }
+        };
+        let exposed = declared
+            .contains(&suggestion.tool())
+            .then(|| server.exposed_call(suggestion.tool(), arguments))
+            .flatten();
+        match exposed {
+            Some((tool, arguments)) => resolved.push((tool, Value::Object(arguments), suggestion)),
+            None => tracing::error!(
+                tool = %action.key,
+                suggested = suggestion.tool(),
+                "suggestion dropped: it names a tool the presenter did not declare in `actions`"
+            ),
+        }
+    }
+    resolved
+}
+
+/// Seals a failure: `isError: true`, the error envelope, one `<tool_error>` block.
+pub(crate) fn seal_error(server: &Server, tool: &str, sealed: &Sealed, mut error: ToolError) -> CallToolResult {
+    error.assign_error_id(tool);
+    error.retain_actions(|action| {
+        let exists = server.exposed_ref(action).is_some();
+        if !exists {
+            tracing::error!(tool, action, "available action dropped: no tool has this key");
+        }
+        exists
+    });
+    let actions: Vec<&str> = error
+        .actions()
+        .filter_map(|action| server.exposed_ref(action))
+        .collect();
+
+    let mut object = Map::new();
+    object.insert("code".into(), error.code().into());
+    object.insert("message".into(), error.message().into());
+    object.insert("retryable".into(), error.is_retryable().into());
+    if let Some(recovery) = error.recovery() {
+        object.insert("recovery".into(), recovery.into());
+    }
+    if !actions.is_empty() {
+        object.insert("availableActions".into(), actions.clone().into());
+    }
+    if let Some(details) = error.details() {
+        object.insert("details".into(), details.clone());
+    }
+    if let Some(retry_after) = error.retry_after() {
+        let millis = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+        object.insert("retryAfterMs".into(), millis.into());
+    }
+    if let Some(error_id) = error.error_id() {
+        object.insert("errorId".into(), error_id.into());
+    }
+
+    let mut block = format!("<tool_error code=\"{}\">", xml::escape_attr(error.code()));
+    let _ = write!(block, "\n<message>{}</message>", xml::escape(error.message()));
+    if let Some(recovery) = error.recovery() {
+        let _ = write!(block, "\n<recovery>{}</recovery>", xml::escape(recovery));
+    }
+    if !actions.is_empty() {
+        let _ = write!(
+            block,
+            "\n<available_actions>{}</available_actions>",
+            xml::escape(&actions.join(", "))
+        );
+    }
+    if let Some(details) = error.details() {
+        let _ = write!(block, "\n<details>{}</details>", xml::escape(&details.to_string()));
+    }
+    if let Some(retry_after) = error.retry_after() {
+        let _ = write!(block, "\n<retry_after>{}ms</retry_after>", retry_after.as_millis());
+    }
+    if let Some(error_id) = error.error_id() {
+        let _ = write!(block, "\n<error_id>{}</error_id>", xml::escape(error_id));
+    }
+    block.push_str("\n</tool_error>");
+
+    let mut envelope = Map::new();
+    envelope.insert("ok".into(), false.into());
+    envelope.insert("error".into(), Value::Object(object));
+    envelope.insert("meta".into(), Value::Object(sealed.meta.clone()));
+    let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
+    result.structured_content = Some(Value::Object(envelope));
+    result
+}

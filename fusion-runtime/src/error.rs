@@ -1,0 +1,401 @@
+//! Errors that guide the agent (SPEC E1–E2) and errors that stop a server from being built.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The error codes the framework itself produces. Domain errors use their own codes
+/// (`InvoiceNotFound` beats `NOT_FOUND`).
+pub mod codes {
+    /// The arguments do not match the tool's input schema.
+    pub const VALIDATION_ERROR: &str = "VALIDATION_ERROR";
+    /// No tool has this name.
+    pub const UNKNOWN_TOOL: &str = "UNKNOWN_TOOL";
+    /// A grouped tool was called with an `action` it does not have.
+    pub const UNKNOWN_ACTION: &str = "UNKNOWN_ACTION";
+    /// A grouped tool was called without its `action` discriminator.
+    pub const MISSING_DISCRIMINATOR: &str = "MISSING_DISCRIMINATOR";
+    /// The caller may not use this tool.
+    pub const FORBIDDEN: &str = "FORBIDDEN";
+    /// The caller is not authenticated.
+    pub const UNAUTHORIZED: &str = "UNAUTHORIZED";
+    /// The thing asked for does not exist.
+    pub const NOT_FOUND: &str = "NOT_FOUND";
+    /// The request conflicts with the current state.
+    pub const CONFLICT: &str = "CONFLICT";
+    /// Too many calls in a window.
+    pub const RATE_LIMITED: &str = "RATE_LIMITED";
+    /// The tool is at capacity; retry later.
+    pub const SERVER_BUSY: &str = "SERVER_BUSY";
+    /// The call took too long.
+    pub const TIMEOUT: &str = "TIMEOUT";
+    /// Something failed inside the server; the details are in the server's logs under `errorId`.
+    pub const INTERNAL_ERROR: &str = "INTERNAL_ERROR";
+}
+
+type Text = Cow<'static, str>;
+
+/// A tool's failure, shaped so that an agent can recover from it (SPEC E1).
+///
+/// It carries a specific code, a message, a recovery line, the actions the agent may take
+/// instead, optional details and a retry window. A handler returns it (or any type that
+/// converts into it) as the `Err` of its `Result`.
+///
+/// Any `std::error::Error` converts into an `INTERNAL_ERROR`: its text is logged with an
+/// `errorId` and never sent to the agent. That is why `ToolError` itself does not implement
+/// `std::error::Error`, and why domain error types (which keep their own codes) should
+/// derive [`ToolError`](macro@crate::ToolError) rather than `std::error::Error`.
+///
+/// ```
+/// use fusion_runtime::ToolError;
+/// use std::time::Duration;
+///
+/// let err = ToolError::new("InvoiceNotFound", "Invoice INV-9 does not exist.")
+///     .with_recovery("Call billing.list_invoices to find valid ids.")
+///     .with_actions(["billing.list_invoices"])
+///     .with_retry_after(Duration::from_secs(2));
+/// assert_eq!(err.code(), "InvoiceNotFound");
+/// assert!(err.is_retryable());
+/// ```
+pub struct ToolError {
+    code: Text,
+    message: Text,
+    recovery: Option<Text>,
+    actions: Vec<Text>,
+    details: Option<Value>,
+    retry_after: Option<Duration>,
+    retryable: bool,
+    error_id: Option<String>,
+    internal: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl ToolError {
+    /// A failure with a specific code and a message for the agent.
+    pub fn new(code: impl Into<Text>, message: impl Into<Text>) -> Self {
+        ToolError {
+            code: code.into(),
+            message: message.into(),
+            recovery: None,
+            actions: Vec::new(),
+            details: None,
+            retry_after: None,
+            retryable: false,
+            error_id: None,
+            internal: None,
+        }
+    }
+
+    /// An internal failure: the agent sees `INTERNAL_ERROR` and an `errorId`; the text of
+    /// `source` goes only to the server's logs, under the same `errorId`.
+    pub fn internal(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ToolError::new(codes::INTERNAL_ERROR, INTERNAL_MESSAGE)
+            .with_recovery(INTERNAL_RECOVERY)
+            .with_internal_source(Box::new(source))
+    }
+
+    /// An internal failure described by a message that stays in the server's logs.
+    pub fn internal_message(log_text: impl Into<String>) -> Self {
+        ToolError::internal(LogText(log_text.into()))
+    }
+
+    /// `NOT_FOUND` with a message.
+    pub fn not_found(message: impl Into<Text>) -> Self {
+        ToolError::new(codes::NOT_FOUND, message)
+    }
+
+    /// `CONFLICT` with a message.
+    pub fn conflict(message: impl Into<Text>) -> Self {
+        ToolError::new(codes::CONFLICT, message)
+    }
+
+    /// `FORBIDDEN` with a message.
+    pub fn forbidden(message: impl Into<Text>) -> Self {
+        ToolError::new(codes::FORBIDDEN, message)
+    }
+
+    /// `UNAUTHORIZED` with a message.
+    pub fn unauthorized(message: impl Into<Text>) -> Self {
+        ToolError::new(codes::UNAUTHORIZED, message)
+    }
+
+    /// `SERVER_BUSY`: retry after the given time.
+    pub fn server_busy(retry_after: Duration) -> Self {
+        ToolError::new(codes::SERVER_BUSY, "The server is at capacity for this tool.")
+            .with_recovery("Wait for the retry window, then call again with the same arguments.")
+            .with_retry_after(retry_after)
+    }
+
+    /// Sets the recovery line: what the agent should do next.
+    #[must_use]
+    pub fn with_recovery(mut self, recovery: impl Into<Text>) -> Self {
+        self.recovery = Some(recovery.into());
+        self
+    }
+
+    /// Sets the actions the agent may take instead, as canonical keys (`billing.list_invoices`).
+    ///
+    /// Every key must name a tool of the server: keys declared statically (through a
+    /// [`ToolError`](macro@crate::ToolError) derive) are checked when the server is built;
+    /// any other key that names no tool is dropped from the response and logged.
+    #[must_use]
+    pub fn with_actions<I, S>(mut self, actions: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<Text>,
+    {
+        self.actions = actions.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Attaches structured details (any JSON) for the agent.
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// Marks the failure as retryable after the given time.
+    #[must_use]
+    pub fn with_retry_after(mut self, retry_after: Duration) -> Self {
+        self.retry_after = Some(retry_after);
+        self.retryable = true;
+        self
+    }
+
+    /// Marks the failure as retryable (or not) with the same arguments.
+    #[must_use]
+    pub fn with_retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    fn with_internal_source(mut self, source: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        self.internal = Some(source);
+        self
+    }
+
+    /// The error code, e.g. `VALIDATION_ERROR` or `InvoiceNotFound`.
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// The message for the agent.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The recovery line, if any.
+    pub fn recovery(&self) -> Option<&str> {
+        self.recovery.as_deref()
+    }
+
+    /// The actions offered instead, as canonical keys.
+    pub fn actions(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.actions.iter().map(|action| action.as_ref())
+    }
+
+    /// Structured details, if any.
+    pub fn details(&self) -> Option<&Value> {
+        self.details.as_ref()
+    }
+
+    /// When the agent may retry, if it may.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    /// Whether the same call may succeed if retried.
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+
+    /// The id under which an internal failure was logged; set when the error is sealed.
+    pub fn error_id(&self) -> Option<&str> {
+        self.error_id.as_deref()
+    }
+
+    /// Whether this is an `INTERNAL_ERROR`.
+    pub fn is_internal(&self) -> bool {
+        self.code == codes::INTERNAL_ERROR
+    }
+
+    /// Assigns an error id to an internal error and logs its hidden text under it.
+    /// Called once, where the error is sealed into a response.
+    pub(crate) fn assign_error_id(&mut self, tool: &str) {
+        if !self.is_internal() || self.error_id.is_some() {
+            return;
+        }
+        let error_id = uuid::Uuid::new_v4().simple().to_string();
+        match &self.internal {
+            Some(source) => tracing::error!(
+                error_id = %error_id,
+                tool,
+                error = %DisplayChain(source.as_ref()),
+                "tool failed with an internal error"
+            ),
+            None => tracing::error!(error_id = %error_id, tool, "tool failed with an internal error"),
+        }
+        self.error_id = Some(error_id);
+    }
+
+    /// Drops every offered action for which `keep` is false.
+    pub(crate) fn retain_actions(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.actions.retain(|action| keep(action));
+    }
+}
+
+pub(crate) const INTERNAL_MESSAGE: &str = "The tool failed because of an internal error.";
+pub(crate) const INTERNAL_RECOVERY: &str = "Do not retry blindly: report the errorId to the operator, or try a different action.";
+
+impl fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = f.debug_struct("ToolError");
+        debug
+            .field("code", &self.code)
+            .field("message", &self.message);
+        if let Some(recovery) = &self.recovery {
+            debug.field("recovery", recovery);
+        }
+        if !self.actions.is_empty() {
+            debug.field("actions", &self.actions);
+        }
+        if let Some(details) = &self.details {
+            debug.field("details", details);
+        }
+        if let Some(retry_after) = &self.retry_after {
+            debug.field("retry_after", retry_after);
+        }
+        if let Some(error_id) = &self.error_id {
+            debug.field("error_id", error_id);
+        }
+        if let Some(internal) = &self.internal {
+            debug.field("internal", &DisplayChain(internal.as_ref()).to_string());
+        }
+        debug.finish()
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+/// Any standard error becomes an `INTERNAL_ERROR` whose text is logged, never sent.
+impl<E> From<E> for ToolError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    fn from(source: E) -> Self {
+        ToolError::internal(source)
+    }
+}
+
+/// Text kept for the logs of an internal error.
+#[derive(Debug)]
+struct LogText(String);
+
+impl fmt::Display for LogText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LogText {}
+
+/// Displays an error followed by its sources: `outer: inner: innermost`.
+pub(crate) struct DisplayChain<'a>(pub(crate) &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for DisplayChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(next) = source {
+            write!(f, ": {next}")?;
+            source = next.source();
+        }
+        Ok(())
+    }
+}
+
+/// Why a server could not be built. Every problem found is listed, not just the first:
+/// the server refuses to start until all of them are fixed (fail closed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError {
+    problems: Vec<String>,
+}
+
+impl BuildError {
+    pub(crate) fn new(problems: Vec<String>) -> Self {
+        BuildError { problems }
+    }
+
+    /// Each problem, as one sentence.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.as_slice() {
+            [one] => write!(f, "the server cannot be built: {one}"),
+            many => {
+                write!(f, "the server cannot be built ({} problems):", many.len())?;
+                for problem in many {
+                    write!(f, "\n  - {problem}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct DbDown;
+    impl fmt::Display for DbDown {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("connection refused to db-7.internal:5432")
+        }
+    }
+    impl std::error::Error for DbDown {}
+
+    #[test]
+    fn standard_errors_become_internal_without_their_text() {
+        let err: ToolError = DbDown.into();
+        assert_eq!(err.code(), codes::INTERNAL_ERROR);
+        assert!(!err.message().contains("db-7"));
+        assert!(!err.to_string().contains("db-7"));
+    }
+
+    #[test]
+    fn error_id_is_assigned_once_and_only_to_internal_errors() {
+        let mut internal: ToolError = DbDown.into();
+        internal.assign_error_id("billing_get_invoice");
+        let first = internal.error_id().map(str::to_owned);
+        internal.assign_error_id("billing_get_invoice");
+        assert!(first.is_some());
+        assert_eq!(internal.error_id(), first.as_deref());
+
+        let mut domain = ToolError::new("InvoiceNotFound", "missing");
+        domain.assign_error_id("billing_get_invoice");
+        assert_eq!(domain.error_id(), None);
+    }
+
+    #[test]
+    fn build_error_lists_every_problem() {
+        let err = BuildError::new(vec!["a".into(), "b".into()]);
+        assert_eq!(
+            err.to_string(),
+            "the server cannot be built (2 problems):\n  - a\n  - b"
+        );
+    }
+}

@@ -1,0 +1,34 @@
+//! The runtime of [Fusion](https://docs.rs/fusion): registry, request pipeline, envelope,
+//! errors, state sync and the in-memory tester, on top of [`rmcp`].
+//!
+//! Users depend on the `fusion` crate, which re-exports this one together with the macros.
+//! Everything here works without the macros: `#[model]`, `#[presenter]` and `#[tool]` only
+//! generate calls into this crate.
+
+pub mod args;
+pub mod context;
+mod envelope;
+pub mod error;
+mod explain;
+pub mod key;
+pub mod model;
+pub mod present;
+mod registry;
+mod schema;
+pub mod testing;
+pub mod tool;
+pub mod xml;
+
+pub use args::Params;
+pub use context::{CallContext, FromContext, ServerParts, State};
+pub use error::{BuildError, ToolError, codes};
+pub use key::{Glob, ToolKey};
+pub use model::{ArgumentGroup, Create, FieldInfo, Fillable, Filter, Model, Update};
+pub use present::{
+    Plain, Presentation, Presented, Presenter, PresenterInfo, Suggestion, ToolOutput, Truncation,
+    UiBlock,
+};
+pub use registry::{ActionInfo, Exposition, Server, ServerBuilder, ToolInfo, UnknownTool};
+pub use tool::{CacheHint, ErrorCatalog, Tool, ToolSpec, Verb};
+
+pub use rmcp;

@@ -1,0 +1,480 @@
+//! Presenters: what the agent perceives (SPEC P1–P5).
+//!
+//! A presenter turns model values into the package an agent receives: the egress view (only
+//! the listed fields), the rules that tell it how to read them, an agent limit for
+//! collections, suggested next actions and UI blocks rendered by the server.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::model::Model;
+use crate::xml;
+
+/// A presenter over one model. `#[presenter]` implements it; its [`Item`](Presenter::Item) is
+/// the generated view type, which borrows the model and contains only the listed fields.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a presenter",
+    label = "not a presenter",
+    note = "declare one with `#[fusion::presenter(Model, fields(...))]`"
+)]
+pub trait Presenter: Send + Sync + 'static {
+    /// The model presented.
+    type Model: Model;
+    /// The egress view of one model value: only the presented fields, with its own serializer.
+    type Item<'a>: Serialize + Send + Sync;
+    /// The presenter's name.
+    const NAME: &'static str;
+    /// The fields the agent sees, in order.
+    const FIELDS: &'static [&'static str];
+    /// The rules attached to every response: labels of the presented fields, then the
+    /// presenter's own rules.
+    const RULES: &'static [&'static str];
+    /// The most items of a collection the agent receives; `None` for no limit.
+    const LIMIT: Option<usize>;
+    /// The canonical keys of every tool this presenter may suggest (checked at build).
+    const ACTIONS: &'static [&'static str];
+
+    /// The view of one model value.
+    fn item(model: &Self::Model) -> Self::Item<'_>;
+
+    /// The JSON schema of one item.
+    fn item_schema(generator: &mut SchemaGenerator) -> Schema;
+
+    /// Suggested next actions, computed from the data shown.
+    fn suggest(shown: Presented<'_, Self::Item<'_>>) -> Vec<Suggestion> {
+        let _ = shown;
+        Vec::new()
+    }
+
+    /// UI blocks, computed from the data shown.
+    fn ui(shown: Presented<'_, Self::Item<'_>>) -> Vec<UiBlock> {
+        let _ = shown;
+        Vec::new()
+    }
+}
+
+/// What a presenter's suggestion and UI functions receive: the views that the agent is shown
+/// (after the agent limit), never the raw models.
+#[derive(Debug)]
+pub enum Presented<'v, V> {
+    /// A single value.
+    One(&'v V),
+    /// A collection (already cut to the agent limit).
+    Many(&'v [V]),
+}
+
+impl<V> Clone for Presented<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V> Copy for Presented<'_, V> {}
+
+impl<'v, V> Presented<'v, V> {
+    /// All items shown: one or many.
+    pub fn items(self) -> &'v [V] {
+        match self {
+            Presented::One(one) => std::slice::from_ref(one),
+            Presented::Many(many) => many,
+        }
+    }
+
+    /// The single value, when one value is presented.
+    pub fn one(self) -> Option<&'v V> {
+        match self {
+            Presented::One(one) => Some(one),
+            Presented::Many(_) => None,
+        }
+    }
+}
+
+/// A suggested next action (SPEC P4): a tool (by canonical key), why, and optional arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suggestion {
+    pub(crate) tool: Cow<'static, str>,
+    pub(crate) reason: Cow<'static, str>,
+    pub(crate) arguments: Option<Value>,
+}
+
+impl Suggestion {
+    /// Suggests calling `tool` (a canonical key such as `billing.void_invoice`) for `reason`.
+    pub fn new(tool: impl Into<Cow<'static, str>>, reason: impl Into<Cow<'static, str>>) -> Self {
+        Suggestion {
+            tool: tool.into(),
+            reason: reason.into(),
+            arguments: None,
+        }
+    }
+
+    /// Suggests the arguments too.
+    #[must_use]
+    pub fn with_arguments(mut self, arguments: Value) -> Self {
+        self.arguments = Some(arguments);
+        self
+    }
+
+    /// The tool's canonical key.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Why the agent might call it.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// The suggested arguments.
+    pub fn arguments(&self) -> Option<&Value> {
+        self.arguments.as_ref()
+    }
+}
+
+/// A block rendered by the server for the agent to pass to its UI (SPEC P5). The framework
+/// renders it deterministically; no model generates it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum UiBlock {
+    /// Markdown text.
+    Markdown(String),
+    /// A table, rendered as a Markdown table.
+    Table {
+        /// Column headers.
+        columns: Vec<String>,
+        /// Rows of cells.
+        rows: Vec<Vec<String>>,
+    },
+    /// A Mermaid diagram.
+    Mermaid(String),
+    /// A chart specification (e.g. Vega-Lite) as JSON.
+    Chart(Value),
+    /// Source code.
+    Code {
+        /// Language, e.g. `sql`.
+        language: String,
+        /// The code.
+        source: String,
+    },
+}
+
+impl UiBlock {
+    /// A Markdown block.
+    pub fn markdown(text: impl Into<String>) -> Self {
+        UiBlock::Markdown(text.into())
+    }
+
+    /// A table block.
+    pub fn table<C, R, S>(columns: C, rows: R) -> Self
+    where
+        C: IntoIterator<Item = S>,
+        R: IntoIterator<Item = Vec<String>>,
+        S: Into<String>,
+    {
+        UiBlock::Table {
+            columns: columns.into_iter().map(Into::into).collect(),
+            rows: rows.into_iter().collect(),
+        }
+    }
+
+    /// A Mermaid block.
+    pub fn mermaid(diagram: impl Into<String>) -> Self {
+        UiBlock::Mermaid(diagram.into())
+    }
+
+    /// A chart block.
+    pub fn chart(spec: Value) -> Self {
+        UiBlock::Chart(spec)
+    }
+
+    /// A code block.
+    pub fn code(language: impl Into<String>, source: impl Into<String>) -> Self {
+        UiBlock::Code {
+            language: language.into(),
+            source: source.into(),
+        }
+    }
+
+    /// The `type` attribute of the rendered block.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            UiBlock::Markdown(_) => "markdown",
+            UiBlock::Table { .. } => "table",
+            UiBlock::Mermaid(_) => "mermaid",
+            UiBlock::Chart(_) => "chart",
+            UiBlock::Code { .. } => "code",
+        }
+    }
+
+    /// Renders the block as the agent receives it: `<ui_passthrough type="…">…</ui_passthrough>`.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        match self {
+            UiBlock::Code { language, .. } => {
+                let _ = write!(
+                    out,
+                    "<ui_passthrough type=\"code\" language=\"{}\">\n",
+                    xml::escape_attr(language)
+                );
+            }
+            other => {
+                let _ = write!(out, "<ui_passthrough type=\"{}\">\n", other.kind());
+            }
+        }
+        match self {
+            UiBlock::Markdown(text) | UiBlock::Mermaid(text) => out.push_str(&xml::escape(text)),
+            UiBlock::Code { source, .. } => out.push_str(&xml::escape(source)),
+            UiBlock::Chart(spec) => out.push_str(&xml::escape(&spec.to_string())),
+            UiBlock::Table { columns, rows } => {
+                out.push_str(&xml::escape(&markdown_table(columns, rows)));
+            }
+        }
+        out.push_str("\n</ui_passthrough>");
+        out
+    }
+}
+
+fn markdown_table(columns: &[String], rows: &[Vec<String>]) -> String {
+    fn cell(text: &str) -> String {
+        text.replace('|', "\\|").replace(['\r', '\n'], " ")
+    }
+    let mut out = String::new();
+    out.push('|');
+    for column in columns {
+        let _ = write!(out, " {} |", cell(column));
+    }
+    out.push_str("\n|");
+    for _ in columns {
+        out.push_str(" --- |");
+    }
+    for row in rows {
+        out.push_str("\n|");
+        for index in 0..columns.len() {
+            let text = row.get(index).map(String::as_str).unwrap_or("");
+            let _ = write!(out, " {} |", cell(text));
+        }
+    }
+    out
+}
+
+/// A collection was cut to the presenter's agent limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Truncation {
+    /// Items shown.
+    pub shown: usize,
+    /// Items the handler returned.
+    pub total: usize,
+}
+
+impl Truncation {
+    /// Items not shown.
+    pub fn hidden(&self) -> usize {
+        self.total - self.shown
+    }
+}
+
+/// What a handler's result becomes once presented: the egress data and what accompanies it.
+#[derive(Debug)]
+pub struct Presentation {
+    pub(crate) data: Value,
+    pub(crate) ui: Vec<UiBlock>,
+    pub(crate) suggestions: Vec<Suggestion>,
+    pub(crate) declared_actions: &'static [&'static str],
+    pub(crate) truncation: Option<Truncation>,
+}
+
+impl Presentation {
+    /// Plain data with nothing attached.
+    pub fn plain(data: Value) -> Self {
+        Presentation {
+            data,
+            ui: Vec::new(),
+            suggestions: Vec::new(),
+            declared_actions: &[],
+            truncation: None,
+        }
+    }
+
+    /// The data that goes to the agent.
+    pub fn data(&self) -> &Value {
+        &self.data
+    }
+}
+
+/// Marks a tool whose result is not a model and is serialized as it is.
+#[derive(Debug)]
+pub enum Plain {}
+
+/// A handler's successful result, as presented by `P` ([`Plain`] when the tool has no
+/// presenter).
+///
+/// A model (or a `Vec` of models) is only a `ToolOutput` of its presenters; a plain
+/// `Serialize + JsonSchema` value is a `ToolOutput<Plain>`. A model is never `Serialize`, so a
+/// tool cannot return one without a presenter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the result of this tool",
+    label = "this result type cannot reach the agent as is",
+    note = "a model reaches the agent only through a presenter: add `returns = SomePresenter` to `#[tool]`",
+    note = "a tool without a presenter returns a type that is `Serialize + JsonSchema`"
+)]
+pub trait ToolOutput<P: ?Sized>: Send + Sized + 'static {
+    /// The schema of the envelope's `data`.
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema;
+    /// Presents the value.
+    fn present(self) -> Result<Presentation, ToolError>;
+}
+
+impl<T> ToolOutput<Plain> for T
+where
+    T: Serialize + JsonSchema + Send + 'static,
+{
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<T>()
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        let data = serde_json::to_value(&self).map_err(ToolError::internal)?;
+        Ok(Presentation::plain(data))
+    }
+}
+
+impl<M, P> ToolOutput<P> for M
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        P::item_schema(generator)
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        let item = P::item(&self);
+        let shown = Presented::One(&item);
+        let suggestions = P::suggest(shown);
+        let ui = P::ui(shown);
+        let data = serde_json::to_value(&item).map_err(ToolError::internal)?;
+        Ok(Presentation {
+            data,
+            ui,
+            suggestions,
+            declared_actions: P::ACTIONS,
+            truncation: None,
+        })
+    }
+}
+
+impl<M, P> ToolOutput<P> for Vec<M>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        let items = P::item_schema(generator);
+        let mut schema = Schema::default();
+        schema.insert("type".into(), "array".into());
+        schema.insert("items".into(), items.to_value());
+        if let Some(limit) = P::LIMIT {
+            schema.insert("maxItems".into(), limit.into());
+        }
+        schema
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        let total = self.len();
+        let shown_count = P::LIMIT.map_or(total, |limit| limit.min(total));
+        let items: Vec<P::Item<'_>> = self[..shown_count].iter().map(P::item).collect();
+        let shown = Presented::Many(&items);
+        let suggestions = P::suggest(shown);
+        let ui = P::ui(shown);
+        let data = serde_json::to_value(&items).map_err(ToolError::internal)?;
+        Ok(Presentation {
+            data,
+            ui,
+            suggestions,
+            declared_actions: P::ACTIONS,
+            truncation: (shown_count < total).then_some(Truncation {
+                shown: shown_count,
+                total,
+            }),
+        })
+    }
+}
+
+/// Presents a handler's result (used by generated code).
+#[doc(hidden)]
+pub fn present<P: ?Sized, T, E>(result: Result<T, E>) -> Result<Presentation, ToolError>
+where
+    T: ToolOutput<P>,
+    E: Into<ToolError>,
+{
+    result.map_err(Into::into)?.present()
+}
+
+/// The schema of a presenter's item: a closed object whose fields are all present (used by
+/// generated code).
+#[doc(hidden)]
+pub fn object_schema(properties: serde_json::Map<String, Value>, required: &[&str]) -> Schema {
+    let mut schema = Schema::default();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("required".into(), required.iter().copied().collect::<Vec<_>>().into());
+    schema.insert("additionalProperties".into(), false.into());
+    schema
+}
+
+/// The presenter-facing facts a registry keeps for introspection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PresenterInfo {
+    /// The presenter's name.
+    pub name: &'static str,
+    /// The model presented.
+    pub model: &'static str,
+    /// The fields the agent sees.
+    pub fields: &'static [&'static str],
+    /// The rules attached to every response.
+    pub rules: &'static [&'static str],
+    /// The agent limit for collections.
+    pub limit: Option<usize>,
+    /// The tools it may suggest.
+    pub actions: &'static [&'static str],
+}
+
+impl PresenterInfo {
+    /// The facts of presenter `P`.
+    pub fn of<P: Presenter>() -> Self {
+        PresenterInfo {
+            name: P::NAME,
+            model: <P::Model as Model>::NAME,
+            fields: P::FIELDS,
+            rules: P::RULES,
+            limit: P::LIMIT,
+            actions: P::ACTIONS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ui_blocks_render_deterministically_and_escaped() {
+        let table = UiBlock::table(["id", "note"], [vec!["1".into(), "a|b <x>".into()]]);
+        assert_eq!(
+            table.render(),
+            "<ui_passthrough type=\"table\">\n| id | note |\n| --- | --- |\n| 1 | a\\|b &lt;x&gt; |\n</ui_passthrough>"
+        );
+        let code = UiBlock::code("sql", "select 1 < 2");
+        assert_eq!(
+            code.render(),
+            "<ui_passthrough type=\"code\" language=\"sql\">\nselect 1 &lt; 2\n</ui_passthrough>"
+        );
+        let chart = UiBlock::chart(serde_json::json!({"mark": "bar", "data": [1, 2]}));
+        assert_eq!(chart.render(), chart.render());
+        assert!(chart.render().starts_with("<ui_passthrough type=\"chart\">\n{"));
+    }
+}

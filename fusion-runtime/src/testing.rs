@@ -1,0 +1,252 @@
+//! The in-memory tester (SPEC L2): runs a server's real pipeline — exposition names,
+//! validation, handler, presenter, state sync, envelope — with a test context and no
+//! transport, and reads the result back the way an agent receives it.
+//!
+//! ```
+//! use fusion_runtime::testing::Tester;
+//! use fusion_runtime::{CallContext, ServerBuilder, ToolError, ToolSpec};
+//! # use schemars::JsonSchema; use serde::{Deserialize, Serialize};
+//! # #[derive(Deserialize, JsonSchema)] struct Args { text: String }
+//! # #[derive(Serialize, JsonSchema)] struct Echoed { text: String }
+//! # tokio_test_runtime(async {
+//! let server = ServerBuilder::new("demo", "1.0.0")
+//!     .add(ToolSpec::query("demo.echo", "Repeats the text.").handler(
+//!         |_: CallContext, args: Args| async move { Ok::<_, ToolError>(Echoed { text: args.text }) },
+//!     ))
+//!     .build()
+//!     .unwrap();
+//! let tester = Tester::new(server);
+//! let result = tester.call("demo.echo", serde_json::json!({"text": "hi"})).await;
+//! assert!(!result.is_error());
+//! assert_eq!(result.data()["text"], "hi");
+//! let bad = tester.call("demo.echo", serde_json::json!({"text": 5})).await;
+//! assert_eq!(bad.error_code(), Some("VALIDATION_ERROR"));
+//! # });
+//! # fn tokio_test_runtime(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+//! # }
+//! ```
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::Value;
+
+use crate::context::CallContext;
+use crate::registry::{Server, UnknownTool};
+
+type ContextSetup = Arc<dyn Fn(&mut CallContext) + Send + Sync>;
+
+/// Calls a server's tools in memory.
+#[derive(Clone)]
+pub struct Tester {
+    server: Server,
+    setup: Option<ContextSetup>,
+}
+
+impl Tester {
+    /// A tester of `server`.
+    pub fn new(server: Server) -> Self {
+        Tester {
+            server,
+            setup: None,
+        }
+    }
+
+    /// Prepares every call's context, like a transport or middleware would: attach a tenant,
+    /// a principal, request metadata.
+    #[must_use]
+    pub fn with_context(mut self, setup: impl Fn(&mut CallContext) + Send + Sync + 'static) -> Self {
+        self.setup = Some(Arc::new(setup));
+        self
+    }
+
+    /// The server under test.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    fn context(&self) -> CallContext {
+        let mut context = self.server.new_context();
+        if let Some(setup) = &self.setup {
+            setup(&mut context);
+        }
+        context
+    }
+
+    /// Calls the tool with canonical key `key` (`billing.get_invoice`) through its exposed
+    /// name, adding the `action` discriminator in grouped exposition.
+    ///
+    /// # Panics
+    /// When the server has no tool with this key, or `arguments` is not an object: both are
+    /// mistakes in the test itself.
+    pub async fn call(&self, key: &str, arguments: Value) -> TestResult {
+        let arguments = into_object(arguments);
+        let Some((name, arguments)) = self.server.exposed_call(key, Some(arguments)) else {
+            panic!("the server has no tool with key `{key}`");
+        };
+        match self.call_exposed(&name, Value::Object(arguments)).await {
+            Ok(result) => result,
+            Err(unknown) => panic!("{unknown}"),
+        }
+    }
+
+    /// Calls an exposed tool by the name agents use, with raw arguments.
+    pub async fn call_exposed(&self, name: &str, arguments: Value) -> Result<TestResult, UnknownTool> {
+        let arguments = match arguments {
+            Value::Null => None,
+            other => Some(into_object(other)),
+        };
+        let raw = self.server.call_tool(name, arguments, self.context()).await?;
+        Ok(TestResult::new(raw))
+    }
+}
+
+fn into_object(arguments: Value) -> JsonObject {
+    match arguments {
+        Value::Object(object) => object,
+        other => panic!("tool arguments are a JSON object, not {other}"),
+    }
+}
+
+/// A tool result as the agent receives it, with readers for each part.
+#[derive(Debug, Clone)]
+pub struct TestResult {
+    raw: CallToolResult,
+    envelope: Value,
+}
+
+/// A UI block as received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceivedUiBlock {
+    /// The block's `type`: `markdown`, `table`, `mermaid`, `chart`, `code`.
+    pub kind: String,
+    /// The block's body, unescaped.
+    pub body: String,
+}
+
+impl TestResult {
+    fn new(raw: CallToolResult) -> Self {
+        let envelope = raw.structured_content.clone().unwrap_or(Value::Null);
+        TestResult { raw, envelope }
+    }
+
+    /// The MCP result itself.
+    pub fn raw(&self) -> &CallToolResult {
+        &self.raw
+    }
+
+    /// The whole result as JSON text, exactly as it would be sent.
+    pub fn raw_text(&self) -> String {
+        serde_json::to_string(&self.raw).unwrap_or_default()
+    }
+
+    /// `isError`.
+    pub fn is_error(&self) -> bool {
+        self.raw.is_error == Some(true)
+    }
+
+    /// The envelope (`structuredContent`).
+    pub fn envelope(&self) -> &Value {
+        &self.envelope
+    }
+
+    /// The envelope's `data` (`null` on errors).
+    pub fn data(&self) -> &Value {
+        &self.envelope["data"]
+    }
+
+    /// The envelope's `meta`.
+    pub fn meta(&self) -> &Value {
+        &self.envelope["meta"]
+    }
+
+    /// The envelope's `error` (`null` on success).
+    pub fn error(&self) -> &Value {
+        &self.envelope["error"]
+    }
+
+    /// The error code, on errors.
+    pub fn error_code(&self) -> Option<&str> {
+        self.envelope["error"]["code"].as_str()
+    }
+
+    /// The text blocks, in order.
+    pub fn texts(&self) -> Vec<&str> {
+        self.raw
+            .content
+            .iter()
+            .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+            .collect()
+    }
+
+    /// The domain rules the agent received.
+    pub fn rules(&self) -> Vec<String> {
+        self.block_body("<domain_rules>", "</domain_rules>")
+            .map(|body| {
+                body.lines()
+                    .filter_map(|line| line.strip_prefix("- "))
+                    .map(unescape)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The UI blocks the agent received.
+    pub fn ui_blocks(&self) -> Vec<ReceivedUiBlock> {
+        self.texts()
+            .into_iter()
+            .filter_map(|text| {
+                let rest = text.strip_prefix("<ui_passthrough type=\"")?;
+                let (kind, rest) = rest.split_once('"')?;
+                let (_, body) = rest.split_once(">\n")?;
+                let body = body.strip_suffix("\n</ui_passthrough>")?;
+                Some(ReceivedUiBlock {
+                    kind: kind.to_owned(),
+                    body: unescape(body),
+                })
+            })
+            .collect()
+    }
+
+    /// The suggested actions: `{"tool", "arguments", "reason"}` each, with exposed names.
+    pub fn suggestions(&self) -> Vec<Value> {
+        self.meta()["suggestions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The domains the agent was told to fetch again, from the `<cache_invalidation/>` block.
+    pub fn invalidations(&self) -> Vec<String> {
+        self.texts()
+            .into_iter()
+            .find_map(|text| {
+                let rest = text.strip_prefix("<cache_invalidation ")?;
+                let (_, domains) = rest.split_once("domains=\"")?;
+                let (domains, _) = domains.split_once('"')?;
+                Some(unescape(domains).split(',').map(str::to_owned).collect())
+            })
+            .unwrap_or_default()
+    }
+
+    /// `(shown, total)` when a collection was cut to the agent limit.
+    pub fn truncation(&self) -> Option<(u64, u64)> {
+        let truncated = &self.meta()["truncated"];
+        Some((truncated["shown"].as_u64()?, truncated["total"].as_u64()?))
+    }
+
+    fn block_body(&self, open: &str, close: &str) -> Option<&str> {
+        self.texts().into_iter().find_map(|text| {
+            text.strip_prefix(open)
+                .and_then(|rest| rest.strip_suffix(close))
+        })
+    }
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
