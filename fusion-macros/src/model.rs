@@ -1,8 +1,8 @@
 //! `#[model]`: casts, hidden and guarded fields, fillable profiles (SPEC M1–M4).
 
-use darling::{Error, FromMeta, Result};
+use darling::{Error, FromMeta};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::{Attribute, Field, Fields, Ident, ItemStruct, LitStr, Type};
 
 use crate::common::{IdentList, Krate, fnv1a, meta_list, unknown_field};
@@ -84,42 +84,41 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#error #item);
         }
     };
-    match parse(args, item.clone()) {
-        Ok(mut model) => {
-            // Mistakes found by the checks are reported, and the rest of the model is still
-            // generated, so that presenters and tools over it report their own mistakes too.
-            let errors = check(&mut model).err().map(Error::write_errors);
-            let generated = generate(&model);
-            quote!(#errors #generated)
+    // Every mistake is reported in one run, and what is valid is still generated, so that
+    // presenters and tools over the model report their own mistakes too.
+    let mut errors = Error::accumulator();
+    let generated = match parse(args, item.clone(), &mut errors) {
+        Some(mut model) => {
+            check(&mut model, &mut errors);
+            generate(&model)
         }
-        Err(errors) => {
-            // Re-emit the struct without Fusion's attributes so the rest of the crate still
-            // type-checks and only the real mistakes are reported.
-            let fallback = strip_fusion_attrs(item);
-            let errors = errors.write_errors();
-            quote!(#errors #fallback)
-        }
-    }
+        // Not a model at all: re-emit the struct without Fusion's attributes so that the rest
+        // of the crate still type-checks.
+        None => strip_fusion_attrs(item).into_token_stream(),
+    };
+    let errors = errors.finish().err().map(Error::write_errors);
+    quote!(#errors #generated)
 }
 
-fn parse(args: TokenStream, item: ItemStruct) -> Result<Model> {
-    let mut errors = Error::accumulator();
+fn parse(args: TokenStream, item: ItemStruct, errors: &mut darling::error::Accumulator) -> Option<Model> {
     let args = errors
         .handle(meta_list(args).and_then(|list| ModelArgs::from_list(&list)))
         .unwrap_or_default();
     if !item.generics.params.is_empty() {
         errors.push(Error::custom("a model cannot be generic").with_span(&item.generics));
+        return None;
     }
     let mut fields = Vec::new();
     match &item.fields {
         Fields::Named(named) => {
             for field in &named.named {
-                if let Some(field) = errors.handle(parse_field(field)) {
-                    fields.push(field);
-                }
+                fields.extend(parse_field(field, errors));
             }
         }
-        _ => errors.push(Error::custom("a model is a struct with named fields").with_span(&item.ident)),
+        _ => {
+            errors.push(Error::custom("a model is a struct with named fields").with_span(&item.ident));
+            return None;
+        }
     }
     let mut profiles = Vec::new();
     for (kind, list) in [
@@ -131,7 +130,7 @@ fn parse(args: TokenStream, item: ItemStruct) -> Result<Model> {
             profiles.push(Profile { kind, fields: list.0 });
         }
     }
-    errors.finish_with(Model {
+    Some(Model {
         item,
         krate: args.krate,
         fields,
@@ -139,8 +138,9 @@ fn parse(args: TokenStream, item: ItemStruct) -> Result<Model> {
     })
 }
 
-fn parse_field(field: &Field) -> Result<ModelField> {
-    let mut errors = Error::accumulator();
+/// Reads a field's Fusion attributes; mistakes are reported and the field is still returned,
+/// so that the checks that depend on it run too.
+fn parse_field(field: &Field, errors: &mut darling::error::Accumulator) -> Option<ModelField> {
     let mut label = None;
     let mut hidden = false;
     let mut guarded = false;
@@ -160,14 +160,13 @@ fn parse_field(field: &Field) -> Result<ModelField> {
                 ),
             }
         } else if attr.path().is_ident("hidden") {
-            flag(attr, &mut hidden, &mut errors);
+            flag(attr, &mut hidden, errors);
         } else if attr.path().is_ident("guarded") {
-            flag(attr, &mut guarded, &mut errors);
+            flag(attr, &mut guarded, errors);
         }
     }
-    let ident = field.ident.clone().ok_or_else(|| Error::custom("expected a named field"))?;
-    errors.finish_with(ModelField {
-        ident,
+    Some(ModelField {
+        ident: field.ident.clone()?,
         ty: field.ty.clone(),
         label,
         hidden,
@@ -178,9 +177,9 @@ fn parse_field(field: &Field) -> Result<ModelField> {
 fn flag(attr: &Attribute, set: &mut bool, errors: &mut darling::error::Accumulator) {
     let name = attr.path().get_ident().map(Ident::to_string).unwrap_or_default();
     if !matches!(attr.meta, syn::Meta::Path(_)) {
-        errors.push(Error::custom(format!("`#[{name}]` takes no arguments")).with_span(attr));
+        errors.push(Error::custom(format!("`#[{name}]` takes no arguments")).with_span(attr.path()));
     } else if *set {
-        errors.push(Error::custom(format!("duplicate `#[{name}]` on this field")).with_span(attr));
+        errors.push(Error::custom(format!("duplicate `#[{name}]` on this field")).with_span(attr.path()));
     }
     *set = true;
 }
@@ -189,15 +188,13 @@ fn flag(attr: &Attribute, set: &mut bool, errors: &mut darling::error::Accumulat
 // Check
 
 /// Runs every check; what fails is reported and left out of the generated code.
-fn check(model: &mut Model) -> Result<()> {
-    let mut errors = Error::accumulator();
-    check_not_serialize(model, &mut errors);
+fn check(model: &mut Model, errors: &mut darling::error::Accumulator) {
+    check_not_serialize(model, errors);
     let mut profiles = std::mem::take(&mut model.profiles);
     for profile in &mut profiles {
-        check_profile(model, profile, &mut errors);
+        check_profile(model, profile, errors);
     }
     model.profiles = profiles;
-    errors.finish()
 }
 
 /// A model must never be serializable: only its presenters' views reach the wire. The
@@ -340,60 +337,87 @@ fn generate(model: &Model) -> TokenStream {
 }
 
 /// The `create`/`update`/`filter` input type: only the listed fields, required for `create`,
-/// optional otherwise, unknown fields rejected.
+/// optional otherwise, unknown fields rejected. Its schema is written here rather than derived,
+/// so that the generated code names nothing the user's scope could shadow.
 fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
     let private = model.krate.private();
     let serde_path = format!("{}::__private::serde", path_string(&model.krate.0));
-    let schemars_path = format!("{}::__private::schemars", path_string(&model.krate.0));
     let model_ident = &model.item.ident;
     let vis = &model.item.vis;
     let input_ident = format_ident!("{}{}", model_ident, profile.kind.type_suffix());
+    let input_name = input_ident.to_string();
     let profile_type = format_ident!("{}", profile.kind.type_suffix());
+    let required = profile.kind == ProfileKind::Create;
     let doc = format!(
         "The arguments of [`{model_ident}`]'s `{}` profile: {}.",
         profile.kind.name(),
-        if profile.kind == ProfileKind::Create {
-            "listed fields are required"
-        } else {
-            "every field is optional"
-        }
+        if required { "listed fields are required" } else { "every field is optional" }
     );
+    let description = format!("The `{}` arguments of {model_ident}.", profile.kind.name());
     let names: Vec<String> = profile.fields.iter().map(Ident::to_string).collect();
-    let fields = profile.fields.iter().filter_map(|ident| {
-        let field = model.fields.iter().find(|field| field.ident == *ident)?;
-        let label = field.label.as_ref()?;
-        let ty = &field.ty;
-        let ty = if profile.kind == ProfileKind::Create {
-            quote!(#ty)
-        } else {
-            quote!(#private::Option<#ty>)
-        };
-        let default = (profile.kind != ProfileKind::Create).then(|| quote!(#[serde(default)]));
-        Some(quote_spanned! {ident.span()=>
+    let listed: Vec<(&Ident, &LitStr, TokenStream)> = profile
+        .fields
+        .iter()
+        .filter_map(|ident| {
+            let field = model.fields.iter().find(|field| field.ident == *ident)?;
+            let ty = &field.ty;
+            let ty = if required { quote!(#ty) } else { quote!(#private::Option<#ty>) };
+            Some((ident, field.label.as_ref()?, ty))
+        })
+        .collect();
+    let fields = listed.iter().map(|(ident, label, ty)| {
+        let default = (!required).then(|| quote!(#[serde(default)]));
+        quote_spanned! {ident.span()=>
             #[doc = #label]
             #default
             pub #ident: #ty
-        })
+        }
     });
+    let schema_properties = listed.iter().map(|(ident, label, ty)| {
+        let key = ident.to_string();
+        quote! {
+            let mut schema = generator.subschema_for::<#ty>();
+            schema.insert("description".into(), #label.into());
+            properties.insert(#key.into(), schema.to_value());
+        }
+    });
+    let required_names: Vec<&String> = if required { names.iter().collect() } else { Vec::new() };
     quote! {
         #[doc = #doc]
-        #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
+        #[derive(#private::serde::Deserialize)]
         #[serde(crate = #serde_path, deny_unknown_fields)]
-        #[schemars(crate = #schemars_path)]
         #[allow(unused_qualifications)]
         #vis struct #input_ident {
             #(#fields,)*
         }
 
-        #[automatically_derived]
-        impl #private::ArgumentGroup for #input_ident {
-            const FIELDS: &'static [&'static str] = &[#(#names),*];
-        }
+        #[allow(unused_qualifications)]
+        const _: () = {
+            #[automatically_derived]
+            impl #private::schemars::JsonSchema for #input_ident {
+                fn schema_name() -> #private::Cow<'static, str> {
+                    #private::Cow::Borrowed(#input_name)
+                }
 
-        #[automatically_derived]
-        impl #private::Fillable<#private::profile::#profile_type> for #model_ident {
-            type Input = #input_ident;
-        }
+                fn json_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
+                    let mut properties = #private::serde_json::Map::new();
+                    #({ #schema_properties })*
+                    let mut schema = #private::object_schema(properties, &[#(#required_names),*]);
+                    schema.insert("description".into(), #description.into());
+                    schema
+                }
+            }
+
+            #[automatically_derived]
+            impl #private::ArgumentGroup for #input_ident {
+                const FIELDS: &'static [&'static str] = &[#(#names),*];
+            }
+
+            #[automatically_derived]
+            impl #private::Fillable<#private::profile::#profile_type> for #model_ident {
+                type Input = #input_ident;
+            }
+        };
     }
 }
 

@@ -6,7 +6,7 @@
 //! model's field facts. Everything is then checked with full knowledge, spans intact.
 
 use darling::ast::NestedMeta;
-use darling::{Error, FromMeta, Result};
+use darling::{Error, FromMeta};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
@@ -157,21 +157,31 @@ pub(crate) fn expand_callback(input: TokenStream) -> TokenStream {
         Err(error) => return error.to_compile_error(),
     };
     let item_tokens = input.item.clone();
-    match parse(input).and_then(check) {
-        Ok(presenter) => generate(&presenter),
-        Err(errors) => {
-            let errors = errors.write_errors();
+    // Every mistake is reported in one run: parsing and checking share one accumulator, and
+    // only a presenter that cannot be understood at all stops before the checks.
+    let mut errors = Error::accumulator();
+    let presenter = parse(input, &mut errors);
+    if let Some(presenter) = &presenter {
+        check_fields(presenter, &mut errors);
+        check_suggestions(presenter, &mut errors);
+    }
+    match (errors.finish(), presenter) {
+        (Ok(()), Some(presenter)) => generate(&presenter),
+        (result, _) => {
+            let errors = result.err().map(Error::write_errors);
             quote!(#errors #item_tokens)
         }
     }
 }
 
-fn parse(input: CallbackInput) -> Result<Presenter> {
-    let mut errors = Error::accumulator();
-    let list = crate::common::meta_list(input.attr)?;
+fn parse(input: CallbackInput, errors: &mut darling::error::Accumulator) -> Option<Presenter> {
+    let list = errors.handle(crate::common::meta_list(input.attr))?;
     let model_path = match list.first() {
         Some(NestedMeta::Meta(syn::Meta::Path(path))) => path.clone(),
-        _ => return Err(Error::custom("expected the model first")),
+        _ => {
+            errors.push(Error::custom("expected the model first"));
+            return None;
+        }
     };
     let args = errors.handle(PresenterArgs::from_list(&list[1..]));
     let item = errors.handle(syn::parse2::<ItemStruct>(input.item).map_err(Error::from));
@@ -192,23 +202,13 @@ fn parse(input: CallbackInput) -> Result<Presenter> {
             Ok(limit) => Some(limit),
         }
     });
-    let (Some(args), Some(item)) = (args, item) else {
-        return Err(errors.finish().err().unwrap_or_else(|| Error::custom("invalid presenter")));
-    };
-    errors.finish_with(Presenter {
+    Some(Presenter {
         model_path,
         model: input.model,
-        args,
-        item,
+        args: args?,
+        item: item?,
         limit,
     })
-}
-
-fn check(presenter: Presenter) -> Result<Presenter> {
-    let mut errors = Error::accumulator();
-    check_fields(&presenter, &mut errors);
-    check_suggestions(&presenter, &mut errors);
-    errors.finish_with(presenter)
 }
 
 /// The listed fields exist, are cast and are not hidden, once each: the view can never contain

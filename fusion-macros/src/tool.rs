@@ -77,24 +77,26 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#error #item);
         }
     };
-    match parse(args, function.clone()) {
-        Ok(tool) => generate(&tool),
-        Err(errors) => {
-            let errors = errors.write_errors();
+    let mut errors = Error::accumulator();
+    let tool = parse(args, function.clone(), &mut errors);
+    match (errors.finish(), tool) {
+        (Ok(()), Some(tool)) => generate(&tool),
+        (result, _) => {
+            // The function is still emitted, so that callers and IDEs keep working.
+            let errors = result.err().map(Error::write_errors);
             let function = strip_param_docs(function);
             quote!(#errors #function)
         }
     }
 }
 
-fn parse(args: TokenStream, function: ItemFn) -> Result<ToolDef> {
-    let mut errors = Error::accumulator();
+fn parse(args: TokenStream, function: ItemFn, errors: &mut darling::error::Accumulator) -> Option<ToolDef> {
     let args = errors
         .handle(meta_list(args).and_then(|list| ToolArgs::from_list(&list)))
         .unwrap_or_default();
     let verb = errors.handle(verb(&args));
-    check_signature(&function, &mut errors);
-    let params = params(&function, &mut errors);
+    check_signature(&function, errors);
+    let params = params(&function, errors);
     let output = match &function.sig.output {
         ReturnType::Type(_, ty) => Some((**ty).clone()),
         ReturnType::Default => {
@@ -122,20 +124,20 @@ fn parse(args: TokenStream, function: ItemFn) -> Result<ToolDef> {
                 .with_span(&function.sig.ident),
         );
     }
-    if let Some(verb) = verb {
-        check_options(&args, verb, &mut errors);
+    for glob in &args.invalidates.0 {
+        errors.handle(check_glob(glob));
     }
-    let (Some(verb), Some(output), Some(description)) = (verb, output, description) else {
-        return Err(errors.finish().err().unwrap_or_else(|| Error::custom("invalid tool")));
-    };
-    errors.finish_with(ToolDef {
+    if let Some(verb) = verb {
+        check_options(&args, verb, errors);
+    }
+    Some(ToolDef {
         function,
         args,
-        verb,
+        verb: verb?,
         key,
-        description,
+        description: description?,
         params,
-        output,
+        output: output?,
     })
 }
 
@@ -169,17 +171,13 @@ fn verb(args: &ToolArgs) -> Result<Verb> {
     }
 }
 
-/// Options that only make sense for some verbs, and the syntax of globs.
+/// Options that only make sense for some verbs.
 fn check_options(args: &ToolArgs, verb: Verb, errors: &mut darling::error::Accumulator) {
-    for glob in &args.invalidates.0 {
-        if verb == Verb::Query {
-            errors.push(
-                Error::custom("a query reads and cannot invalidate anything; only mutations and actions do")
-                    .with_span(glob),
-            );
-        } else {
-            errors.handle(check_glob(glob));
-        }
+    if verb == Verb::Query && !args.invalidates.0.is_empty() {
+        errors.push(
+            Error::custom("a query reads and cannot invalidate anything; only mutations and actions do")
+                .with_span(&args.invalidates.0[0]),
+        );
     }
     if let Some(cache) = &args.cache {
         if verb != Verb::Query {
@@ -290,6 +288,8 @@ fn generate(tool: &ToolDef) -> TokenStream {
         options.push(quote!(.with_version(#version)));
     }
 
+    // Spanned on the parameter's type, so that a type that cannot be a parameter is reported
+    // there.
     let probe = |param: &Param| {
         let ty = &param.ty;
         quote_spanned! {ty.span()=>
@@ -303,7 +303,7 @@ fn generate(tool: &ToolDef) -> TokenStream {
             Some(doc) => quote!(#private::Some(#doc)),
             None => quote!(#private::None),
         };
-        quote!(#probe.declare(&mut params, #name, #doc);)
+        quote_spanned!(param.ty.span()=> #probe.declare(&mut params, #name, #doc);)
     });
     let bindings: Vec<Ident> = tool
         .params
@@ -313,7 +313,7 @@ fn generate(tool: &ToolDef) -> TokenStream {
     let takes = tool.params.iter().zip(&bindings).map(|(param, binding)| {
         let probe = probe(param);
         let name = param.ident.to_string().trim_start_matches("r#").to_owned();
-        quote!(let #binding = #probe.take(__fusion_context, &mut __fusion_args, #name)?;)
+        quote_spanned!(param.ty.span()=> let #binding = #probe.take(__fusion_context, &mut __fusion_args, #name)?;)
     });
     let struct_doc = format!(
         "The tool `{key}`, declared by [`{fn_ident}`](fn@{fn_ident}). Register it with \
@@ -344,20 +344,18 @@ fn generate(tool: &ToolDef) -> TokenStream {
                                 .__fusion_catalog(),
                         )
                         .with_params(params)
-                        .with_erased_handler::<#presenter, <#output as #private::HandlerResult>::Ok>(
-                            |mut __fusion_call: #private::Call| -> #private::HandlerFuture {
-                                #private::Box::pin(async move {
-                                    let (#(#bindings,)*) = {
-                                        let (__fusion_context, mut __fusion_args) = __fusion_call.parts();
-                                        #(#takes)*
-                                        __fusion_args.finish()?;
-                                        (#(#bindings,)*)
-                                    };
-                                    let (#(#private::Some(#bindings),)*) = (#(#bindings,)*) else {
-                                        return #private::Err(#private::missing_argument());
-                                    };
-                                    #private::present::<#presenter, _, _>(#fn_ident(#(#bindings),*).await)
-                                })
+                        .with_call_handler::<#presenter, _, _, _, _>(
+                            |mut __fusion_call: #private::Call| async move {
+                                let (#(#bindings,)*) = {
+                                    let (__fusion_context, mut __fusion_args) = __fusion_call.parts();
+                                    #(#takes)*
+                                    __fusion_args.finish()?;
+                                    (#(#bindings,)*)
+                                };
+                                let (#(#private::Some(#bindings),)*) = (#(#bindings,)*) else {
+                                    return #private::Err(#private::missing_argument());
+                                };
+                                #private::Ok::<#output, #private::ToolError>(#fn_ident(#(#bindings),*).await)
                             },
                         )
                 }

@@ -122,8 +122,8 @@ fn check_variant(ident: &Ident, fields: &Fields, args: &VariantArgs, errors: &mu
 fn generate(input: &DeriveInput, krate: &Krate, variants: &[Variant]) -> TokenStream {
     let private = krate.private();
     let ident = &input.ident;
-    let arms = variants.iter().map(|variant| conversion_arm(&private, variant));
-    let display_arms = variants.iter().map(|variant| display_arm(variant));
+    let arms = variants.iter().map(|variant| conversion_arm(&private, ident, variant));
+    let display_arms = variants.iter().map(|variant| display_arm(ident, variant));
     let actions: Vec<&LitStr> = variants.iter().flat_map(|variant| &variant.args.actions.0).collect();
     let from_impls = variants.iter().filter(|variant| variant.args.from.is_present()).filter_map(|variant| {
         let field = variant.fields.iter().next()?;
@@ -173,19 +173,19 @@ fn generate(input: &DeriveInput, krate: &Krate, variants: &[Variant]) -> TokenSt
     }
 }
 
-/// `Self::Variant { a, b }` or `Self::Variant(__field_0, __field_1)`, binding every field.
-fn pattern(variant: &Variant) -> (TokenStream, Vec<Ident>) {
+/// `Enum::Variant { a, b }` or `Enum::Variant(__field_0, __field_1)`, binding every field.
+fn pattern(enum_ident: &Ident, variant: &Variant) -> (TokenStream, Vec<Ident>) {
     let variant_ident = &variant.ident;
     match &variant.fields {
         Fields::Named(named) => {
             let names: Vec<Ident> = named.named.iter().filter_map(|field| field.ident.clone()).collect();
-            (quote!(Self::#variant_ident { #(#names),* }), names)
+            (quote!(#enum_ident::#variant_ident { #(#names),* }), names)
         }
         Fields::Unnamed(unnamed) => {
             let names: Vec<Ident> = (0..unnamed.unnamed.len()).map(|index| format_ident!("__field_{}", index)).collect();
-            (quote!(Self::#variant_ident(#(#names),*)), names)
+            (quote!(#enum_ident::#variant_ident(#(#names),*)), names)
         }
-        Fields::Unit => (quote!(Self::#variant_ident), Vec::new()),
+        Fields::Unit => (quote!(#enum_ident::#variant_ident), Vec::new()),
     }
 }
 
@@ -209,8 +209,8 @@ fn message(variant: &Variant) -> Option<LitStr> {
     Some(LitStr::new(&rewritten, message.span()))
 }
 
-fn conversion_arm(private: &TokenStream, variant: &Variant) -> TokenStream {
-    let (pattern, names) = pattern(variant);
+fn conversion_arm(private: &TokenStream, enum_ident: &Ident, variant: &Variant) -> TokenStream {
+    let (pattern, names) = pattern(enum_ident, variant);
     if variant.args.internal.is_present() {
         let source = names.first().cloned().unwrap_or_else(|| Ident::new("source", Span::call_site()));
         return quote!(#pattern => #private::ToolError::internal(#source),);
@@ -227,8 +227,8 @@ fn conversion_arm(private: &TokenStream, variant: &Variant) -> TokenStream {
     }
 }
 
-fn display_arm(variant: &Variant) -> TokenStream {
-    let (pattern, names) = pattern(variant);
+fn display_arm(enum_ident: &Ident, variant: &Variant) -> TokenStream {
+    let (pattern, names) = pattern(enum_ident, variant);
     if variant.args.internal.is_present() {
         let source = names.first().cloned().unwrap_or_else(|| Ident::new("source", Span::call_site()));
         return quote!(#pattern => ::core::fmt::Display::fmt(#source, f),);

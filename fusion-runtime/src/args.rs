@@ -468,8 +468,14 @@ pub mod kinds {
     )]
     pub trait ToolParameter {}
 
-    impl<T: ToolParameter> UnusableParam<T> {
-        pub fn declare(self, _params: &mut Params, _name: &'static str, _doc: Option<&'static str>) {}
+    // The bound sits on the method, not the impl: the call then resolves and the unmet bound
+    // is reported once, with `ToolParameter`'s message, on the parameter's type.
+    impl<T> UnusableParam<T> {
+        pub fn declare(self, _params: &mut Params, _name: &'static str, _doc: Option<&'static str>)
+        where
+            T: ToolParameter,
+        {
+        }
         pub fn take(
             self,
             _context: &CallContext,

@@ -273,17 +273,25 @@ impl ToolSpec {
         self
     }
 
-    /// Sets the output and the erased handler (used by generated code).
+    /// Sets the handler from a function of the whole call (used by generated code): `f` reads
+    /// its parameters from the call (failing with a `ToolError`), then returns what the user's
+    /// function returned, which `P` presents.
     #[doc(hidden)]
     #[must_use]
-    pub fn with_erased_handler<P, T>(mut self, handler: impl Handler) -> Self
+    pub fn with_call_handler<P, T, E, F, Fut>(mut self, f: F) -> Self
     where
         P: ?Sized + OutputPresenter,
         T: ToolOutput<P>,
+        E: Into<ToolError> + 'static,
+        F: Fn(Call) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Result<T, E>, ToolError>> + Send + 'static,
     {
         self.data_schema = Some(T::data_schema);
         self.presenter = P::info();
-        self.handler = Some(Arc::new(handler));
+        self.handler = Some(Arc::new(move |call: Call| -> HandlerFuture {
+            let future = f(call);
+            Box::pin(async move { crate::present::present::<P, T, E>(future.await?) })
+        }));
         self
     }
 
@@ -333,9 +341,9 @@ impl ToolSpec {
         self.params = Params::new();
         self.params.whole::<A>();
         let f = Arc::new(f);
-        self.with_erased_handler::<P, T>(move |mut call: Call| -> HandlerFuture {
+        self.with_call_handler::<P, T, E, _, _>(move |mut call: Call| {
             let f = Arc::clone(&f);
-            Box::pin(async move {
+            async move {
                 let args = {
                     let (_, mut reader) = call.parts();
                     let args = reader.whole::<A>();
@@ -343,16 +351,21 @@ impl ToolSpec {
                     args
                 };
                 let Some(args) = args else {
-                    return Err(ToolError::internal_message("arguments accepted but not read"));
+                    return Err(crate::args::kinds::missing_argument());
                 };
-                crate::present::present::<P, T, E>(f(call.into_context(), args).await)
-            })
+                Ok(f(call.into_context(), args).await)
+            }
         })
     }
 }
 
 /// The presenter side of a tool's output: [`Plain`] or a [`Presenter`].
 #[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a presenter",
+    label = "`returns =` names a presenter",
+    note = "declare one with `#[fusion::presenter(Model, fields(...))]` on a unit struct"
+)]
 pub trait OutputPresenter {
     fn info() -> Option<PresenterInfo>;
 }

@@ -7,7 +7,7 @@ pub use fusion_runtime::*;
 pub mod __private {
     pub use core::option::Option::{self, None, Some};
     pub use core::result::Result::{self, Err, Ok};
-    pub use std::{boxed::Box, string::String, vec::Vec};
+    pub use std::{borrow::Cow, boxed::Box, string::String, vec::Vec};
 
     pub use ::schemars;
     pub use ::serde;
@@ -17,8 +17,8 @@ pub mod __private {
     pub use fusion_runtime::args::kinds;
     pub use fusion_runtime::args::kinds::missing_argument;
     pub use fusion_runtime::model::{FieldAt, ModelsNeverImplementSerialize, profile};
-    pub use fusion_runtime::present::{object_schema, present};
-    pub use fusion_runtime::tool::{Call, HandlerFuture, HandlerResult};
+    pub use fusion_runtime::present::object_schema;
+    pub use fusion_runtime::tool::{Call, HandlerResult};
     pub use fusion_runtime::{
         ArgumentGroup, CacheHint, ErrorCatalog, FieldInfo, Fillable, Model, Params, Plain,
         Presented, Presenter, Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,

@@ -1,0 +1,3 @@
+//! The billing connector.
+pub mod model;
+pub mod store;
