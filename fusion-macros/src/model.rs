@@ -375,13 +375,20 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
     });
     let schema_properties = listed.iter().map(|(ident, label, ty)| {
         let key = ident.to_string();
+        let require = required.then(|| {
+            quote! {
+                if #private::is_required::<#ty>() {
+                    required.push(#key);
+                }
+            }
+        });
         quote! {
             let mut schema = generator.subschema_for::<#ty>();
             schema.insert("description".into(), #label.into());
             properties.insert(#key.into(), schema.to_value());
+            #require
         }
     });
-    let required_names: Vec<&String> = if required { names.iter().collect() } else { Vec::new() };
     quote! {
         #[doc = #doc]
         #[derive(#private::serde::Deserialize)]
@@ -401,8 +408,9 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
 
                 fn json_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
                     let mut properties = #private::serde_json::Map::new();
+                    let mut required: #private::Vec<&'static str> = #private::Vec::new();
                     #({ #schema_properties })*
-                    let mut schema = #private::object_schema(properties, &[#(#required_names),*]);
+                    let mut schema = #private::object_schema(properties, &required);
                     schema.insert("description".into(), #description.into());
                     schema
                 }

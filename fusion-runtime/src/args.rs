@@ -64,8 +64,7 @@ impl Params {
             name,
             description,
             schema: SchemaGenerator::subschema_for::<T>,
-            // An argument is optional exactly when an absent value is acceptable to it.
-            optional: T::deserialize(&Value::Null).is_ok(),
+            optional: !crate::present::is_required::<T>(),
         });
     }
 

@@ -426,6 +426,13 @@ pub fn object_schema(properties: serde_json::Map<String, Value>, required: &[&st
     schema
 }
 
+/// Whether an argument of type `T` must be present: exactly when an absent value (null) is
+/// not acceptable to it, as for serde itself (used by generated code).
+#[doc(hidden)]
+pub fn is_required<T: serde::de::DeserializeOwned>() -> bool {
+    T::deserialize(&Value::Null).is_err()
+}
+
 /// The presenter-facing facts a registry keeps for introspection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PresenterInfo {

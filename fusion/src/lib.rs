@@ -17,7 +17,7 @@ pub mod __private {
     pub use fusion_runtime::args::kinds;
     pub use fusion_runtime::args::kinds::missing_argument;
     pub use fusion_runtime::model::{FieldAt, ModelsNeverImplementSerialize, profile};
-    pub use fusion_runtime::present::object_schema;
+    pub use fusion_runtime::present::{is_required, object_schema};
     pub use fusion_runtime::tool::{Call, HandlerResult};
     pub use fusion_runtime::{
         ArgumentGroup, CacheHint, ErrorCatalog, FieldInfo, Fillable, Model, Params, Plain,

@@ -1,0 +1,131 @@
+//! The registry refuses to build a server that would lie to an agent (SPEC T4, P4, S1):
+//! every problem is listed at once.
+
+mod common;
+
+use common::*;
+use fusion::{ServerBuilder, State, ToolError, presenter, tool};
+
+fn problems(builder: ServerBuilder) -> Vec<String> {
+    match builder.build() {
+        Ok(_) => panic!("the server should not build"),
+        Err(error) => {
+            let text = error.to_string();
+            for problem in error.problems() {
+                assert!(text.contains(problem.as_str()));
+            }
+            error.problems().to_vec()
+        }
+    }
+}
+
+/// Another tool claiming an existing name.
+#[tool(query, name = "billing.get_invoice")]
+async fn impostor() -> Result<bool, ToolError> {
+    Ok(true)
+}
+
+#[test]
+fn a_duplicate_name_is_refused() {
+    let problems = problems(tools(ServerBuilder::new("s", "1").state(Db::seeded())).tool::<impostor>());
+    assert_eq!(problems, ["two tools are named `billing.get_invoice`"]);
+}
+
+/// A bare tool whose flat name collides with a namespaced one.
+#[tool(query, name = "billing_get_invoice")]
+async fn collides() -> Result<bool, ToolError> {
+    Ok(true)
+}
+
+#[test]
+fn a_collision_of_exposed_names_is_refused() {
+    let problems = problems(tools(ServerBuilder::new("s", "1").state(Db::seeded())).tool::<collides>());
+    assert_eq!(problems, ["two tools are exposed under the name `billing_get_invoice`"]);
+}
+
+#[test]
+fn a_suggestion_or_error_action_naming_a_missing_tool_and_a_glob_matching_nothing_are_refused() {
+    // Without list_invoices and void_invoice: InvoiceView suggests void_invoice, BillingError
+    // offers list_invoices, and `crm.stale` invalidates a domain with no tool.
+    let builder = ServerBuilder::new("s", "1")
+        .state(Db::seeded())
+        .tool::<get_invoice>()
+        .tool::<stale>();
+    let problems = problems(builder);
+    assert!(problems.iter().any(|problem| problem
+        == "tool `billing.get_invoice`: presenter `InvoiceView` suggests an action that names `billing.void_invoice`, which is not a tool of this server"), "{problems:#?}");
+    assert!(problems.iter().any(|problem| problem
+        == "tool `billing.get_invoice`: an error's available actions names `billing.list_invoices`, which is not a tool of this server"), "{problems:#?}");
+    assert!(problems.iter().any(|problem| problem
+        == "tool `crm.stale` invalidates `inventory.*`, which matches no tool of this server"), "{problems:#?}");
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+}
+
+/// Invalidates a domain that does not exist.
+#[tool(mutation, name = "crm.stale", invalidates = "inventory.*")]
+async fn stale() -> Result<bool, ToolError> {
+    Ok(true)
+}
+
+struct Missing;
+
+/// Needs state that was never registered.
+#[tool(query, name = "needs.state")]
+async fn needs_state(missing: State<Missing>) -> Result<bool, ToolError> {
+    let _ = missing;
+    Ok(true)
+}
+
+#[test]
+fn a_parameter_that_cannot_be_provided_is_refused() {
+    let problems = problems(ServerBuilder::new("s", "1").tool::<needs_state>());
+    assert_eq!(problems.len(), 1);
+    assert!(problems[0].starts_with("tool `needs.state` cannot be served: its parameter of type `fusion_runtime::context::State<build::Missing>`"), "{problems:?}");
+    assert!(problems[0].ends_with("no such state was registered with `ServerBuilder::state`"), "{problems:?}");
+}
+
+#[test]
+fn verb_settings_and_keys_are_checked_for_tools_built_without_macros() {
+    use fusion::{CacheHint, ToolSpec};
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Nothing {}
+    let ok = |_: fusion::CallContext, _: Nothing| async { Ok::<_, ToolError>(true) };
+    let builder = ServerBuilder::new("s", "1")
+        .add(ToolSpec::mutation("a.cached", "Cached write.").with_cache(CacheHint::Immutable).handler(ok))
+        .add(ToolSpec::query("a.invalidating", "Invalidating read.").with_invalidates("a.*").handler(ok))
+        .add(ToolSpec::query("a.b.c", "Two dots.").handler(ok))
+        .add(ToolSpec::query("a.bad_glob", "Bad glob.").handler(ok).with_invalidates("a.**x"))
+        .add(ToolSpec::query("a.undescribed", " ").handler(ok))
+        .add(ToolSpec::query("a.no_handler", "No handler."));
+    let problems = problems(builder);
+    for expected in [
+        "tool `a.cached` is a mutation: only queries declare `cache`",
+        "tool `a.invalidating` is a query: a read cannot invalidate anything",
+        "invalid tool name `a.b.c` has more than one dot: a tool name is `namespace.action`",
+        "tool `a.undescribed` has no description for the agent",
+        "tool `a.no_handler` has no handler",
+    ] {
+        assert!(problems.iter().any(|problem| problem == expected), "missing {expected:?} in {problems:#?}");
+    }
+    assert!(problems.iter().any(|problem| problem.starts_with("tool `a.bad_glob`: glob `a.**x`")), "{problems:#?}");
+}
+
+/// Suggests a tool that exists.
+#[presenter(Invoice, fields(id), suggest = nothing, actions = ["billing.get_invoice"])]
+pub struct SuggestsGet;
+
+fn nothing(_: fusion::Presented<'_, SuggestsGetItem<'_>>) -> Vec<fusion::Suggestion> {
+    Vec::new()
+}
+
+/// Suggests a tool that exists.
+#[tool(query, name = "billing.ok", returns = SuggestsGet)]
+async fn fine() -> Result<Invoice, ToolError> {
+    Ok(invoice(1, Status::Open))
+}
+
+#[test]
+fn a_consistent_server_builds() {
+    let server = tools(ServerBuilder::new("s", "1").state(Db::seeded())).tool::<fine>().build();
+    assert!(server.is_ok());
+}

@@ -1,0 +1,133 @@
+//! Errors that guide (SPEC E1, E2): specific codes, recovery, actions, retry windows; internal
+//! failures and panics never show their text and never stop the server.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use fusion::testing::Tester;
+use serde_json::json;
+
+#[tokio::test]
+async fn a_domain_error_keeps_its_code_recovery_and_actions() {
+    let tester = Tester::new(server());
+    let result = tester.call("billing.get_invoice", json!({"id": "INV-404"})).await;
+    assert!(result.is_error());
+    assert_eq!(result.raw().is_error, Some(true));
+    assert_eq!(result.envelope()["ok"], false);
+    assert_eq!(result.envelope()["meta"]["tool"], "billing_get_invoice");
+    let error = result.error();
+    assert_eq!(error["code"], "InvoiceNotFound");
+    assert_eq!(error["message"], "Invoice INV-404 does not exist.");
+    assert_eq!(error["recovery"], "Call billing.list_invoices to find valid ids.");
+    assert_eq!(error["availableActions"], json!(["billing_list_invoices"]));
+    assert_eq!(error["retryable"], false);
+    assert_eq!(error.get("errorId"), None);
+    assert_eq!(
+        result.texts(),
+        ["<tool_error code=\"InvoiceNotFound\">\n<message>Invoice INV-404 does not exist.</message>\n<recovery>Call billing.list_invoices to find valid ids.</recovery>\n<available_actions>billing_list_invoices</available_actions>\n</tool_error>"]
+    );
+    let busy = tester.call("ops.reindex", json!({"fail_with": "busy"})).await;
+    assert_eq!(busy.error_code(), Some("StoreBusy"));
+    assert_eq!(busy.error()["retryable"], true);
+}
+
+#[tokio::test]
+async fn error_text_is_xml_escaped() {
+    let tester = Tester::new(server());
+    let result = tester.call("billing.get_invoice", json!({"id": "<b>&\"x\""})).await;
+    let text = result.texts()[0];
+    assert!(text.contains("<message>Invoice &lt;b&gt;&amp;\"x\" does not exist.</message>"), "{text}");
+    assert_eq!(result.error()["message"], "Invoice <b>&\"x\" does not exist.");
+}
+
+/// Captures what the server logs.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+async fn logged<F: std::future::Future>(future: F) -> (F::Output, String) {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let output = future.await;
+    (output, logs.text())
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn internal_errors_show_an_error_id_and_log_the_text_under_it() {
+    let tester = Tester::new(server());
+    let (result, logs) = logged(tester.call("ops.reindex", json!({"fail_with": "io"}))).await;
+    assert_eq!(result.error_code(), Some("INTERNAL_ERROR"));
+    let error_id = result.error()["errorId"].as_str().expect("an errorId").to_owned();
+    assert_eq!(error_id.len(), 32);
+    assert!(!result.raw_text().contains("nvme0n1"));
+    assert!(!result.raw_text().contains("secret-path"));
+    assert!(result.texts()[0].contains(&format!("<error_id>{error_id}</error_id>")));
+    assert!(logs.contains(&error_id), "{logs}");
+    assert!(logs.contains("disk /dev/nvme0n1 failed"), "{logs}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_panicking_handler_yields_internal_error_and_the_server_keeps_serving() {
+    let server = server();
+    let tester = Tester::new(server.clone());
+    let (result, logs) = logged(tester.call("ops.reindex", json!({"fail_with": "panic"}))).await;
+    assert!(result.is_error());
+    assert_eq!(result.error_code(), Some("INTERNAL_ERROR"));
+    let error_id = result.error()["errorId"].as_str().unwrap().to_owned();
+    assert!(!result.raw_text().contains("secret-path"));
+    assert!(logs.contains(&error_id) && logs.contains("secret-path"), "{logs}");
+    // The same server, the same tool, still answers.
+    for _ in 0..3 {
+        let ok = tester.call("ops.reindex", json!({"fail_with": "none"})).await;
+        assert!(!ok.is_error());
+        let read = tester.call("billing.get_invoice", json!({"id": "INV-2"})).await;
+        assert!(!read.is_error());
+    }
+}
+
+#[tokio::test]
+async fn each_internal_error_gets_its_own_id() {
+    let tester = Tester::new(server());
+    let first = tester.call("ops.reindex", json!({"fail_with": "io"})).await;
+    let second = tester.call("ops.reindex", json!({"fail_with": "io"})).await;
+    assert_ne!(first.error()["errorId"], second.error()["errorId"]);
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_protocol_error_not_a_result() {
+    let tester = Tester::new(server());
+    let unknown = tester.call_exposed("billing_delete_everything", json!({})).await;
+    assert_eq!(unknown.unwrap_err(), fusion::UnknownTool("billing_delete_everything".into()));
+}
+
+#[tokio::test]
+async fn an_available_action_naming_no_tool_is_dropped() {
+    /// Fails with an action that does not exist.
+    #[fusion::tool(query, name = "billing.broken")]
+    async fn broken() -> Result<bool, fusion::ToolError> {
+        Err(fusion::ToolError::new("Broken", "broken").with_actions(["billing.nothing", "billing.broken"]))
+    }
+    let server = fusion::ServerBuilder::new("s", "1").tool::<broken>().build().unwrap();
+    let result = Tester::new(server).call("billing.broken", json!({})).await;
+    assert_eq!(result.error()["availableActions"], json!(["billing_broken"]));
+}
