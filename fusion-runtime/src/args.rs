@@ -96,7 +96,12 @@ impl Params {
         let mut required: Vec<Value> = Vec::new();
         for group in &self.groups {
             let schema = (group.schema)(&mut generator).to_value();
-            let group_properties = schema.get("properties").and_then(Value::as_object);
+            let empty = Map::new();
+            // A struct without fields has an object schema without properties.
+            let group_properties = match schema.get("properties") {
+                Some(properties) => properties.as_object(),
+                None => (schema.get("type") == Some(&Value::from("object"))).then_some(&empty),
+            };
             let Some(group_properties) = group_properties else {
                 problems.push(format!(
                     "argument group `{}` must be a struct with named fields",

@@ -94,7 +94,8 @@ def describe_exc(e: BaseException) -> str:
     if isinstance(e, BaseExceptionGroup):
         return "; ".join(describe_exc(x) for x in e.exceptions)
     code = f" {e.code}" if isinstance(e, MCPError) else ""
-    return f"{type(e).__name__}{code}: {e}"
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}{code}: {text[0] if text else ''}"
 
 
 def short(v: Any, n: int = 300) -> str:
@@ -251,7 +252,7 @@ async def exercise(client: Any, args: argparse.Namespace, plan: dict[str, Any], 
     def describe_throw(label: str, e: BaseException, resp: dict[str, Any] | None) -> str:
         why = describe_exc(e)
         if resp and "result" in resp:
-            why += f" — the server DID return a result (isError={resp['result'].get('isError', False)}); the Python SDK client raised on it"
+            why += f" — the server DID return a result (isError={json.dumps(resp['result'].get('isError', False))}); the Python SDK client raised on it"
         elif resp and "error" in resp:
             why += f" — server sent JSON-RPC error {resp['error'].get('code')}"
         return f"{label}: {why}"
@@ -266,7 +267,7 @@ async def exercise(client: Any, args: argparse.Namespace, plan: dict[str, Any], 
             continue
         res = dump_result(result)
         is_err = bool(res.get("isError", False))
-        c.check(is_err == expect_err, f"{label} isError", f"expected {expect_err}, got {is_err} {short(res.get('content'))}")
+        c.check(is_err == expect_err, f"{label} isError", f"expected {json.dumps(expect_err)}, got {json.dumps(is_err)} {short(res.get('content'))}")
         v = validators.get(spec["tool"])
         if v is not None and not is_err:
             if c.check("structuredContent" in res, f"{label} structuredContent present (tool has outputSchema)", "missing"):
@@ -294,7 +295,7 @@ async def exercise(client: Any, args: argparse.Namespace, plan: dict[str, Any], 
             else:
                 c.check(False, describe_throw(label, err, resp))
             continue
-        c.check(bool(result.is_error), f"{label} returns isError:true", f"got isError={result.is_error} {short(dump_result(result).get('content'))}")
+        c.check(bool(result.is_error), f"{label} returns isError:true", f"got isError={json.dumps(result.is_error)} {short(dump_result(result).get('content'))}")
 
     if plan.get("unknownTool"):
         name = plan["unknownTool"]
@@ -309,7 +310,7 @@ async def exercise(client: Any, args: argparse.Namespace, plan: dict[str, Any], 
             c.check(bool(resp and "error" in resp), f"{label} yields a JSON-RPC error", f"the client raised {type(err).__name__}: {err} but no JSON-RPC error response was seen")
         else:
             report["unknownTool"] = {"result": dump_result(result)}
-            c.check(False, f"{label} yields a JSON-RPC error", f"got a result instead (isError={result.is_error})")
+            c.check(False, f"{label} yields a JSON-RPC error", f"got a result instead (isError={json.dumps(result.is_error)})")
 
     # -------------------------------------------------------------- forbidden substrings
     for s in plan.get("forbiddenSubstrings", []):

@@ -57,7 +57,7 @@ const opts = { sdk: 'v1', protocol: null, headers: {}, timeout: 30 };
         opts.headers[h.slice(0, k).trim()] = h.slice(k + 1).trim();
         break;
       }
-      case '-h': case '--help': usage();
+      case '-h': case '--help': usage(); // exits
       default: usage(`unknown argument ${a[i]}`);
     }
   }
@@ -163,17 +163,6 @@ function errInfo(e) {
   const code = typeof e?.code === 'number' ? e.code : undefined;
   return { code, message: String(e?.message ?? e), name: e?.constructor?.name };
 }
-// Last raw response for a request, used to explain SDK-side exceptions.
-function lastRawResponseFor(method, name) {
-  // Requests are not captured (we only see inbound), so match by order: the
-  // most recent response message (result or error) received.
-  for (let i = raw.length - 1; i >= 0; i--) {
-    const m = raw[i];
-    if (m && 'id' in m && ('result' in m || 'error' in m)) return m;
-  }
-  return undefined;
-}
-
 // ---------------------------------------------------------------- connect
 function splitCommandLine(s) {
   const out = [];

@@ -237,7 +237,11 @@ impl Store {
         wal: bool,
         path: Option<PathBuf>,
     ) -> rusqlite::Result<Store> {
-        let mut writer = Connection::open_with_flags(target, flags)?;
+        let open = |target: &Path| match std::env::var("EXCL") {
+            Ok(_) if wal => Connection::open_with_flags_and_vfs(target, flags, c"unix-excl"),
+            _ => Connection::open_with_flags(target, flags),
+        };
+        let mut writer = open(target)?;
         configure(&writer, wal)?;
         if wal {
             // Persistent once set; must run outside a transaction.
@@ -254,7 +258,7 @@ impl Store {
             .max(2);
         let readers = (0..pool)
             .map(|_| {
-                let reader = Connection::open_with_flags(target, flags)?;
+                let reader = open(target)?;
                 configure(&reader, wal)?;
                 reader.pragma_update(None, "query_only", true)?;
                 Ok(Mutex::new(reader))
@@ -558,6 +562,26 @@ mod tests {
             ("memory", Store::open_in_memory().unwrap()),
             ("file", Store::open(tempfile::tempdir().unwrap().keep().as_path()).unwrap()),
         ] {
+            {
+                let conn = store.reader();
+                for sql in [SQL_LIST_STATUS, SQL_LIST_ALL, SQL_TOTALS, SQL_GET] {
+                    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+                    let n = stmt.parameter_count();
+                    let vals: Vec<String> = (0..n).map(|_| "t_777".to_string()).collect();
+                    let plan: Vec<String> = stmt.query_map(rusqlite::params_from_iter(vals), |row| row.get(3)).unwrap().collect::<Result<_,_>>().unwrap();
+                    eprintln!("{sql}\n   => {plan:?}");
+                }
+            }
+            if std::env::var("ONLY_LIST").is_ok() {
+                let t = std::time::Instant::now();
+                for _ in 0..20000 { std::hint::black_box(store.list("t_777", Some(Status::Open), 50).unwrap()); }
+                eprintln!("{label} list 50: {:?}/op", t.elapsed() / 20000);
+                let t = std::time::Instant::now();
+                for _ in 0..20000 { std::hint::black_box(store.list("t_777", None, 50).unwrap()); }
+                eprintln!("{label} list all 50: {:?}/op", t.elapsed() / 20000);
+                continue;
+            }
+            if std::env::var("ONLY_FILE").is_ok() && label == "memory" { continue; }
             let store = Arc::new(store);
             let ids: Vec<String> = (1..=1000).map(|n| format!("INV-{n}")).collect();
             for _ in 0..2 {
