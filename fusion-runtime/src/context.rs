@@ -6,7 +6,11 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use rmcp::model::{Extensions, RequestMetaObject};
+use rmcp::model::{
+    Extensions, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    RequestMetaObject,
+};
+use rmcp::{Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
@@ -57,6 +61,15 @@ pub struct CallContext {
     pub(crate) extensions: Extensions,
     pub(crate) meta: RequestMetaObject,
     pub(crate) cancellation: CancellationToken,
+    pub(crate) request: RequestFacts,
+}
+
+/// What the transport knows about the request.
+#[derive(Default, Clone)]
+pub(crate) struct RequestFacts {
+    pub(crate) peer: Option<Peer<RoleServer>>,
+    pub(crate) protocol_version: Option<ProtocolVersion>,
+    pub(crate) client_info: Option<Implementation>,
 }
 
 impl CallContext {
@@ -66,7 +79,33 @@ impl CallContext {
             extensions: Extensions::new(),
             meta: RequestMetaObject::default(),
             cancellation: CancellationToken::new(),
+            request: RequestFacts::default(),
         }
+    }
+
+    /// Replaces the request's `_meta` (a transport, or a test, sets it).
+    pub fn set_meta(&mut self, meta: RequestMetaObject) {
+        self.meta = meta;
+    }
+
+    /// The protocol version of this request, when the transport knows it.
+    pub fn protocol_version(&self) -> Option<&ProtocolVersion> {
+        self.request.protocol_version.as_ref()
+    }
+
+    /// The client's name and version, when the transport knows them.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.request.client_info.as_ref()
+    }
+
+    /// The HTTP request this call came in, when it came over HTTP.
+    pub fn http_request(&self) -> Option<&http::request::Parts> {
+        self.extensions.get::<http::request::Parts>()
+    }
+
+    /// The progress token the client sent, if it asked for progress.
+    pub fn progress_token(&self) -> Option<ProgressToken> {
+        self.meta.get_progress_token()
     }
 
     /// Typed values attached to this call.
@@ -182,5 +221,71 @@ impl FromContext for CancellationToken {
 impl FromContext for RequestMetaObject {
     fn from_context(context: &CallContext) -> Result<Self, ToolError> {
         Ok(context.meta.clone())
+    }
+}
+
+/// The HTTP request a call came in (`None` over stdio or in the tester).
+#[derive(Debug, Clone)]
+pub struct HttpRequest(pub Option<http::request::Parts>);
+
+impl FromContext for HttpRequest {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        Ok(HttpRequest(context.http_request().cloned()))
+    }
+}
+
+/// Reports progress of a long call to the client, when the client asked for it (by sending
+/// a progress token); does nothing otherwise.
+///
+/// ```
+/// # use fusion_runtime::{Progress, ToolError};
+/// async fn import(progress: Progress) -> Result<(), ToolError> {
+///     for step in 0..10 {
+///         progress.report(step as f64, Some(10.0), "importing").await;
+///     }
+///     Ok(())
+/// }
+/// ```
+#[derive(Clone)]
+pub struct Progress {
+    sink: Option<(Peer<RoleServer>, ProgressToken)>,
+}
+
+impl Progress {
+    /// Whether the client asked for progress.
+    pub fn is_requested(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// Sends one progress notification. Failures (the client went away) are logged, not
+    /// returned: progress is advice, the call goes on.
+    pub async fn report(&self, progress: f64, total: Option<f64>, message: impl Into<String>) {
+        let Some((peer, token)) = &self.sink else {
+            return;
+        };
+        let mut notification = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
+        if let Some(total) = total {
+            notification = notification.with_total(total);
+        }
+        if let Err(error) = peer.notify_progress(notification).await {
+            tracing::debug!(%error, "progress notification not delivered");
+        }
+    }
+}
+
+impl fmt::Debug for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Progress").field("requested", &self.is_requested()).finish()
+    }
+}
+
+impl FromContext for Progress {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        let sink = context
+            .request
+            .peer
+            .clone()
+            .zip(context.progress_token());
+        Ok(Progress { sink })
     }
 }

@@ -31,6 +31,8 @@ pub mod codes {
     pub const SERVER_BUSY: &str = "SERVER_BUSY";
     /// The call took too long.
     pub const TIMEOUT: &str = "TIMEOUT";
+    /// The client cancelled the request; the handler was stopped.
+    pub const CANCELLED: &str = "CANCELLED";
     /// Something failed inside the server; the details are in the server's logs under `errorId`.
     pub const INTERNAL_ERROR: &str = "INTERNAL_ERROR";
 }

@@ -15,12 +15,13 @@ pub mod model;
 pub mod present;
 mod registry;
 mod schema;
+pub mod serve;
 pub mod testing;
 pub mod tool;
 pub mod xml;
 
 pub use args::Params;
-pub use context::{CallContext, FromContext, ServerParts, State};
+pub use context::{CallContext, FromContext, HttpRequest, Progress, ServerParts, State};
 pub use error::{BuildError, ToolError, codes};
 pub use key::{Glob, ToolKey};
 pub use model::{ArgumentGroup, Create, FieldInfo, Fillable, Filter, Model, Update};

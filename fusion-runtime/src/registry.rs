@@ -263,7 +263,7 @@ fn compile_action(
     let input_schema = params.input_schema(problems);
     let mut output_generator = schema::output_generator();
     let data = data_schema(&mut output_generator);
-    let output_schema = schema::success_envelope(data.clone(), &mut output_generator);
+    let output_schema = schema::envelope(data.clone(), &mut output_generator);
     if problems.len() > before {
         return None;
     }
@@ -551,7 +551,7 @@ fn grouped_definition(
             .map(|&index| actions[index].data_schema.clone())
             .collect(),
     );
-    let mut output = schema::success_envelope(data, &mut output_generator);
+    let mut output = schema::envelope(data, &mut output_generator);
     let mut output_definitions = Map::new();
     for &index in members {
         if let Some(Value::Object(defs)) = actions[index].output_schema.get("$defs") {
@@ -763,7 +763,13 @@ impl Server {
             layout: Arc::clone(&action.layout),
             tool: Arc::clone(&action.exposed_tool),
         };
-        let outcome = envelope::run_guarded(action.handler.as_ref(), call).await;
+        let cancellation = call.context.cancellation.clone();
+        // A cancelled request stops its handler: the handler's future is dropped.
+        let outcome = tokio::select! {
+            biased;
+            outcome = envelope::run_guarded(action.handler.as_ref(), call) => outcome,
+            () = cancellation.cancelled() => Err(ToolError::new(codes::CANCELLED, "The request was cancelled.")),
+        };
         Ok(match outcome {
             Ok(presentation) => envelope::seal_success(self, action, presentation),
             Err(error) => envelope::seal_error(self, &action.exposed_tool, &action.sealed, error),

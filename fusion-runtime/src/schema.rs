@@ -53,20 +53,54 @@ pub(crate) fn attach_definitions(schema: &mut JsonObject, generator: &mut Schema
     }
 }
 
-/// The schema of the success envelope `{"ok": true, "data": …, "meta": {…}}`.
-pub(crate) fn success_envelope(data: Schema, generator: &mut SchemaGenerator) -> JsonObject {
-    let mut properties = Map::new();
-    properties.insert("ok".into(), json!({"const": true}));
-    properties.insert("data".into(), data.to_value());
-    properties.insert("meta".into(), meta_schema());
-    let mut schema = object_schema(
-        properties,
-        vec!["ok".into(), "data".into(), "meta".into()],
-        generator,
-    );
-    // The envelope may grow fields in later versions; clients must not break on them.
-    schema.remove("additionalProperties");
+/// The output schema: the success envelope `{"ok": true, "data": …, "meta": {…}}` with `data`
+/// described by the tool, or the error envelope `{"ok": false, "error": {…}, "meta": {…}}`.
+///
+/// The error branch is there because some clients (the TypeScript SDK 1.x) validate
+/// `structuredContent` against the output schema even on `isError` results; `ok` tells the two
+/// apart. The root keeps `"type": "object"`, which MCP requires.
+pub(crate) fn envelope(data: Schema, generator: &mut SchemaGenerator) -> JsonObject {
+    let success = json!({
+        "type": "object",
+        "properties": {
+            "ok": {"const": true},
+            "data": data.to_value(),
+            "meta": meta_schema(),
+        },
+        "required": ["ok", "data", "meta"],
+    });
+    let failure = json!({
+        "type": "object",
+        "properties": {
+            "ok": {"const": false},
+            "error": error_schema(),
+            "meta": meta_schema(),
+        },
+        "required": ["ok", "error", "meta"],
+    });
+    let mut schema = Map::new();
+    schema.insert("$schema".into(), DIALECT.into());
+    schema.insert("type".into(), "object".into());
+    schema.insert("oneOf".into(), json!([success, failure]));
+    attach_definitions(&mut schema, generator);
     schema
+}
+
+fn error_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "What went wrong, e.g. VALIDATION_ERROR or a domain code."},
+            "message": {"type": "string"},
+            "retryable": {"type": "boolean", "description": "Whether the same call may succeed later."},
+            "recovery": {"type": "string", "description": "What to do next."},
+            "availableActions": {"type": "array", "items": {"type": "string"}, "description": "Tools to call instead."},
+            "details": {},
+            "retryAfterMs": {"type": "integer", "minimum": 0},
+            "errorId": {"type": "string", "description": "The id under which the server logged an internal error."}
+        },
+        "required": ["code", "message", "retryable"]
+    })
 }
 
 /// The schema of the success envelope when the data may be one of several shapes (a grouped

@@ -30,7 +30,8 @@ fn every_action_schema_annotation_presenter_rule_and_glob_is_introspectable() {
     assert_eq!(presenter.rules.last(), Some(&"Amounts are cents: divide by 100 for display."));
     assert_eq!(presenter.actions, ["billing.void_invoice", "billing.get_invoice"]);
     assert_eq!(get.input_schema()["required"], json!(["id"]));
-    assert_eq!(get.output_schema()["properties"]["data"]["properties"]["id"]["type"], "string");
+    assert_eq!(get.output_schema()["oneOf"][0]["properties"]["data"]["properties"]["id"]["type"], "string");
+    assert_eq!(get.output_schema()["oneOf"][1]["properties"]["ok"]["const"], false);
     assert!(server.action("ops.health").unwrap().presenter().is_none());
     let tool = server.tool("billing_get_invoice").unwrap();
     assert_eq!(tool.actions().len(), 1);

@@ -1,0 +1,424 @@
+//! Serving a [`Server`] over MCP with `rmcp` (SPEC R1–R3, S2, E3): stdio, Streamable HTTP (the
+//! 2025-11-25 session protocol and the stateless 2026-07-28 protocol on one endpoint) and an
+//! axum router to mount in an existing application.
+//!
+//! ```no_run
+//! # async fn run(server: fusion_runtime::Server) -> Result<(), fusion_runtime::serve::ServeError> {
+//! use fusion_runtime::serve::{HttpOptions, Mcp};
+//!
+//! // stdio: stdout carries only protocol messages; log to stderr.
+//! Mcp::new(server.clone()).serve_stdio().await?;
+//!
+//! // Streamable HTTP on http://127.0.0.1:8080/mcp until Ctrl-C.
+//! Mcp::new(server).serve_http(HttpOptions::default()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Defaults are the fast and safe configuration: the non-blocking stdio transport, `TCP_NODELAY`
+//! on every accepted socket, JSON (not SSE) responses for stateless requests, loopback binding,
+//! and `Host`/`Origin` checked against loopback allow-lists.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool as ToolDefinition,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{CallContext, RequestFacts};
+use crate::registry::Server;
+
+/// Protocol-level options of an MCP endpoint.
+#[derive(Debug, Clone)]
+pub struct McpOptions {
+    /// Tools per `tools/list` page (default 100).
+    pub page_size: usize,
+    /// How long a client may reuse a `tools/list` result (`ttlMs`, protocol 2026-07-28).
+    /// The list only changes when the server is rebuilt, so the default is 5 minutes.
+    pub list_ttl: Duration,
+    /// Who may share a cached `tools/list` result (`cacheScope`). `Public` by default: the list
+    /// is the same for every caller. Use `Private` when it depends on who asks.
+    pub list_cache_scope: CacheScope,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions {
+            page_size: 100,
+            list_ttl: Duration::from_secs(300),
+            list_cache_scope: CacheScope::Public,
+        }
+    }
+}
+
+/// What a context factory learns about a request.
+pub struct RequestInfo<'r> {
+    context: &'r RequestContext<RoleServer>,
+}
+
+impl RequestInfo<'_> {
+    /// The request's `_meta`.
+    pub fn meta(&self) -> &rmcp::model::RequestMetaObject {
+        &self.context.meta
+    }
+
+    /// The HTTP request, when the request came over HTTP.
+    pub fn http_request(&self) -> Option<&http::request::Parts> {
+        self.context.extensions.get::<http::request::Parts>()
+    }
+
+    /// The negotiated or declared protocol version.
+    pub fn protocol_version(&self) -> Option<rmcp::model::ProtocolVersion> {
+        self.context.protocol_version()
+    }
+
+    /// The client's identity, when known.
+    pub fn client_info(&self) -> Option<Implementation> {
+        self.context.client_info()
+    }
+}
+
+/// Runs once per request, before the tool: derives values for the call's context from what
+/// the transport knows (a verified principal, a tenant, a trace id…).
+pub type ContextFactory = Arc<dyn Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync>;
+
+/// A [`Server`] ready to be served over MCP.
+#[derive(Clone)]
+pub struct Mcp {
+    server: Server,
+    options: McpOptions,
+    context_factory: Option<ContextFactory>,
+}
+
+impl Mcp {
+    /// Serves `server` with default options.
+    pub fn new(server: Server) -> Self {
+        Mcp {
+            server,
+            options: McpOptions::default(),
+            context_factory: None,
+        }
+    }
+
+    /// Sets the protocol options.
+    #[must_use]
+    pub fn options(mut self, options: McpOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Sets the per-request context factory.
+    #[must_use]
+    pub fn context(mut self, factory: impl Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync + 'static) -> Self {
+        self.context_factory = Some(Arc::new(factory));
+        self
+    }
+
+    /// The rmcp handler. Everything is computed here, once; the handler itself is an `Arc`, so
+    /// the copies rmcp makes (one per HTTP session, one per stateless request) cost nothing.
+    pub fn handler(&self) -> McpHandler {
+        let definitions: Vec<ToolDefinition> = self.server.tools().map(|tool| tool.definition().clone()).collect();
+        let page_size = self.options.page_size.max(1);
+        let ttl = u64::try_from(self.options.list_ttl.as_millis()).unwrap_or(u64::MAX);
+        let chunks: Vec<&[ToolDefinition]> = if definitions.is_empty() {
+            vec![&[]]
+        } else {
+            definitions.chunks(page_size).collect()
+        };
+        let pages = chunks
+            .iter()
+            .enumerate()
+            .map(|(index, chunk)| {
+                let mut page = ListToolsResult::with_all_items(chunk.to_vec())
+                    .with_ttl_ms(ttl)
+                    .with_cache_scope(self.options.list_cache_scope);
+                if index + 1 < chunks.len() {
+                    page.next_cursor = Some(cursor(index + 1));
+                }
+                page
+            })
+            .collect();
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(self.server.name(), self.server.version()));
+        if let Some(instructions) = self.server.instructions() {
+            info = info.with_instructions(instructions);
+        }
+        McpHandler {
+            shared: Arc::new(Shared {
+                server: self.server.clone(),
+                info,
+                pages,
+                list_ttl: ttl,
+                list_cache_scope: self.options.list_cache_scope,
+                context_factory: self.context_factory.clone(),
+            }),
+        }
+    }
+
+    /// Serves over stdio until the client closes the stream. Uses rmcp's non-blocking pipe
+    /// transport (1.6× the throughput of the default one on our machines). Only protocol
+    /// messages are written to stdout.
+    pub async fn serve_stdio(&self) -> Result<(), ServeError> {
+        let service = self
+            .handler()
+            .serve(rmcp::transport::stdio_pipes())
+            .await
+            .map_err(|error| ServeError(format!("stdio handshake failed: {error}")))?;
+        service
+            .waiting()
+            .await
+            .map_err(|error| ServeError(format!("stdio service stopped: {error}")))?;
+        Ok(())
+    }
+
+    /// The Streamable HTTP endpoint as a tower service, to mount at a path of your choice.
+    pub fn http_service(&self, options: &HttpOptions) -> StreamableHttpService<McpHandler, LocalSessionManager> {
+        let handler = self.handler();
+        StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            options.rmcp_config(),
+        )
+    }
+
+    /// An axum router serving the endpoint at `options.path`, to merge into an existing
+    /// application next to its own routes, or to wrap in tower layers.
+    pub fn router(&self, options: &HttpOptions) -> axum::Router {
+        axum::Router::new().route_service(&options.path, self.http_service(options))
+    }
+
+    /// Binds `options.bind` and serves until Ctrl-C (or `options.shutdown` is cancelled),
+    /// then lets in-flight requests finish.
+    pub async fn serve_http(&self, options: HttpOptions) -> Result<(), ServeError> {
+        let listener = tokio::net::TcpListener::bind(options.bind)
+            .await
+            .map_err(|error| ServeError(format!("cannot bind {}: {error}", options.bind)))?;
+        self.serve_http_on(listener, options).await
+    }
+
+    /// Serves on a listener already bound (e.g. to port 0 in tests).
+    pub async fn serve_http_on(&self, listener: tokio::net::TcpListener, options: HttpOptions) -> Result<(), ServeError> {
+        let address = listener
+            .local_addr()
+            .map_err(|error| ServeError(format!("listener has no address: {error}")))?;
+        let shutdown = options.shutdown.clone();
+        let router = self.router(&options);
+        tracing::info!(%address, path = %options.path, "serving MCP over Streamable HTTP");
+        // Without TCP_NODELAY, Nagle's algorithm meets delayed ACKs: 44 ms per call instead
+        // of 0.5 ms, measured on our machines.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::warn!(%error, "could not set TCP_NODELAY");
+            }
+        });
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                tokio::select! {
+                    () = shutdown.cancelled() => {}
+                    result = tokio::signal::ctrl_c() => {
+                        if let Err(error) = result {
+                            tracing::warn!(%error, "cannot listen for Ctrl-C; stop with the shutdown token");
+                            shutdown.cancelled().await;
+                        }
+                    }
+                }
+                // Ends open SSE streams and sessions so that shutdown does not wait on them.
+                shutdown.cancel();
+            })
+            .await
+            .map_err(|error| ServeError(format!("HTTP server failed: {error}")))
+    }
+}
+
+fn cursor(page: usize) -> String {
+    format!("page-{page}")
+}
+
+fn page_of(cursor: &str) -> Option<usize> {
+    cursor.strip_prefix("page-")?.parse().ok()
+}
+
+/// Options of the Streamable HTTP endpoint.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen: `127.0.0.1:8080` by default. Binding beyond loopback is a choice the
+    /// operator makes explicitly; add the public host names to `allowed_hosts` then.
+    pub bind: SocketAddr,
+    /// The endpoint path, `/mcp` by default.
+    pub path: String,
+    /// Accepted `Host` header values (DNS-rebinding protection): loopback names by default.
+    pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` header values: loopback origins on any port by default. A request with
+    /// any other `Origin` gets 403; requests without `Origin` (non-browser clients) pass.
+    pub allowed_origins: Vec<String>,
+    /// The largest request body accepted (413 beyond): 4 MiB by default.
+    pub max_body_bytes: usize,
+    /// Serve 2025-11-25 clients with sessions (default). The stateless 2026-07-28 protocol is
+    /// served on the same endpoint either way.
+    pub sessions: bool,
+    /// Answer stateless requests with a JSON body rather than an SSE stream when the handler
+    /// sends nothing before its result (default: on; it is the faster path).
+    pub json_response: bool,
+    /// Keep-alive pings on SSE streams.
+    pub sse_keep_alive: Option<Duration>,
+    /// Cancel to stop the server (Ctrl-C does too).
+    pub shutdown: CancellationToken,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            path: "/mcp".into(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            allowed_origins: vec![
+                "http://localhost:*".into(),
+                "http://127.0.0.1:*".into(),
+                "http://[::1]:*".into(),
+                "https://localhost:*".into(),
+                "https://127.0.0.1:*".into(),
+            ],
+            max_body_bytes: 4 * 1024 * 1024,
+            sessions: true,
+            json_response: true,
+            sse_keep_alive: Some(Duration::from_secs(15)),
+            shutdown: CancellationToken::new(),
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Listens on `bind` (and accepts its host in `Host` headers).
+    #[must_use]
+    pub fn bind(mut self, bind: SocketAddr) -> Self {
+        let host = bind.ip().to_string();
+        if !bind.ip().is_unspecified() && !self.allowed_hosts.contains(&host) {
+            self.allowed_hosts.push(host);
+        }
+        self.bind = bind;
+        self
+    }
+
+    fn rmcp_config(&self) -> StreamableHttpServerConfig {
+        StreamableHttpServerConfig::default()
+            .with_allowed_hosts(self.allowed_hosts.clone())
+            .with_allowed_origins(self.allowed_origins.clone())
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(self.max_body_bytes)
+            .with_legacy_session_mode(self.sessions)
+            .with_json_response(self.json_response)
+            .with_sse_keep_alive(self.sse_keep_alive)
+            .with_cancellation_token(self.shutdown.child_token())
+    }
+}
+
+/// A transport could not start or stopped with an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeError(String);
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ServeError {}
+
+/// A Fusion server as an rmcp [`ServerHandler`]: a cheap `Arc` over what [`Mcp::handler`]
+/// computed once.
+#[derive(Clone)]
+pub struct McpHandler {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    server: Server,
+    info: ServerConfig,
+    pages: Vec<ListToolsResult>,
+    list_ttl: u64,
+    list_cache_scope: CacheScope,
+    context_factory: Option<ContextFactory>,
+}
+
+impl McpHandler {
+    /// The server behind this handler.
+    pub fn server(&self) -> &Server {
+        &self.shared.server
+    }
+
+    fn call_context(&self, context: RequestContext<RoleServer>) -> CallContext {
+        let mut call = self.shared.server.new_context();
+        if let Some(factory) = &self.shared.context_factory {
+            factory(&RequestInfo { context: &context }, &mut call);
+        }
+        call.request = RequestFacts {
+            protocol_version: context.protocol_version(),
+            client_info: context.client_info(),
+            peer: Some(context.peer),
+        };
+        call.meta = context.meta;
+        call.cancellation = context.ct;
+        // The transport's own extensions (the HTTP request parts) come after anything the
+        // factory added, so that a factory cannot pretend a request came over HTTP.
+        let factory_values = std::mem::replace(&mut call.extensions, context.extensions);
+        call.extensions.extend(factory_values);
+        call
+    }
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        self.shared.info.clone()
+    }
+
+    async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info())
+            .with_ttl_ms(self.shared.list_ttl)
+            .with_cache_scope(self.shared.list_cache_scope))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let index = match request.and_then(|request| request.cursor) {
+            None => 0,
+            Some(cursor) => page_of(&cursor)
+                .filter(|index| *index < self.shared.pages.len())
+                .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor: {cursor}"), None))?,
+        };
+        Ok(self.shared.pages[index].clone())
+    }
+
+    fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
+        self.shared.server.tool(name).map(|tool| tool.definition().clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let call = self.call_context(context);
+        let name: Cow<'_, str> = request.name;
+        match self.shared.server.call_tool(&name, request.arguments, call).await {
+            Ok(result) => Ok(CallToolResponse::Complete(result)),
+            Err(unknown) => Err(ErrorData::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("unknown tool: {}", unknown.0),
+                None,
+            )),
+        }
+    }
+}
