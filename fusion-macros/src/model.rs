@@ -289,6 +289,7 @@ fn generate(model: &Model) -> TokenStream {
         }
     });
 
+    let field_idents = model.fields.iter().map(|field| &field.ident);
     let field_access = model.fields.iter().enumerate().filter(|(_, field)| field.presentable()).map(|(index, field)| {
         let field_ident = &field.ident;
         let ty = &field.ty;
@@ -318,6 +319,11 @@ fn generate(model: &Model) -> TokenStream {
             impl #private::Model for #ident {
                 const NAME: &'static str = #name;
                 const FIELDS: &'static [#private::FieldInfo] = &[#(#field_infos),*];
+
+                // Hidden columns are written and never read by design: no dead-code warning.
+                fn __fusion_declared(&self) {
+                    let _ = (#(&self.#field_idents,)*);
+                }
             }
 
             // Conflicts with the blanket impl for `T: Serialize` if the model is serializable.
@@ -393,7 +399,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
         #[doc = #doc]
         #[derive(#private::serde::Deserialize)]
         #[serde(crate = #serde_path, deny_unknown_fields)]
-        #[allow(unused_qualifications)]
+        #[allow(unused_qualifications, dead_code)]
         #vis struct #input_ident {
             #(#fields,)*
         }
@@ -448,6 +454,7 @@ fn generate_descriptor(model: &Model, descriptor_ident: &Ident) -> TokenStream {
     quote! {
         #[doc(hidden)]
         #[macro_export]
+        #[allow(non_local_definitions)]
         macro_rules! #descriptor_ident {
             ([$($callback:tt)*] $($rest:tt)*) => {
                 $($callback)*! { model { #name [#(#fields)*] } $($rest)* }

@@ -22,6 +22,10 @@ pub trait Model: Sized + Send + Sync + 'static {
     const NAME: &'static str;
     /// Every field of the struct, in declaration order.
     const FIELDS: &'static [FieldInfo];
+
+    /// Touches every field (generated code; keeps hidden columns free of dead-code warnings).
+    #[doc(hidden)]
+    fn __fusion_declared(&self) {}
 }
 
 /// What a model declares about one of its fields.

@@ -1,5 +1,83 @@
-//! Fusion
-pub use fusion_macros::{ToolError, model, presenter, tool};
+//! # Fusion
+//!
+//! Build MCP connectors whose guarantees are proven at compile time.
+//!
+//! An MCP connector puts a company's data and operations in front of AI agents. Fusion lets you
+//! write it as plain Rust structs and `async fn`s annotated with three macros, and generates at
+//! compile time what hand-written servers get wrong at run time:
+//!
+//! - [`#[model]`](macro@model): what each field means, which fields never leave (hidden) and
+//!   never enter (guarded), and the input profiles built from the rest;
+//! - [`#[presenter]`](macro@presenter): the egress view — only listed fields, never a hidden
+//!   one — with rules, an agent limit, suggested next actions and UI blocks;
+//! - [`#[tool]`](macro@tool): a verb (`query`, `mutation`, `action`), a name, options and a
+//!   compiled dispatch entry.
+//!
+//! A [`ServerBuilder`] checks everything once and builds an immutable [`Server`]; the
+//! [`testing::Tester`] runs it in memory, and [`serve::Mcp`] serves it over stdio or
+//! Streamable HTTP with `rmcp`.
+//!
+//! ```
+//! use fusion::testing::Tester;
+//! use fusion::{ServerBuilder, State, ToolError, model, presenter, tool};
+//!
+//! #[model]
+//! pub struct Invoice {
+//!     #[cast("Invoice id, such as INV-7")]
+//!     pub id: String,
+//!     #[cast("Total in integer cents")]
+//!     pub total_cents: i64,
+//!     #[hidden]
+//!     pub webhook_secret: String,
+//! }
+//!
+//! #[presenter(Invoice, fields(id, total_cents), rules = ["Divide cents by 100 for display."])]
+//! pub struct InvoiceView;
+//!
+//! pub struct Db {
+//!     totals: Vec<(String, i64)>,
+//! }
+//!
+//! /// Gets an invoice by id.
+//! #[tool(query, name = "billing.get_invoice", returns = InvoiceView)]
+//! async fn get_invoice(db: State<Db>, id: String) -> Result<Invoice, ToolError> {
+//!     let (id, total_cents) = db.totals.iter().find(|(known, _)| *known == id).cloned()
+//!         .ok_or_else(|| ToolError::not_found(format!("Invoice {id} does not exist.")))?;
+//!     Ok(Invoice { id, total_cents, webhook_secret: "whsec_42".into() })
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let server = ServerBuilder::new("billing", "1.0.0")
+//!     .state(Db { totals: vec![("INV-1".into(), 1250)] })
+//!     .tool::<get_invoice>()
+//!     .build()?;
+//! let result = Tester::new(server).call("billing.get_invoice", serde_json::json!({"id": "INV-1"})).await;
+//! assert_eq!(result.data(), &serde_json::json!({"id": "INV-1", "total_cents": 1250}));
+//! assert!(!result.raw_text().contains("whsec_"));
+//! assert_eq!(result.rules().last().unwrap(), "Divide cents by 100 for display.");
+//! # Ok::<_, fusion::BuildError>(()) }).unwrap();
+//! ```
+//!
+//! ## The response envelope
+//!
+//! Every tool answers in one shape, in `structuredContent`:
+//! `{"ok": true, "data": …, "meta": {"tool", "version", …}}` or
+//! `{"ok": false, "error": {"code", "message", "retryable", "recovery", "availableActions",
+//! "details", "retryAfterMs", "errorId"}, "meta": …}`, with `isError` set exactly on errors.
+//! `content` carries text blocks for the agent, in order: the data as JSON, a truncation notice,
+//! `<ui_passthrough>` blocks, `<domain_rules>`, `<action_suggestions>` and
+//! `<cache_invalidation/>`; or one `<tool_error>` block.
+#![doc(test(attr(deny(warnings))))]
+
+#[doc = include_str!("docs/model.md")]
+pub use fusion_macros::model;
+#[doc = include_str!("docs/presenter.md")]
+pub use fusion_macros::presenter;
+#[doc = include_str!("docs/tool.md")]
+pub use fusion_macros::tool;
+#[doc = include_str!("docs/tool_error.md")]
+pub use fusion_macros::ToolError;
+
 pub use fusion_runtime::*;
 
 /// Used by generated code. Not public API.
