@@ -37,10 +37,9 @@ impl FromMeta for Krate {
 
     fn from_value(value: &Lit) -> Result<Self> {
         match value {
-            Lit::Str(text) => text
-                .parse::<Path>()
-                .map(Krate)
-                .map_err(|_| Error::custom("expected a path such as `::my_fusion`").with_span(text)),
+            Lit::Str(text) => text.parse::<Path>().map(Krate).map_err(|_| {
+                Error::custom("expected a path such as `::my_fusion`").with_span(text)
+            }),
             other => Err(Error::unexpected_lit_type(other)),
         }
     }
@@ -71,7 +70,9 @@ impl FromMeta for IdentList {
         match expr {
             Expr::Array(array) => idents_of(array),
             Expr::Group(group) => Self::from_expr(&group.expr),
-            other => Err(Error::custom("expected a list of field names: `[a, b]`").with_span(other)),
+            other => {
+                Err(Error::custom("expected a list of field names: `[a, b]`").with_span(other))
+            }
         }
     }
 }
@@ -104,8 +105,13 @@ impl FromMeta for StrList {
                 let mut strings = Vec::new();
                 for element in &array.elems {
                     match element {
-                        Expr::Lit(syn::ExprLit { lit: Lit::Str(text), .. }) => strings.push(text.clone()),
-                        other => errors.push(Error::custom("expected a string literal").with_span(other)),
+                        Expr::Lit(syn::ExprLit {
+                            lit: Lit::Str(text),
+                            ..
+                        }) => strings.push(text.clone()),
+                        other => {
+                            errors.push(Error::custom("expected a string literal").with_span(other))
+                        }
                     }
                 }
                 errors.finish_with(StrList(strings))
@@ -129,7 +135,11 @@ pub(crate) fn docs(attrs: &[Attribute]) -> Option<String> {
         .filter(|attr| attr.path().is_ident("doc"))
         .filter_map(|attr| match &attr.meta {
             syn::Meta::NameValue(syn::MetaNameValue {
-                value: Expr::Lit(syn::ExprLit { lit: Lit::Str(text), .. }),
+                value:
+                    Expr::Lit(syn::ExprLit {
+                        lit: Lit::Str(text),
+                        ..
+                    }),
                 ..
             }) => Some(text.value()),
             _ => None,
@@ -141,7 +151,10 @@ pub(crate) fn docs(attrs: &[Attribute]) -> Option<String> {
 }
 
 /// The closest candidate to `name`, if one is close enough to be a likely typo.
-pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|candidate| (edit_distance(name, candidate), candidate))

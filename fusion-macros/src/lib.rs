@@ -34,7 +34,10 @@ pub fn presenter(args: TokenStream, item: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __presenter_for_model(input: TokenStream) -> TokenStream {
-    debug("presenter (with model)", presenter::expand_callback(input.into()))
+    debug(
+        "presenter (with model)",
+        presenter::expand_callback(input.into()),
+    )
 }
 
 /// See `fusion::tool`.

@@ -80,7 +80,11 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let item: ItemStruct = match syn::parse2(item.clone()) {
         Ok(item) => item,
         Err(_) => {
-            let error = syn::Error::new(Span::call_site(), "`#[model]` goes on a struct with named fields").to_compile_error();
+            let error = syn::Error::new(
+                Span::call_site(),
+                "`#[model]` goes on a struct with named fields",
+            )
+            .to_compile_error();
             return quote!(#error #item);
         }
     };
@@ -100,7 +104,11 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     quote!(#errors #generated)
 }
 
-fn parse(args: TokenStream, item: ItemStruct, errors: &mut darling::error::Accumulator) -> Option<Model> {
+fn parse(
+    args: TokenStream,
+    item: ItemStruct,
+    errors: &mut darling::error::Accumulator,
+) -> Option<Model> {
     let args = errors
         .handle(meta_list(args).and_then(|list| ModelArgs::from_list(&list)))
         .unwrap_or_default();
@@ -116,7 +124,9 @@ fn parse(args: TokenStream, item: ItemStruct, errors: &mut darling::error::Accum
             }
         }
         _ => {
-            errors.push(Error::custom("a model is a struct with named fields").with_span(&item.ident));
+            errors.push(
+                Error::custom("a model is a struct with named fields").with_span(&item.ident),
+            );
             return None;
         }
     }
@@ -127,7 +137,10 @@ fn parse(args: TokenStream, item: ItemStruct, errors: &mut darling::error::Accum
         (ProfileKind::Filter, args.fillable.filter),
     ] {
         if let Some(list) = list {
-            profiles.push(Profile { kind, fields: list.0 });
+            profiles.push(Profile {
+                kind,
+                fields: list.0,
+            });
         }
     }
     Some(Model {
@@ -148,11 +161,14 @@ fn parse_field(field: &Field, errors: &mut darling::error::Accumulator) -> Optio
         if attr.path().is_ident("cast") {
             match attr.parse_args::<LitStr>() {
                 Ok(text) if text.value().trim().is_empty() => errors.push(
-                    Error::custom("a cast label tells the agent what the field means; it cannot be empty")
-                        .with_span(&text),
+                    Error::custom(
+                        "a cast label tells the agent what the field means; it cannot be empty",
+                    )
+                    .with_span(&text),
                 ),
                 Ok(text) if label.is_some() => {
-                    errors.push(Error::custom("duplicate `#[cast]` on this field").with_span(&text));
+                    errors
+                        .push(Error::custom("duplicate `#[cast]` on this field").with_span(&text));
                 }
                 Ok(text) => label = Some(text),
                 Err(_) => errors.push(
@@ -175,11 +191,18 @@ fn parse_field(field: &Field, errors: &mut darling::error::Accumulator) -> Optio
 }
 
 fn flag(attr: &Attribute, set: &mut bool, errors: &mut darling::error::Accumulator) {
-    let name = attr.path().get_ident().map(Ident::to_string).unwrap_or_default();
+    let name = attr
+        .path()
+        .get_ident()
+        .map(Ident::to_string)
+        .unwrap_or_default();
     if !matches!(attr.meta, syn::Meta::Path(_)) {
-        errors.push(Error::custom(format!("`#[{name}]` takes no arguments")).with_span(attr.path()));
+        errors
+            .push(Error::custom(format!("`#[{name}]` takes no arguments")).with_span(attr.path()));
     } else if *set {
-        errors.push(Error::custom(format!("duplicate `#[{name}]` on this field")).with_span(attr.path()));
+        errors.push(
+            Error::custom(format!("duplicate `#[{name}]` on this field")).with_span(attr.path()),
+        );
     }
     *set = true;
 }
@@ -210,9 +233,12 @@ fn check_not_serialize(model: &mut Model, errors: &mut darling::error::Accumulat
         ) else {
             continue;
         };
-        let (serialize, kept): (Vec<syn::Path>, Vec<syn::Path>) = paths
-            .into_iter()
-            .partition(|path| path.segments.last().is_some_and(|segment| segment.ident == "Serialize"));
+        let (serialize, kept): (Vec<syn::Path>, Vec<syn::Path>) =
+            paths.into_iter().partition(|path| {
+                path.segments
+                    .last()
+                    .is_some_and(|segment| segment.ident == "Serialize")
+            });
         if serialize.is_empty() {
             continue;
         }
@@ -237,12 +263,26 @@ fn check_profile(model: &Model, profile: &mut Profile, errors: &mut darling::err
     let mut valid: Vec<Ident> = Vec::new();
     for ident in &profile.fields {
         if valid.contains(ident) {
-            errors.push(Error::custom(format!("`{ident}` is listed twice in `{}`", profile.kind.name())).with_span(ident));
+            errors.push(
+                Error::custom(format!(
+                    "`{ident}` is listed twice in `{}`",
+                    profile.kind.name()
+                ))
+                .with_span(ident),
+            );
             continue;
         }
         let Some(field) = model.fields.iter().find(|field| field.ident == *ident) else {
-            let names: Vec<String> = model.fields.iter().map(|field| field.ident.to_string()).collect();
-            errors.push(unknown_field(ident, &owner, names.iter().map(String::as_str)));
+            let names: Vec<String> = model
+                .fields
+                .iter()
+                .map(|field| field.ident.to_string())
+                .collect();
+            errors.push(unknown_field(
+                ident,
+                &owner,
+                names.iter().map(String::as_str),
+            ));
             continue;
         };
         if field.guarded {
@@ -290,22 +330,30 @@ fn generate(model: &Model) -> TokenStream {
     });
 
     let field_idents = model.fields.iter().map(|field| &field.ident);
-    let field_access = model.fields.iter().enumerate().filter(|(_, field)| field.presentable()).map(|(index, field)| {
-        let field_ident = &field.ident;
-        let ty = &field.ty;
-        quote! {
-            #[automatically_derived]
-            impl #private::FieldAt<#index> for #ident {
-                type Type = #ty;
-                #[inline]
-                fn field(&self) -> &#ty {
-                    &self.#field_ident
+    let field_access = model
+        .fields
+        .iter()
+        .enumerate()
+        .filter(|(_, field)| field.presentable())
+        .map(|(index, field)| {
+            let field_ident = &field.ident;
+            let ty = &field.ty;
+            quote! {
+                #[automatically_derived]
+                impl #private::FieldAt<#index> for #ident {
+                    type Type = #ty;
+                    #[inline]
+                    fn field(&self) -> &#ty {
+                        &self.#field_ident
+                    }
                 }
             }
-        }
-    });
+        });
 
-    let profiles = model.profiles.iter().map(|profile| generate_profile(model, profile));
+    let profiles = model
+        .profiles
+        .iter()
+        .map(|profile| generate_profile(model, profile));
     let descriptor_ident = descriptor_ident(model);
     let descriptor = generate_descriptor(model, &descriptor_ident);
 
@@ -357,7 +405,11 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
     let doc = format!(
         "The arguments of [`{model_ident}`]'s `{}` profile: {}.",
         profile.kind.name(),
-        if required { "listed fields are required" } else { "every field is optional" }
+        if required {
+            "listed fields are required"
+        } else {
+            "every field is optional"
+        }
     );
     let description = format!("The `{}` arguments of {model_ident}.", profile.kind.name());
     let names: Vec<String> = profile.fields.iter().map(Ident::to_string).collect();
@@ -367,7 +419,11 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
         .filter_map(|ident| {
             let field = model.fields.iter().find(|field| field.ident == *ident)?;
             let ty = &field.ty;
-            let ty = if required { quote!(#ty) } else { quote!(#private::Option<#ty>) };
+            let ty = if required {
+                quote!(#ty)
+            } else {
+                quote!(#private::Option<#ty>)
+            };
             Some((ident, field.label.as_ref()?, ty))
         })
         .collect();
@@ -469,7 +525,11 @@ fn descriptor_ident(model: &Model) -> Ident {
     let span = proc_macro::Span::call_site();
     let location = format!("{}:{}:{}", span.file(), span.line(), span.column());
     let name = model.item.ident.to_string();
-    let field_names: Vec<String> = model.fields.iter().map(|field| field.ident.to_string()).collect();
+    let field_names: Vec<String> = model
+        .fields
+        .iter()
+        .map(|field| field.ident.to_string())
+        .collect();
     let mut parts = vec![location.as_str(), name.as_str()];
     parts.extend(field_names.iter().map(String::as_str));
     format_ident!("__fusion_model_{}_{:016x}", model.item.ident, fnv1a(&parts))
@@ -478,9 +538,11 @@ fn descriptor_ident(model: &Model) -> Ident {
 fn strip_fusion_attrs(mut item: ItemStruct) -> ItemStruct {
     if let Fields::Named(named) = &mut item.fields {
         for field in &mut named.named {
-            field
-                .attrs
-                .retain(|attr| !["cast", "hidden", "guarded"].iter().any(|name| attr.path().is_ident(name)));
+            field.attrs.retain(|attr| {
+                !["cast", "hidden", "guarded"]
+                    .iter()
+                    .any(|name| attr.path().is_ident(name))
+            });
         }
     }
     item
@@ -491,7 +553,11 @@ pub(crate) fn path_string(path: &syn::Path) -> String {
     if path.leading_colon.is_some() {
         text.push_str("::");
     }
-    let segments: Vec<String> = path.segments.iter().map(|segment| segment.ident.to_string()).collect();
+    let segments: Vec<String> = path
+        .segments
+        .iter()
+        .map(|segment| segment.ident.to_string())
+        .collect();
     text.push_str(&segments.join("::"));
     text
 }

@@ -120,7 +120,10 @@ fn keyword(input: ParseStream<'_>, expected: &str) -> syn::Result<()> {
     if ident == expected {
         Ok(())
     } else {
-        Err(syn::Error::new(ident.span(), format!("expected `{expected}`")))
+        Err(syn::Error::new(
+            ident.span(),
+            format!("expected `{expected}`"),
+        ))
     }
 }
 
@@ -189,19 +192,22 @@ fn parse(input: CallbackInput, errors: &mut darling::error::Accumulator) -> Opti
         let is_unit = matches!(item.fields, syn::Fields::Unit);
         if !is_unit || !item.generics.params.is_empty() {
             errors.push(
-                Error::custom("a presenter is a unit struct: `pub struct InvoiceView;`").with_span(&item.ident),
+                Error::custom("a presenter is a unit struct: `pub struct InvoiceView;`")
+                    .with_span(&item.ident),
             );
         }
     }
-    let limit = args.as_ref().and_then(|args| args.limit.as_ref()).and_then(|limit| {
-        match limit.base10_parse::<usize>() {
+    let limit = args
+        .as_ref()
+        .and_then(|args| args.limit.as_ref())
+        .and_then(|limit| match limit.base10_parse::<usize>() {
             Ok(0) | Err(_) => {
-                errors.push(Error::custom("`limit` is a positive number of items").with_span(limit));
+                errors
+                    .push(Error::custom("`limit` is a positive number of items").with_span(limit));
                 None
             }
             Ok(limit) => Some(limit),
-        }
-    });
+        });
     Some(Presenter {
         model_path,
         model: input.model,
@@ -216,16 +222,32 @@ fn parse(input: CallbackInput, errors: &mut darling::error::Accumulator) -> Opti
 fn check_fields(presenter: &Presenter, errors: &mut darling::error::Accumulator) {
     let listed = &presenter.args.fields.0;
     if listed.is_empty() {
-        errors.push(Error::custom("a presenter lists at least one field: `fields(id, total)`"));
+        errors.push(Error::custom(
+            "a presenter lists at least one field: `fields(id, total)`",
+        ));
     }
     for (position, ident) in listed.iter().enumerate() {
         if listed[..position].contains(ident) {
             errors.push(Error::custom(format!("`{ident}` is listed twice")).with_span(ident));
             continue;
         }
-        let Some(field) = presenter.model.fields.iter().find(|field| field.ident == *ident) else {
-            let names: Vec<String> = presenter.model.fields.iter().map(|field| field.ident.to_string()).collect();
-            errors.push(unknown_field(ident, &presenter.model.name, names.iter().map(String::as_str)));
+        let Some(field) = presenter
+            .model
+            .fields
+            .iter()
+            .find(|field| field.ident == *ident)
+        else {
+            let names: Vec<String> = presenter
+                .model
+                .fields
+                .iter()
+                .map(|field| field.ident.to_string())
+                .collect();
+            errors.push(unknown_field(
+                ident,
+                &presenter.model.name,
+                names.iter().map(String::as_str),
+            ));
             continue;
         };
         if field.hidden {
@@ -253,12 +275,16 @@ fn check_suggestions(presenter: &Presenter, errors: &mut darling::error::Accumul
     let args = &presenter.args;
     match (&args.suggest, args.actions.0.is_empty()) {
         (Some(suggest), true) => errors.push(
-            Error::custom("declare the tools `suggest` may name: `actions = [\"billing.void_invoice\"]`")
-                .with_span(suggest),
+            Error::custom(
+                "declare the tools `suggest` may name: `actions = [\"billing.void_invoice\"]`",
+            )
+            .with_span(suggest),
         ),
         (None, false) => errors.push(
-            Error::custom("`actions` lists the tools a `suggest` function names; add `suggest = your_fn`")
-                .with_span(&args.actions.0[0]),
+            Error::custom(
+                "`actions` lists the tools a `suggest` function names; add `suggest = your_fn`",
+            )
+            .with_span(&args.actions.0[0]),
         ),
         _ => {}
     }
@@ -287,7 +313,13 @@ fn generate(presenter: &Presenter) -> TokenStream {
         .fields
         .0
         .iter()
-        .filter_map(|listed| presenter.model.fields.iter().find(|field| field.ident == *listed))
+        .filter_map(|listed| {
+            presenter
+                .model
+                .fields
+                .iter()
+                .find(|field| field.ident == *listed)
+        })
         .collect();
     // Spans of the presenter's own tokens, so type errors point at the listed field.
     let listed: Vec<&Ident> = presenter.args.fields.0.iter().collect();
@@ -353,9 +385,8 @@ fn generate(presenter: &Presenter) -> TokenStream {
             }
         }
     });
-    let item_doc = format!(
-        "What an agent sees of one value presented by [`{name}`]: only the listed fields."
-    );
+    let item_doc =
+        format!("What an agent sees of one value presented by [`{name}`]: only the listed fields.");
 
     quote! {
         #item

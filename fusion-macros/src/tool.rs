@@ -73,7 +73,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let function: ItemFn = match syn::parse2(item.clone()) {
         Ok(function) => function,
         Err(_) => {
-            let error = syn::Error::new(Span::call_site(), "`#[tool]` goes on an `async fn`").to_compile_error();
+            let error = syn::Error::new(Span::call_site(), "`#[tool]` goes on an `async fn`")
+                .to_compile_error();
             return quote!(#error #item);
         }
     };
@@ -90,7 +91,11 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-fn parse(args: TokenStream, function: ItemFn, errors: &mut darling::error::Accumulator) -> Option<ToolDef> {
+fn parse(
+    args: TokenStream,
+    function: ItemFn,
+    errors: &mut darling::error::Accumulator,
+) -> Option<ToolDef> {
     let args = errors
         .handle(meta_list(args).and_then(|list| ToolArgs::from_list(&list)))
         .unwrap_or_default();
@@ -101,7 +106,8 @@ fn parse(args: TokenStream, function: ItemFn, errors: &mut darling::error::Accum
         ReturnType::Type(_, ty) => Some((**ty).clone()),
         ReturnType::Default => {
             errors.push(
-                Error::custom("a tool returns `Result<T, E>`: add a return type").with_span(&function.sig.ident),
+                Error::custom("a tool returns `Result<T, E>`: add a return type")
+                    .with_span(&function.sig.ident),
             );
             None
         }
@@ -111,7 +117,12 @@ fn parse(args: TokenStream, function: ItemFn, errors: &mut darling::error::Accum
             errors.handle(check_key(name));
             name.value()
         }
-        None => function.sig.ident.to_string().trim_start_matches("r#").to_owned(),
+        None => function
+            .sig
+            .ident
+            .to_string()
+            .trim_start_matches("r#")
+            .to_owned(),
     };
     let description = args
         .description
@@ -166,7 +177,10 @@ fn verb(args: &ToolArgs) -> Result<Verb> {
                     .with_span(&flag.span()),
                 );
             }
-            Err(errors.finish().err().unwrap_or_else(|| Error::custom("a tool has exactly one verb")))
+            Err(errors
+                .finish()
+                .err()
+                .unwrap_or_else(|| Error::custom("a tool has exactly one verb")))
         }
     }
 }
@@ -175,8 +189,10 @@ fn verb(args: &ToolArgs) -> Result<Verb> {
 fn check_options(args: &ToolArgs, verb: Verb, errors: &mut darling::error::Accumulator) {
     if verb == Verb::Query && !args.invalidates.0.is_empty() {
         errors.push(
-            Error::custom("a query reads and cannot invalidate anything; only mutations and actions do")
-                .with_span(&args.invalidates.0[0]),
+            Error::custom(
+                "a query reads and cannot invalidate anything; only mutations and actions do",
+            )
+            .with_span(&args.invalidates.0[0]),
         );
     }
     if let Some(cache) = &args.cache {
@@ -187,7 +203,8 @@ fn check_options(args: &ToolArgs, verb: Verb, errors: &mut darling::error::Accum
         }
     }
     if verb == Verb::Query && args.idempotent.is_present() {
-        errors.push(Error::custom("a query is always idempotent").with_span(&args.idempotent.span()));
+        errors
+            .push(Error::custom("a query is always idempotent").with_span(&args.idempotent.span()));
     }
     if verb == Verb::Query && args.destructive.is_some() {
         errors.push(Error::custom("a query is never destructive"));
@@ -308,7 +325,12 @@ fn generate(tool: &ToolDef) -> TokenStream {
     let bindings: Vec<Ident> = tool
         .params
         .iter()
-        .map(|param| quote::format_ident!("__fusion_{}", param.ident.to_string().trim_start_matches("r#")))
+        .map(|param| {
+            quote::format_ident!(
+                "__fusion_{}",
+                param.ident.to_string().trim_start_matches("r#")
+            )
+        })
         .collect();
     let takes = tool.params.iter().zip(&bindings).map(|(param, binding)| {
         let probe = probe(param);
@@ -327,7 +349,7 @@ fn generate(tool: &ToolDef) -> TokenStream {
         #[allow(non_camel_case_types)]
         #vis struct #fn_ident {}
 
-        #[allow(unused_qualifications, clippy::needless_borrow)]
+        #[allow(unused_qualifications, clippy::needless_borrow, clippy::unused_unit)]
         const _: () = {
             use #private::kinds::{ViaContext as _, ViaField as _, ViaGroup as _, ViaNothing as _};
             use #private::kinds::{ViaCatalog as _, ViaNoCatalog as _};

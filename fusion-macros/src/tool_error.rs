@@ -50,7 +50,10 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
 fn tool_error_args<T: FromMeta + Default>(attrs: &[Attribute]) -> Result<T> {
     let mut found = None;
     let mut errors = Error::accumulator();
-    for attr in attrs.iter().filter(|attr| attr.path().is_ident("tool_error")) {
+    for attr in attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("tool_error"))
+    {
         if found.is_some() {
             errors.push(Error::custom("duplicate `#[tool_error]`").with_span(attr));
             continue;
@@ -62,12 +65,19 @@ fn tool_error_args<T: FromMeta + Default>(attrs: &[Attribute]) -> Result<T> {
 
 fn parse(input: &DeriveInput) -> Result<(Krate, Vec<Variant>)> {
     let mut errors = Error::accumulator();
-    let container: ContainerArgs = errors.handle(tool_error_args(&input.attrs)).unwrap_or_default();
+    let container: ContainerArgs = errors
+        .handle(tool_error_args(&input.attrs))
+        .unwrap_or_default();
     let syn::Data::Enum(data) = &input.data else {
-        return Err(Error::custom("`ToolError` is derived for an enum of domain errors").with_span(&input.ident));
+        return Err(
+            Error::custom("`ToolError` is derived for an enum of domain errors")
+                .with_span(&input.ident),
+        );
     };
     if !input.generics.params.is_empty() {
-        errors.push(Error::custom("a domain error enum cannot be generic").with_span(&input.generics));
+        errors.push(
+            Error::custom("a domain error enum cannot be generic").with_span(&input.generics),
+        );
     }
     let mut variants = Vec::new();
     for variant in &data.variants {
@@ -86,7 +96,12 @@ fn parse(input: &DeriveInput) -> Result<(Krate, Vec<Variant>)> {
 
 /// A domain variant has a code and a message; an internal one wraps exactly one error whose
 /// text is only logged.
-fn check_variant(ident: &Ident, fields: &Fields, args: &VariantArgs, errors: &mut darling::error::Accumulator) {
+fn check_variant(
+    ident: &Ident,
+    fields: &Fields,
+    args: &VariantArgs,
+    errors: &mut darling::error::Accumulator,
+) {
     for action in &args.actions.0 {
         errors.handle(check_key(action));
     }
@@ -99,19 +114,24 @@ fn check_variant(ident: &Ident, fields: &Fields, args: &VariantArgs, errors: &mu
         }
         if fields.len() != 1 {
             errors.push(
-                Error::custom("an `internal` variant wraps exactly one error: `Store(rusqlite::Error)`")
-                    .with_span(ident),
+                Error::custom(
+                    "an `internal` variant wraps exactly one error: `Store(rusqlite::Error)`",
+                )
+                .with_span(ident),
             );
         }
         return;
     }
     if args.from.is_present() {
-        errors.push(Error::custom("`from` is for `internal` variants").with_span(&args.from.span()));
+        errors
+            .push(Error::custom("`from` is for `internal` variants").with_span(&args.from.span()));
     }
     if args.code.is_none() {
         errors.push(
-            Error::custom("add `#[tool_error(code = \"…\", message = \"…\")]`, or `#[tool_error(internal)]`")
-                .with_span(ident),
+            Error::custom(
+                "add `#[tool_error(code = \"…\", message = \"…\")]`, or `#[tool_error(internal)]`",
+            )
+            .with_span(ident),
         );
     }
     if args.message.is_none() && args.code.is_some() {
@@ -122,26 +142,34 @@ fn check_variant(ident: &Ident, fields: &Fields, args: &VariantArgs, errors: &mu
 fn generate(input: &DeriveInput, krate: &Krate, variants: &[Variant]) -> TokenStream {
     let private = krate.private();
     let ident = &input.ident;
-    let arms = variants.iter().map(|variant| conversion_arm(&private, ident, variant));
+    let arms = variants
+        .iter()
+        .map(|variant| conversion_arm(&private, ident, variant));
     let display_arms = variants.iter().map(|variant| display_arm(ident, variant));
-    let actions: Vec<&LitStr> = variants.iter().flat_map(|variant| &variant.args.actions.0).collect();
-    let from_impls = variants.iter().filter(|variant| variant.args.from.is_present()).filter_map(|variant| {
-        let field = variant.fields.iter().next()?;
-        let ty = &field.ty;
-        let variant_ident = &variant.ident;
-        let construct = match &field.ident {
-            Some(name) => quote!(#ident::#variant_ident { #name: source }),
-            None => quote!(#ident::#variant_ident(source)),
-        };
-        Some(quote! {
-            #[automatically_derived]
-            impl ::core::convert::From<#ty> for #ident {
-                fn from(source: #ty) -> Self {
-                    #construct
+    let actions: Vec<&LitStr> = variants
+        .iter()
+        .flat_map(|variant| &variant.args.actions.0)
+        .collect();
+    let from_impls = variants
+        .iter()
+        .filter(|variant| variant.args.from.is_present())
+        .filter_map(|variant| {
+            let field = variant.fields.iter().next()?;
+            let ty = &field.ty;
+            let variant_ident = &variant.ident;
+            let construct = match &field.ident {
+                Some(name) => quote!(#ident::#variant_ident { #name: source }),
+                None => quote!(#ident::#variant_ident(source)),
+            };
+            Some(quote! {
+                #[automatically_derived]
+                impl ::core::convert::From<#ty> for #ident {
+                    fn from(source: #ty) -> Self {
+                        #construct
+                    }
                 }
-            }
-        })
-    });
+            })
+        });
     quote! {
         #[allow(unused_qualifications, unused_variables)]
         const _: () = {
@@ -178,11 +206,17 @@ fn pattern(enum_ident: &Ident, variant: &Variant) -> (TokenStream, Vec<Ident>) {
     let variant_ident = &variant.ident;
     match &variant.fields {
         Fields::Named(named) => {
-            let names: Vec<Ident> = named.named.iter().filter_map(|field| field.ident.clone()).collect();
+            let names: Vec<Ident> = named
+                .named
+                .iter()
+                .filter_map(|field| field.ident.clone())
+                .collect();
             (quote!(#enum_ident::#variant_ident { #(#names),* }), names)
         }
         Fields::Unnamed(unnamed) => {
-            let names: Vec<Ident> = (0..unnamed.unnamed.len()).map(|index| format_ident!("__field_{}", index)).collect();
+            let names: Vec<Ident> = (0..unnamed.unnamed.len())
+                .map(|index| format_ident!("__field_{}", index))
+                .collect();
             (quote!(#enum_ident::#variant_ident(#(#names),*)), names)
         }
         Fields::Unit => (quote!(#enum_ident::#variant_ident), Vec::new()),
@@ -212,15 +246,30 @@ fn message(variant: &Variant) -> Option<LitStr> {
 fn conversion_arm(private: &TokenStream, enum_ident: &Ident, variant: &Variant) -> TokenStream {
     let (pattern, names) = pattern(enum_ident, variant);
     if variant.args.internal.is_present() {
-        let source = names.first().cloned().unwrap_or_else(|| Ident::new("source", Span::call_site()));
+        let source = names
+            .first()
+            .cloned()
+            .unwrap_or_else(|| Ident::new("source", Span::call_site()));
         return quote!(#pattern => #private::ToolError::internal(#source),);
     }
-    let code = variant.args.code.clone().unwrap_or_else(|| LitStr::new("", Span::call_site()));
+    let code = variant
+        .args
+        .code
+        .clone()
+        .unwrap_or_else(|| LitStr::new("", Span::call_site()));
     let message = message(variant).unwrap_or_else(|| LitStr::new("", Span::call_site()));
-    let recovery = variant.args.recovery.as_ref().map(|recovery| quote!(.with_recovery(#recovery)));
+    let recovery = variant
+        .args
+        .recovery
+        .as_ref()
+        .map(|recovery| quote!(.with_recovery(#recovery)));
     let actions = &variant.args.actions.0;
     let actions = (!actions.is_empty()).then(|| quote!(.with_actions([#(#actions),*])));
-    let retryable = variant.args.retryable.is_present().then(|| quote!(.with_retryable(true)));
+    let retryable = variant
+        .args
+        .retryable
+        .is_present()
+        .then(|| quote!(.with_retryable(true)));
     quote! {
         #pattern => #private::ToolError::new(#code, ::std::format!(#message))
             #recovery #actions #retryable,
@@ -230,7 +279,10 @@ fn conversion_arm(private: &TokenStream, enum_ident: &Ident, variant: &Variant) 
 fn display_arm(enum_ident: &Ident, variant: &Variant) -> TokenStream {
     let (pattern, names) = pattern(enum_ident, variant);
     if variant.args.internal.is_present() {
-        let source = names.first().cloned().unwrap_or_else(|| Ident::new("source", Span::call_site()));
+        let source = names
+            .first()
+            .cloned()
+            .unwrap_or_else(|| Ident::new("source", Span::call_site()));
         return quote!(#pattern => ::core::fmt::Display::fmt(#source, f),);
     }
     let message = message(variant).unwrap_or_else(|| LitStr::new("", Span::call_site()));

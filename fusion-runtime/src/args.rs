@@ -136,7 +136,12 @@ impl Params {
         crate::schema::object_schema(properties, required, &mut generator)
     }
 
-    pub(crate) fn check_context(&self, server: &ServerParts, problems: &mut Vec<String>, tool: &str) {
+    pub(crate) fn check_context(
+        &self,
+        server: &ServerParts,
+        problems: &mut Vec<String>,
+        tool: &str,
+    ) {
         for context in &self.context {
             if let Err(problem) = (context.check)(server) {
                 problems.push(format!(
@@ -220,7 +225,11 @@ impl<'l> ArgReader<'l> {
             let object = self.object();
             let own: Map<String, Value> = G::FIELDS
                 .iter()
-                .filter_map(|name| object.get(*name).map(|value| ((*name).to_owned(), value.clone())))
+                .filter_map(|name| {
+                    object
+                        .get(*name)
+                        .map(|value| ((*name).to_owned(), value.clone()))
+                })
                 .collect();
             G::deserialize(&Value::Object(own))
         };
@@ -259,7 +268,9 @@ impl<'l> ArgReader<'l> {
             // serde refused what the schema allows: report serde's own words.
             issues.push(Issue {
                 path: String::new(),
-                problem: self.failed.unwrap_or_else(|| "invalid arguments".to_owned()),
+                problem: self
+                    .failed
+                    .unwrap_or_else(|| "invalid arguments".to_owned()),
                 expected: describe(&self.layout.schema),
                 sent: None,
             });
@@ -291,7 +302,10 @@ pub(crate) fn validation_error(tool: &str, issues: &[Issue]) -> ToolError {
         many => format!(
             "The arguments for `{tool}` are invalid ({} problems): {}.",
             many.len(),
-            many.iter().map(describe_issue).collect::<Vec<_>>().join("; ")
+            many.iter()
+                .map(describe_issue)
+                .collect::<Vec<_>>()
+                .join("; ")
         ),
     };
     let details: Vec<Value> = issues

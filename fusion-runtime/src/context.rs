@@ -263,7 +263,8 @@ impl Progress {
         let Some((peer, token)) = &self.sink else {
             return;
         };
-        let mut notification = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
+        let mut notification =
+            ProgressNotificationParam::new(token.clone(), progress).with_message(message);
         if let Some(total) = total {
             notification = notification.with_total(total);
         }
@@ -275,17 +276,15 @@ impl Progress {
 
 impl fmt::Debug for Progress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Progress").field("requested", &self.is_requested()).finish()
+        f.debug_struct("Progress")
+            .field("requested", &self.is_requested())
+            .finish()
     }
 }
 
 impl FromContext for Progress {
     fn from_context(context: &CallContext) -> Result<Self, ToolError> {
-        let sink = context
-            .request
-            .peer
-            .clone()
-            .zip(context.progress_token());
+        let sink = context.request.peer.clone().zip(context.progress_token());
         Ok(Progress { sink })
     }
 }

@@ -45,7 +45,11 @@ impl Sealed {
             .filter(|presenter| !presenter.rules.is_empty())
             .map(|presenter| rules_block(presenter.rules));
         let writes = action.verb != Verb::Query && !action.invalidates.is_empty();
-        let globs: Vec<&str> = action.invalidates.iter().map(|glob| glob.as_str()).collect();
+        let globs: Vec<&str> = action
+            .invalidates
+            .iter()
+            .map(|glob| glob.as_str())
+            .collect();
         Sealed {
             meta,
             rules_block,
@@ -82,7 +86,10 @@ fn rules_block(rules: &[&str]) -> String {
 }
 
 /// Runs a handler; a panic becomes an `INTERNAL_ERROR` and the server keeps serving.
-pub(crate) async fn run_guarded(handler: &dyn Handler, call: Call) -> Result<Presentation, ToolError> {
+pub(crate) async fn run_guarded(
+    handler: &dyn Handler,
+    call: Call,
+) -> Result<Presentation, ToolError> {
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(call))) {
         Ok(future) => future,
         Err(panic) => return Err(panicked(panic)),
@@ -104,7 +111,11 @@ fn panicked(panic: Box<dyn Any + Send>) -> ToolError {
 }
 
 /// Seals a successful presentation.
-pub(crate) fn seal_success(server: &Server, action: &Action, presentation: Presentation) -> CallToolResult {
+pub(crate) fn seal_success(
+    server: &Server,
+    action: &Action,
+    presentation: Presentation,
+) -> CallToolResult {
     let Presentation {
         data,
         ui,
@@ -211,12 +222,21 @@ fn resolve_suggestions(
 }
 
 /// Seals a failure: `isError: true`, the error envelope, one `<tool_error>` block.
-pub(crate) fn seal_error(server: &Server, tool: &str, sealed: &Sealed, mut error: ToolError) -> CallToolResult {
+pub(crate) fn seal_error(
+    server: &Server,
+    tool: &str,
+    sealed: &Sealed,
+    mut error: ToolError,
+) -> CallToolResult {
     error.assign_error_id(tool);
     error.retain_actions(|action| {
         let exists = server.exposed_ref(action).is_some();
         if !exists {
-            tracing::error!(tool, action, "available action dropped: no tool has this key");
+            tracing::error!(
+                tool,
+                action,
+                "available action dropped: no tool has this key"
+            );
         }
         exists
     });
@@ -247,7 +267,11 @@ pub(crate) fn seal_error(server: &Server, tool: &str, sealed: &Sealed, mut error
     }
 
     let mut block = format!("<tool_error code=\"{}\">", xml::escape_attr(error.code()));
-    let _ = write!(block, "\n<message>{}</message>", xml::escape(error.message()));
+    let _ = write!(
+        block,
+        "\n<message>{}</message>",
+        xml::escape(error.message())
+    );
     if let Some(recovery) = error.recovery() {
         let _ = write!(block, "\n<recovery>{}</recovery>", xml::escape(recovery));
     }
@@ -259,10 +283,18 @@ pub(crate) fn seal_error(server: &Server, tool: &str, sealed: &Sealed, mut error
         );
     }
     if let Some(details) = error.details() {
-        let _ = write!(block, "\n<details>{}</details>", xml::escape(&details.to_string()));
+        let _ = write!(
+            block,
+            "\n<details>{}</details>",
+            xml::escape(&details.to_string())
+        );
     }
     if let Some(retry_after) = error.retry_after() {
-        let _ = write!(block, "\n<retry_after>{}ms</retry_after>", retry_after.as_millis());
+        let _ = write!(
+            block,
+            "\n<retry_after>{}ms</retry_after>",
+            retry_after.as_millis()
+        );
     }
     if let Some(error_id) = error.error_id() {
         let _ = write!(block, "\n<error_id>{}</error_id>", xml::escape(error_id));

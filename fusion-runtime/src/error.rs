@@ -62,6 +62,11 @@ type Text = Cow<'static, str>;
 /// assert!(err.is_retryable());
 /// ```
 pub struct ToolError {
+    // Boxed: errors travel in `Result`s on every call path, which stay one pointer wide.
+    inner: Box<Inner>,
+}
+
+struct Inner {
     code: Text,
     message: Text,
     recovery: Option<Text>,
@@ -77,15 +82,17 @@ impl ToolError {
     /// A failure with a specific code and a message for the agent.
     pub fn new(code: impl Into<Text>, message: impl Into<Text>) -> Self {
         ToolError {
-            code: code.into(),
-            message: message.into(),
-            recovery: None,
-            actions: Vec::new(),
-            details: None,
-            retry_after: None,
-            retryable: false,
-            error_id: None,
-            internal: None,
+            inner: Box::new(Inner {
+                code: code.into(),
+                message: message.into(),
+                recovery: None,
+                actions: Vec::new(),
+                details: None,
+                retry_after: None,
+                retryable: false,
+                error_id: None,
+                internal: None,
+            }),
         }
     }
 
@@ -124,15 +131,18 @@ impl ToolError {
 
     /// `SERVER_BUSY`: retry after the given time.
     pub fn server_busy(retry_after: Duration) -> Self {
-        ToolError::new(codes::SERVER_BUSY, "The server is at capacity for this tool.")
-            .with_recovery("Wait for the retry window, then call again with the same arguments.")
-            .with_retry_after(retry_after)
+        ToolError::new(
+            codes::SERVER_BUSY,
+            "The server is at capacity for this tool.",
+        )
+        .with_recovery("Wait for the retry window, then call again with the same arguments.")
+        .with_retry_after(retry_after)
     }
 
     /// Sets the recovery line: what the agent should do next.
     #[must_use]
     pub fn with_recovery(mut self, recovery: impl Into<Text>) -> Self {
-        self.recovery = Some(recovery.into());
+        self.inner.recovery = Some(recovery.into());
         self
     }
 
@@ -147,132 +157,135 @@ impl ToolError {
         I: IntoIterator<Item = S>,
         S: Into<Text>,
     {
-        self.actions = actions.into_iter().map(Into::into).collect();
+        self.inner.actions = actions.into_iter().map(Into::into).collect();
         self
     }
 
     /// Attaches structured details (any JSON) for the agent.
     #[must_use]
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.inner.details = Some(details);
         self
     }
 
     /// Marks the failure as retryable after the given time.
     #[must_use]
     pub fn with_retry_after(mut self, retry_after: Duration) -> Self {
-        self.retry_after = Some(retry_after);
-        self.retryable = true;
+        self.inner.retry_after = Some(retry_after);
+        self.inner.retryable = true;
         self
     }
 
     /// Marks the failure as retryable (or not) with the same arguments.
     #[must_use]
     pub fn with_retryable(mut self, retryable: bool) -> Self {
-        self.retryable = retryable;
+        self.inner.retryable = retryable;
         self
     }
 
     fn with_internal_source(mut self, source: Box<dyn std::error::Error + Send + Sync>) -> Self {
-        self.internal = Some(source);
+        self.inner.internal = Some(source);
         self
     }
 
     /// The error code, e.g. `VALIDATION_ERROR` or `InvoiceNotFound`.
     pub fn code(&self) -> &str {
-        &self.code
+        &self.inner.code
     }
 
     /// The message for the agent.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.inner.message
     }
 
     /// The recovery line, if any.
     pub fn recovery(&self) -> Option<&str> {
-        self.recovery.as_deref()
+        self.inner.recovery.as_deref()
     }
 
     /// The actions offered instead, as canonical keys.
     pub fn actions(&self) -> impl ExactSizeIterator<Item = &str> {
-        self.actions.iter().map(|action| action.as_ref())
+        self.inner.actions.iter().map(|action| action.as_ref())
     }
 
     /// Structured details, if any.
     pub fn details(&self) -> Option<&Value> {
-        self.details.as_ref()
+        self.inner.details.as_ref()
     }
 
     /// When the agent may retry, if it may.
     pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        self.inner.retry_after
     }
 
     /// Whether the same call may succeed if retried.
     pub fn is_retryable(&self) -> bool {
-        self.retryable
+        self.inner.retryable
     }
 
     /// The id under which an internal failure was logged; set when the error is sealed.
     pub fn error_id(&self) -> Option<&str> {
-        self.error_id.as_deref()
+        self.inner.error_id.as_deref()
     }
 
     /// Whether this is an `INTERNAL_ERROR`.
     pub fn is_internal(&self) -> bool {
-        self.code == codes::INTERNAL_ERROR
+        self.inner.code == codes::INTERNAL_ERROR
     }
 
     /// Assigns an error id to an internal error and logs its hidden text under it.
     /// Called once, where the error is sealed into a response.
     pub(crate) fn assign_error_id(&mut self, tool: &str) {
-        if !self.is_internal() || self.error_id.is_some() {
+        if !self.is_internal() || self.inner.error_id.is_some() {
             return;
         }
         let error_id = uuid::Uuid::new_v4().simple().to_string();
-        match &self.internal {
+        match &self.inner.internal {
             Some(source) => tracing::error!(
                 error_id = %error_id,
                 tool,
                 error = %DisplayChain(source.as_ref()),
                 "tool failed with an internal error"
             ),
-            None => tracing::error!(error_id = %error_id, tool, "tool failed with an internal error"),
+            None => {
+                tracing::error!(error_id = %error_id, tool, "tool failed with an internal error")
+            }
         }
-        self.error_id = Some(error_id);
+        self.inner.error_id = Some(error_id);
     }
 
     /// Drops every offered action for which `keep` is false.
     pub(crate) fn retain_actions(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.actions.retain(|action| keep(action));
+        self.inner.actions.retain(|action| keep(action));
     }
 }
 
 pub(crate) const INTERNAL_MESSAGE: &str = "The tool failed because of an internal error.";
-pub(crate) const INTERNAL_RECOVERY: &str = "Do not retry blindly: report the errorId to the operator, or try a different action.";
+pub(crate) const INTERNAL_RECOVERY: &str =
+    "Do not retry blindly: report the errorId to the operator, or try a different action.";
 
 impl fmt::Debug for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("ToolError");
         debug
-            .field("code", &self.code)
-            .field("message", &self.message);
-        if let Some(recovery) = &self.recovery {
+            .field("code", &self.inner.code)
+            .field("message", &self.inner.message);
+        if let Some(recovery) = &self.inner.recovery {
             debug.field("recovery", recovery);
         }
-        if !self.actions.is_empty() {
-            debug.field("actions", &self.actions);
+        if !self.inner.actions.is_empty() {
+            debug.field("actions", &self.inner.actions);
         }
-        if let Some(details) = &self.details {
+        if let Some(details) = &self.inner.details {
             debug.field("details", details);
         }
-        if let Some(retry_after) = &self.retry_after {
+        if let Some(retry_after) = &self.inner.retry_after {
             debug.field("retry_after", retry_after);
         }
-        if let Some(error_id) = &self.error_id {
+        if let Some(error_id) = &self.inner.error_id {
             debug.field("error_id", error_id);
         }
-        if let Some(internal) = &self.internal {
+        if let Some(internal) = &self.inner.internal {
             debug.field("internal", &DisplayChain(internal.as_ref()).to_string());
         }
         debug.finish()
@@ -281,7 +294,7 @@ impl fmt::Debug for ToolError {
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
+        write!(f, "{}: {}", self.inner.code, self.inner.message)
     }
 }
 

@@ -96,11 +96,9 @@ fn check_segment(key: &str, segment: &str) -> Result<(), String> {
         Some(first) if !(first.is_ascii_alphabetic() || first == '_') => Err(format!(
             "`{key}`: each segment must start with an ASCII letter or `_`"
         )),
-        Some(_) if chars.any(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) => {
-            Err(format!(
-                "`{key}`: segments may only contain ASCII letters, digits, `_` and `-`"
-            ))
-        }
+        Some(_) if chars.any(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) => Err(
+            format!("`{key}`: segments may only contain ASCII letters, digits, `_` and `-`"),
+        ),
         Some(_) => Ok(()),
     }
 }
@@ -133,8 +131,9 @@ impl Glob {
                         "glob `{pattern}`: `*` and `**` must stand alone in a segment"
                     ));
                 }
-                literal => check_segment(&pattern, literal)
-                    .map_err(|problem| format!("glob {problem}"))?,
+                literal => {
+                    check_segment(&pattern, literal).map_err(|problem| format!("glob {problem}"))?
+                }
             }
         }
         Ok(Glob { pattern })
@@ -227,7 +226,14 @@ mod tests {
 
     #[test]
     fn malformed_globs_are_rejected() {
-        for bad in ["", "billing.", "bill*", "billing..x", "billing.***", "a b.*"] {
+        for bad in [
+            "",
+            "billing.",
+            "bill*",
+            "billing..x",
+            "billing.***",
+            "a b.*",
+        ] {
             assert!(Glob::parse(bad).is_err(), "{bad} should be rejected");
         }
     }

@@ -215,14 +215,14 @@ impl UiBlock {
         let mut out = String::new();
         match self {
             UiBlock::Code { language, .. } => {
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    "<ui_passthrough type=\"code\" language=\"{}\">\n",
+                    "<ui_passthrough type=\"code\" language=\"{}\">",
                     xml::escape_attr(language)
                 );
             }
             other => {
-                let _ = write!(out, "<ui_passthrough type=\"{}\">\n", other.kind());
+                let _ = writeln!(out, "<ui_passthrough type=\"{}\">", other.kind());
             }
         }
         match self {
@@ -421,7 +421,7 @@ pub fn object_schema(properties: serde_json::Map<String, Value>, required: &[&st
     let mut schema = Schema::default();
     schema.insert("type".into(), "object".into());
     schema.insert("properties".into(), Value::Object(properties));
-    schema.insert("required".into(), required.iter().copied().collect::<Vec<_>>().into());
+    schema.insert("required".into(), required.to_vec().into());
     schema.insert("additionalProperties".into(), false.into());
     schema
 }
@@ -482,6 +482,10 @@ mod tests {
         );
         let chart = UiBlock::chart(serde_json::json!({"mark": "bar", "data": [1, 2]}));
         assert_eq!(chart.render(), chart.render());
-        assert!(chart.render().starts_with("<ui_passthrough type=\"chart\">\n{"));
+        assert!(
+            chart
+                .render()
+                .starts_with("<ui_passthrough type=\"chart\">\n{")
+        );
     }
 }

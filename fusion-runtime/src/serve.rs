@@ -25,8 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
     Tool as ToolDefinition,
 };
 use rmcp::service::RequestContext;
@@ -119,7 +119,10 @@ impl Mcp {
 
     /// Sets the per-request context factory.
     #[must_use]
-    pub fn context(mut self, factory: impl Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync + 'static) -> Self {
+    pub fn context(
+        mut self,
+        factory: impl Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync + 'static,
+    ) -> Self {
         self.context_factory = Some(Arc::new(factory));
         self
     }
@@ -127,7 +130,11 @@ impl Mcp {
     /// The rmcp handler. Everything is computed here, once; the handler itself is an `Arc`, so
     /// the copies rmcp makes (one per HTTP session, one per stateless request) cost nothing.
     pub fn handler(&self) -> McpHandler {
-        let definitions: Vec<ToolDefinition> = self.server.tools().map(|tool| tool.definition().clone()).collect();
+        let definitions: Vec<ToolDefinition> = self
+            .server
+            .tools()
+            .map(|tool| tool.definition().clone())
+            .collect();
         let page_size = self.options.page_size.max(1);
         let ttl = u64::try_from(self.options.list_ttl.as_millis()).unwrap_or(u64::MAX);
         let chunks: Vec<&[ToolDefinition]> = if definitions.is_empty() {
@@ -149,7 +156,10 @@ impl Mcp {
             })
             .collect();
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(self.server.name(), self.server.version()));
+            .with_server_info(Implementation::new(
+                self.server.name(),
+                self.server.version(),
+            ));
         if let Some(instructions) = self.server.instructions() {
             info = info.with_instructions(instructions);
         }
@@ -182,7 +192,10 @@ impl Mcp {
     }
 
     /// The Streamable HTTP endpoint as a tower service, to mount at a path of your choice.
-    pub fn http_service(&self, options: &HttpOptions) -> StreamableHttpService<McpHandler, LocalSessionManager> {
+    pub fn http_service(
+        &self,
+        options: &HttpOptions,
+    ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
         let handler = self.handler();
         StreamableHttpService::new(
             move || Ok(handler.clone()),
@@ -207,7 +220,11 @@ impl Mcp {
     }
 
     /// Serves on a listener already bound (e.g. to port 0 in tests).
-    pub async fn serve_http_on(&self, listener: tokio::net::TcpListener, options: HttpOptions) -> Result<(), ServeError> {
+    pub async fn serve_http_on(
+        &self,
+        listener: tokio::net::TcpListener,
+        options: HttpOptions,
+    ) -> Result<(), ServeError> {
         let address = listener
             .local_addr()
             .map_err(|error| ServeError(format!("listener has no address: {error}")))?;
@@ -216,11 +233,12 @@ impl Mcp {
         tracing::info!(%address, path = %options.path, "serving MCP over Streamable HTTP");
         // Without TCP_NODELAY, Nagle's algorithm meets delayed ACKs: 44 ms per call instead
         // of 0.5 ms, measured on our machines.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
-            if let Err(error) = stream.set_nodelay(true) {
-                tracing::warn!(%error, "could not set TCP_NODELAY");
-            }
-        });
+        let listener =
+            axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+                if let Err(error) = stream.set_nodelay(true) {
+                    tracing::warn!(%error, "could not set TCP_NODELAY");
+                }
+            });
         axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 tokio::select! {
@@ -381,10 +399,16 @@ impl ServerHandler for McpHandler {
         self.shared.info.clone()
     }
 
-    async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
-        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info())
-            .with_ttl_ms(self.shared.list_ttl)
-            .with_cache_scope(self.shared.list_cache_scope))
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        )
+        .with_ttl_ms(self.shared.list_ttl)
+        .with_cache_scope(self.shared.list_cache_scope))
     }
 
     async fn list_tools(
@@ -396,13 +420,18 @@ impl ServerHandler for McpHandler {
             None => 0,
             Some(cursor) => page_of(&cursor)
                 .filter(|index| *index < self.shared.pages.len())
-                .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor: {cursor}"), None))?,
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("invalid cursor: {cursor}"), None)
+                })?,
         };
         Ok(self.shared.pages[index].clone())
     }
 
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
-        self.shared.server.tool(name).map(|tool| tool.definition().clone())
+        self.shared
+            .server
+            .tool(name)
+            .map(|tool| tool.definition().clone())
     }
 
     async fn call_tool(
@@ -412,7 +441,12 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let call = self.call_context(context);
         let name: Cow<'_, str> = request.name;
-        match self.shared.server.call_tool(&name, request.arguments, call).await {
+        match self
+            .shared
+            .server
+            .call_tool(&name, request.arguments, call)
+            .await
+        {
             Ok(result) => Ok(CallToolResponse::Complete(result)),
             Err(unknown) => Err(ErrorData::new(
                 ErrorCode::INVALID_PARAMS,

@@ -10,7 +10,7 @@
 //! # #[derive(Serialize, JsonSchema)] struct Echoed { text: String }
 //! # tokio_test_runtime(async {
 //! let server = ServerBuilder::new("demo", "1.0.0")
-//!     .add(ToolSpec::query("demo.echo", "Repeats the text.").handler(
+//!     .tool_spec(ToolSpec::query("demo.echo", "Repeats the text.").handler(
 //!         |_: CallContext, args: Args| async move { Ok::<_, ToolError>(Echoed { text: args.text }) },
 //!     ))
 //!     .build()
@@ -56,7 +56,10 @@ impl Tester {
     /// Prepares every call's context, like a transport or middleware would: attach a tenant,
     /// a principal, request metadata.
     #[must_use]
-    pub fn with_context(mut self, setup: impl Fn(&mut CallContext) + Send + Sync + 'static) -> Self {
+    pub fn with_context(
+        mut self,
+        setup: impl Fn(&mut CallContext) + Send + Sync + 'static,
+    ) -> Self {
         self.setup = Some(Arc::new(setup));
         self
     }
@@ -92,12 +95,19 @@ impl Tester {
     }
 
     /// Calls an exposed tool by the name agents use, with raw arguments.
-    pub async fn call_exposed(&self, name: &str, arguments: Value) -> Result<TestResult, UnknownTool> {
+    pub async fn call_exposed(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<TestResult, UnknownTool> {
         let arguments = match arguments {
             Value::Null => None,
             other => Some(into_object(other)),
         };
-        let raw = self.server.call_tool(name, arguments, self.context()).await?;
+        let raw = self
+            .server
+            .call_tool(name, arguments, self.context())
+            .await?;
         Ok(TestResult::new(raw))
     }
 }

@@ -161,7 +161,11 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// A tool with a verb, a canonical key (`billing.get_invoice`) and a description for the
     /// agent. An invalid key is reported when the server is built.
-    pub fn new(verb: Verb, key: impl Into<Cow<'static, str>>, description: impl Into<Cow<'static, str>>) -> Self {
+    pub fn new(
+        verb: Verb,
+        key: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+    ) -> Self {
         ToolSpec {
             key: ToolKey::parse(key),
             verb,
@@ -183,17 +187,26 @@ impl ToolSpec {
     }
 
     /// A read-only tool.
-    pub fn query(key: impl Into<Cow<'static, str>>, description: impl Into<Cow<'static, str>>) -> Self {
+    pub fn query(
+        key: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+    ) -> Self {
         ToolSpec::new(Verb::Query, key, description)
     }
 
     /// A tool that changes state (destructive unless told otherwise).
-    pub fn mutation(key: impl Into<Cow<'static, str>>, description: impl Into<Cow<'static, str>>) -> Self {
+    pub fn mutation(
+        key: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+    ) -> Self {
         ToolSpec::new(Verb::Mutation, key, description)
     }
 
     /// A tool that is neither a read nor a destructive write.
-    pub fn action(key: impl Into<Cow<'static, str>>, description: impl Into<Cow<'static, str>>) -> Self {
+    pub fn action(
+        key: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+    ) -> Self {
         ToolSpec::new(Verb::Action, key, description)
     }
 
@@ -312,7 +325,7 @@ impl ToolSpec {
     ///     .handler(|_context: CallContext, args: Echo| async move {
     ///         Ok::<_, ToolError>(Echoed { text: args.text })
     ///     });
-    /// let server = ServerBuilder::new("demo", "1.0.0").add(spec).build().unwrap();
+    /// let server = ServerBuilder::new("demo", "1.0.0").tool_spec(spec).build().unwrap();
     /// assert_eq!(server.tools().count(), 1);
     /// ```
     #[must_use]

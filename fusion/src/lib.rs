@@ -69,14 +69,14 @@
 //! `<cache_invalidation/>`; or one `<tool_error>` block.
 #![doc(test(attr(deny(warnings))))]
 
+#[doc = include_str!("docs/tool_error.md")]
+pub use fusion_macros::ToolError;
 #[doc = include_str!("docs/model.md")]
 pub use fusion_macros::model;
 #[doc = include_str!("docs/presenter.md")]
 pub use fusion_macros::presenter;
 #[doc = include_str!("docs/tool.md")]
 pub use fusion_macros::tool;
-#[doc = include_str!("docs/tool_error.md")]
-pub use fusion_macros::ToolError;
 
 pub use fusion_runtime::*;
 

@@ -27,7 +27,8 @@ async fn impostor() -> Result<bool, ToolError> {
 
 #[test]
 fn a_duplicate_name_is_refused() {
-    let problems = problems(tools(ServerBuilder::new("s", "1").state(Db::seeded())).tool::<impostor>());
+    let problems =
+        problems(tools(ServerBuilder::new("s", "1").state(Db::seeded())).tool::<impostor>());
     assert_eq!(problems, ["two tools are named `billing.get_invoice`"]);
 }
 
@@ -39,8 +40,12 @@ async fn collides() -> Result<bool, ToolError> {
 
 #[test]
 fn a_collision_of_exposed_names_is_refused() {
-    let problems = problems(tools(ServerBuilder::new("s", "1").state(Db::seeded())).tool::<collides>());
-    assert_eq!(problems, ["two tools are exposed under the name `billing_get_invoice`"]);
+    let problems =
+        problems(tools(ServerBuilder::new("s", "1").state(Db::seeded())).tool::<collides>());
+    assert_eq!(
+        problems,
+        ["two tools are exposed under the name `billing_get_invoice`"]
+    );
 }
 
 #[test]
@@ -56,8 +61,11 @@ fn a_suggestion_or_error_action_naming_a_missing_tool_and_a_glob_matching_nothin
         == "tool `billing.get_invoice`: presenter `InvoiceView` suggests an action that names `billing.void_invoice`, which is not a tool of this server"), "{problems:#?}");
     assert!(problems.iter().any(|problem| problem
         == "tool `billing.get_invoice`: an error's available actions names `billing.list_invoices`, which is not a tool of this server"), "{problems:#?}");
-    assert!(problems.iter().any(|problem| problem
-        == "tool `crm.stale` invalidates `inventory.*`, which matches no tool of this server"), "{problems:#?}");
+    assert!(
+        problems.iter().any(|problem| problem
+            == "tool `crm.stale` invalidates `inventory.*`, which matches no tool of this server"),
+        "{problems:#?}"
+    );
     assert_eq!(problems.len(), 3, "{problems:#?}");
 }
 
@@ -81,7 +89,10 @@ fn a_parameter_that_cannot_be_provided_is_refused() {
     let problems = problems(ServerBuilder::new("s", "1").tool::<needs_state>());
     assert_eq!(problems.len(), 1);
     assert!(problems[0].starts_with("tool `needs.state` cannot be served: its parameter of type `fusion_runtime::context::State<build::Missing>`"), "{problems:?}");
-    assert!(problems[0].ends_with("no such state was registered with `ServerBuilder::state`"), "{problems:?}");
+    assert!(
+        problems[0].ends_with("no such state was registered with `ServerBuilder::state`"),
+        "{problems:?}"
+    );
 }
 
 #[test]
@@ -91,12 +102,24 @@ fn verb_settings_and_keys_are_checked_for_tools_built_without_macros() {
     struct Nothing {}
     let ok = |_: fusion::CallContext, _: Nothing| async { Ok::<_, ToolError>(true) };
     let builder = ServerBuilder::new("s", "1")
-        .add(ToolSpec::mutation("a.cached", "Cached write.").with_cache(CacheHint::Immutable).handler(ok))
-        .add(ToolSpec::query("a.invalidating", "Invalidating read.").with_invalidates("a.*").handler(ok))
-        .add(ToolSpec::query("a.b.c", "Two dots.").handler(ok))
-        .add(ToolSpec::query("a.bad_glob", "Bad glob.").handler(ok).with_invalidates("a.**x"))
-        .add(ToolSpec::query("a.undescribed", " ").handler(ok))
-        .add(ToolSpec::query("a.no_handler", "No handler."));
+        .tool_spec(
+            ToolSpec::mutation("a.cached", "Cached write.")
+                .with_cache(CacheHint::Immutable)
+                .handler(ok),
+        )
+        .tool_spec(
+            ToolSpec::query("a.invalidating", "Invalidating read.")
+                .with_invalidates("a.*")
+                .handler(ok),
+        )
+        .tool_spec(ToolSpec::query("a.b.c", "Two dots.").handler(ok))
+        .tool_spec(
+            ToolSpec::query("a.bad_glob", "Bad glob.")
+                .handler(ok)
+                .with_invalidates("a.**x"),
+        )
+        .tool_spec(ToolSpec::query("a.undescribed", " ").handler(ok))
+        .tool_spec(ToolSpec::query("a.no_handler", "No handler."));
     let problems = problems(builder);
     for expected in [
         "tool `a.cached` is a mutation: only queries declare `cache`",
@@ -105,9 +128,17 @@ fn verb_settings_and_keys_are_checked_for_tools_built_without_macros() {
         "tool `a.undescribed` has no description for the agent",
         "tool `a.no_handler` has no handler",
     ] {
-        assert!(problems.iter().any(|problem| problem == expected), "missing {expected:?} in {problems:#?}");
+        assert!(
+            problems.iter().any(|problem| problem == expected),
+            "missing {expected:?} in {problems:#?}"
+        );
     }
-    assert!(problems.iter().any(|problem| problem.starts_with("tool `a.bad_glob`: glob `a.**x`")), "{problems:#?}");
+    assert!(
+        problems
+            .iter()
+            .any(|problem| problem.starts_with("tool `a.bad_glob`: glob `a.**x`")),
+        "{problems:#?}"
+    );
 }
 
 /// Suggests a tool that exists.
@@ -126,6 +157,8 @@ async fn fine() -> Result<Invoice, ToolError> {
 
 #[test]
 fn a_consistent_server_builds() {
-    let server = tools(ServerBuilder::new("s", "1").state(Db::seeded())).tool::<fine>().build();
+    let server = tools(ServerBuilder::new("s", "1").state(Db::seeded()))
+        .tool::<fine>()
+        .build();
     assert!(server.is_ok());
 }

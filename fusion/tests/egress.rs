@@ -18,8 +18,14 @@ async fn no_response_ever_carries_a_hidden_uncast_or_unpresented_field() {
         ("billing.summaries", json!({})),
         ("billing.void_invoice", json!({"id": "INV-4"})),
         ("billing.void_invoice", json!({"id": "INV-4"})),
-        ("billing.create_invoice", json!({"customer_id": "C-9", "total_cents": 5, "memo": "hi"})),
-        ("billing.update_invoice", json!({"id": "INV-2", "total_cents": 7})),
+        (
+            "billing.create_invoice",
+            json!({"customer_id": "C-9", "total_cents": 5, "memo": "hi"}),
+        ),
+        (
+            "billing.update_invoice",
+            json!({"id": "INV-2", "total_cents": 7}),
+        ),
         ("ops.reindex", json!({"fail_with": "io"})),
     ];
     for (key, arguments) in calls {
@@ -28,7 +34,10 @@ async fn no_response_ever_carries_a_hidden_uncast_or_unpresented_field() {
     }
     // An agent that sends a guarded field hears back only what it sent itself.
     let guarded = tester
-        .call("billing.create_invoice", json!({"customer_id": "C-9", "total_cents": 5, "tenant_id": "t_other"}))
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-9", "total_cents": 5, "tenant_id": "t_other"}),
+        )
         .await;
     for secret in SECRETS {
         assert!(!guarded.raw_text().contains(secret));
@@ -38,7 +47,9 @@ async fn no_response_ever_carries_a_hidden_uncast_or_unpresented_field() {
 #[tokio::test]
 async fn the_view_contains_exactly_the_presented_fields() {
     let tester = Tester::new(server());
-    let result = tester.call("billing.get_invoice", json!({"id": "INV-1"})).await;
+    let result = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
     assert_eq!(
         result.data(),
         &json!({"id": "INV-1", "customer_id": "C-1", "total_cents": 1000, "status": "open", "memo": null})
@@ -51,7 +62,9 @@ async fn the_view_contains_exactly_the_presented_fields() {
 #[tokio::test]
 async fn success_envelope_and_text_blocks_have_the_documented_shape_and_order() {
     let tester = Tester::new(server());
-    let result = tester.call("billing.get_invoice", json!({"id": "INV-1"})).await;
+    let result = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
     assert!(!result.is_error());
     assert_eq!(result.raw().is_error, Some(false));
     let envelope = result.envelope();
@@ -68,7 +81,15 @@ async fn success_envelope_and_text_blocks_have_the_documented_shape_and_order() 
         .collect();
     assert_eq!(
         kinds,
-        ["<ui_passthrough", "<ui_passthrough", "<ui_passthrough", "<ui_passthrough", "<ui_passthrough", "<domain_rules", "<action_suggestions"]
+        [
+            "<ui_passthrough",
+            "<ui_passthrough",
+            "<ui_passthrough",
+            "<ui_passthrough",
+            "<ui_passthrough",
+            "<domain_rules",
+            "<action_suggestions"
+        ]
     );
 }
 
@@ -82,15 +103,23 @@ async fn every_success_result_validates_against_the_advertised_output_schema() {
         ("billing.list_invoices", json!({"status": "paid"})),
         ("billing.summaries", json!({})),
         ("billing.void_invoice", json!({"id": "INV-1"})),
-        ("billing.create_invoice", json!({"customer_id": "C-1", "total_cents": 1})),
-        ("billing.update_invoice", json!({"id": "INV-2", "memo": "updated"})),
+        (
+            "billing.create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 1}),
+        ),
+        (
+            "billing.update_invoice",
+            json!({"id": "INV-2", "memo": "updated"}),
+        ),
         ("ops.health", json!({})),
         ("ops.reindex", json!({"fail_with": "nothing"})),
     ];
     for (key, arguments) in calls {
         let result = tester.call(key, arguments).await;
         assert!(!result.is_error(), "{key}: {}", result.raw_text());
-        let tool = server.tool(server.action(key).unwrap().exposed_tool()).unwrap();
+        let tool = server
+            .tool(server.action(key).unwrap().exposed_tool())
+            .unwrap();
         let schema = Value::Object((**tool.definition().output_schema.as_ref().unwrap()).clone());
         assert_valid(&schema, result.envelope());
     }
@@ -102,10 +131,25 @@ async fn advertised_schemas_are_valid_json_schemas_with_object_roots() {
         let server = server_with(exposition);
         for tool in server.tools() {
             let definition = tool.definition();
-            for schema in [Some(definition.input_schema.clone()), definition.output_schema.clone()].into_iter().flatten() {
+            for schema in [
+                Some(definition.input_schema.clone()),
+                definition.output_schema.clone(),
+            ]
+            .into_iter()
+            .flatten()
+            {
                 let schema = Value::Object((*schema).clone());
-                assert_eq!(schema["type"], "object", "{}: MCP schemas have an object root", tool.name());
-                assert!(jsonschema::meta::is_valid(&schema), "{}: {schema}", tool.name());
+                assert_eq!(
+                    schema["type"],
+                    "object",
+                    "{}: MCP schemas have an object root",
+                    tool.name()
+                );
+                assert!(
+                    jsonschema::meta::is_valid(&schema),
+                    "{}: {schema}",
+                    tool.name()
+                );
             }
         }
     }
@@ -125,7 +169,17 @@ async fn the_agent_limit_cuts_collections_and_says_so() {
     assert!(notice.contains("shown=\"3\"") && notice.contains("total=\"10\""));
     assert!(notice.contains("filters"), "{notice}");
     // A collection within the limit is not cut.
-    let small = tester.call("billing.list_invoices", json!({"status": "paid", "customer_id": "C-2"})).await;
+    let small = tester
+        .call(
+            "billing.list_invoices",
+            json!({"status": "paid", "customer_id": "C-2"}),
+        )
+        .await;
     assert_eq!(small.truncation(), None);
-    assert!(small.texts().iter().all(|text| !text.starts_with("<truncation")));
+    assert!(
+        small
+            .texts()
+            .iter()
+            .all(|text| !text.starts_with("<truncation"))
+    );
 }

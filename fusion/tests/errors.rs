@@ -13,7 +13,9 @@ use serde_json::json;
 #[tokio::test]
 async fn a_domain_error_keeps_its_code_recovery_and_actions() {
     let tester = Tester::new(server());
-    let result = tester.call("billing.get_invoice", json!({"id": "INV-404"})).await;
+    let result = tester
+        .call("billing.get_invoice", json!({"id": "INV-404"}))
+        .await;
     assert!(result.is_error());
     assert_eq!(result.raw().is_error, Some(true));
     assert_eq!(result.envelope()["ok"], false);
@@ -21,15 +23,22 @@ async fn a_domain_error_keeps_its_code_recovery_and_actions() {
     let error = result.error();
     assert_eq!(error["code"], "InvoiceNotFound");
     assert_eq!(error["message"], "Invoice INV-404 does not exist.");
-    assert_eq!(error["recovery"], "Call billing.list_invoices to find valid ids.");
+    assert_eq!(
+        error["recovery"],
+        "Call billing.list_invoices to find valid ids."
+    );
     assert_eq!(error["availableActions"], json!(["billing_list_invoices"]));
     assert_eq!(error["retryable"], false);
     assert_eq!(error.get("errorId"), None);
     assert_eq!(
         result.texts(),
-        ["<tool_error code=\"InvoiceNotFound\">\n<message>Invoice INV-404 does not exist.</message>\n<recovery>Call billing.list_invoices to find valid ids.</recovery>\n<available_actions>billing_list_invoices</available_actions>\n</tool_error>"]
+        [
+            "<tool_error code=\"InvoiceNotFound\">\n<message>Invoice INV-404 does not exist.</message>\n<recovery>Call billing.list_invoices to find valid ids.</recovery>\n<available_actions>billing_list_invoices</available_actions>\n</tool_error>"
+        ]
     );
-    let busy = tester.call("ops.reindex", json!({"fail_with": "busy"})).await;
+    let busy = tester
+        .call("ops.reindex", json!({"fail_with": "busy"}))
+        .await;
     assert_eq!(busy.error_code(), Some("StoreBusy"));
     assert_eq!(busy.error()["retryable"], true);
 }
@@ -37,10 +46,18 @@ async fn a_domain_error_keeps_its_code_recovery_and_actions() {
 #[tokio::test]
 async fn error_text_is_xml_escaped() {
     let tester = Tester::new(server());
-    let result = tester.call("billing.get_invoice", json!({"id": "<b>&\"x\""})).await;
+    let result = tester
+        .call("billing.get_invoice", json!({"id": "<b>&\"x\""}))
+        .await;
     let text = result.texts()[0];
-    assert!(text.contains("<message>Invoice &lt;b&gt;&amp;\"x\" does not exist.</message>"), "{text}");
-    assert_eq!(result.error()["message"], "Invoice <b>&\"x\" does not exist.");
+    assert!(
+        text.contains("<message>Invoice &lt;b&gt;&amp;\"x\" does not exist.</message>"),
+        "{text}"
+    );
+    assert_eq!(
+        result.error()["message"],
+        "Invoice <b>&\"x\" does not exist."
+    );
 }
 
 /// Captures what the server logs.
@@ -66,7 +83,10 @@ impl Logs {
 async fn logged<F: std::future::Future>(future: F) -> (F::Output, String) {
     let logs = Logs::default();
     let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
     let output = future.await;
     (output, logs.text())
@@ -77,7 +97,10 @@ async fn internal_errors_show_an_error_id_and_log_the_text_under_it() {
     let tester = Tester::new(server());
     let (result, logs) = logged(tester.call("ops.reindex", json!({"fail_with": "io"}))).await;
     assert_eq!(result.error_code(), Some("INTERNAL_ERROR"));
-    let error_id = result.error()["errorId"].as_str().expect("an errorId").to_owned();
+    let error_id = result.error()["errorId"]
+        .as_str()
+        .expect("an errorId")
+        .to_owned();
     assert_eq!(error_id.len(), 32);
     assert!(!result.raw_text().contains("nvme0n1"));
     assert!(!result.raw_text().contains("secret-path"));
@@ -95,12 +118,19 @@ async fn a_panicking_handler_yields_internal_error_and_the_server_keeps_serving(
     assert_eq!(result.error_code(), Some("INTERNAL_ERROR"));
     let error_id = result.error()["errorId"].as_str().unwrap().to_owned();
     assert!(!result.raw_text().contains("secret-path"));
-    assert!(logs.contains(&error_id) && logs.contains("secret-path"), "{logs}");
+    assert!(
+        logs.contains(&error_id) && logs.contains("secret-path"),
+        "{logs}"
+    );
     // The same server, the same tool, still answers.
     for _ in 0..3 {
-        let ok = tester.call("ops.reindex", json!({"fail_with": "none"})).await;
+        let ok = tester
+            .call("ops.reindex", json!({"fail_with": "none"}))
+            .await;
         assert!(!ok.is_error());
-        let read = tester.call("billing.get_invoice", json!({"id": "INV-2"})).await;
+        let read = tester
+            .call("billing.get_invoice", json!({"id": "INV-2"}))
+            .await;
         assert!(!read.is_error());
     }
 }
@@ -116,8 +146,13 @@ async fn each_internal_error_gets_its_own_id() {
 #[tokio::test]
 async fn an_unknown_tool_is_a_protocol_error_not_a_result() {
     let tester = Tester::new(server());
-    let unknown = tester.call_exposed("billing_delete_everything", json!({})).await;
-    assert_eq!(unknown.unwrap_err(), fusion::UnknownTool("billing_delete_everything".into()));
+    let unknown = tester
+        .call_exposed("billing_delete_everything", json!({}))
+        .await;
+    assert_eq!(
+        unknown.unwrap_err(),
+        fusion::UnknownTool("billing_delete_everything".into())
+    );
 }
 
 #[tokio::test]
@@ -125,9 +160,16 @@ async fn an_available_action_naming_no_tool_is_dropped() {
     /// Fails with an action that does not exist.
     #[fusion::tool(query, name = "billing.broken")]
     async fn broken() -> Result<bool, fusion::ToolError> {
-        Err(fusion::ToolError::new("Broken", "broken").with_actions(["billing.nothing", "billing.broken"]))
+        Err(fusion::ToolError::new("Broken", "broken")
+            .with_actions(["billing.nothing", "billing.broken"]))
     }
-    let server = fusion::ServerBuilder::new("s", "1").tool::<broken>().build().unwrap();
+    let server = fusion::ServerBuilder::new("s", "1")
+        .tool::<broken>()
+        .build()
+        .unwrap();
     let result = Tester::new(server).call("billing.broken", json!({})).await;
-    assert_eq!(result.error()["availableActions"], json!(["billing_broken"]));
+    assert_eq!(
+        result.error()["availableActions"],
+        json!(["billing_broken"])
+    );
 }

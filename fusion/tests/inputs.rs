@@ -10,7 +10,10 @@ use schemars::JsonSchema;
 use serde_json::{Value, json};
 
 fn issues(result: &fusion::testing::TestResult) -> Vec<Value> {
-    result.error()["details"]["issues"].as_array().cloned().unwrap_or_default()
+    result.error()["details"]["issues"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -19,16 +22,22 @@ async fn a_guarded_field_sent_by_an_agent_is_rejected_before_the_handler() {
     let tester = Tester::new(server.clone());
     let runs = db(&server).runs();
     let result = tester
-        .call("billing.create_invoice", json!({"customer_id": "C-1", "total_cents": 5, "tenant_id": "t_other"}))
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 5, "tenant_id": "t_other"}),
+        )
         .await;
     assert!(result.is_error());
     assert_eq!(result.error_code(), Some("VALIDATION_ERROR"));
-    assert_eq!(issues(&result), [json!({
-        "field": "tenant_id",
-        "problem": "unknown field",
-        "expected": "no such field; known fields: customer_id, memo, notify, total_cents",
-        "sent": "\"t_other\"",
-    })]);
+    assert_eq!(
+        issues(&result),
+        [json!({
+            "field": "tenant_id",
+            "problem": "unknown field",
+            "expected": "no such field; known fields: customer_id, memo, notify, total_cents",
+            "sent": "\"t_other\"",
+        })]
+    );
     assert_eq!(db(&server).runs(), runs, "the handler must not run");
 }
 
@@ -36,17 +45,26 @@ async fn a_guarded_field_sent_by_an_agent_is_rejected_before_the_handler() {
 async fn every_invalid_field_is_named_with_what_was_sent_and_expected() {
     let tester = Tester::new(server());
     let result = tester
-        .call("billing.create_invoice", json!({"total_cents": "ten", "memo": 5, "notify": "yes"}))
+        .call(
+            "billing.create_invoice",
+            json!({"total_cents": "ten", "memo": 5, "notify": "yes"}),
+        )
         .await;
     assert_eq!(result.error_code(), Some("VALIDATION_ERROR"));
     let issues = issues(&result);
     let by_field = |field: &str| issues.iter().find(|issue| issue["field"] == field).cloned();
-    assert_eq!(by_field("customer_id").unwrap()["problem"], "missing required field");
+    assert_eq!(
+        by_field("customer_id").unwrap()["problem"],
+        "missing required field"
+    );
     assert_eq!(by_field("customer_id").unwrap()["sent"], Value::Null);
     let total = by_field("total_cents").unwrap();
     assert_eq!(total["problem"], "wrong type");
     assert_eq!(total["sent"], "\"ten\"");
-    assert!(total["expected"].as_str().unwrap().starts_with("integer"), "{total}");
+    assert!(
+        total["expected"].as_str().unwrap().starts_with("integer"),
+        "{total}"
+    );
     assert_eq!(by_field("memo").unwrap()["sent"], "5");
     assert_eq!(by_field("notify").unwrap()["sent"], "\"yes\"");
     assert_eq!(issues.len(), 4, "{issues:?}");
@@ -61,25 +79,45 @@ async fn every_invalid_field_is_named_with_what_was_sent_and_expected() {
 #[tokio::test]
 async fn enum_values_and_numeric_ranges_are_explained() {
     let tester = Tester::new(server());
-    let result = tester.call("billing.list_invoices", json!({"status": "closed"})).await;
+    let result = tester
+        .call("billing.list_invoices", json!({"status": "closed"}))
+        .await;
     let issue = &issues(&result)[0];
     assert_eq!(issue["field"], "status");
-    assert!(issue["expected"].as_str().unwrap().contains("\"open\", \"paid\", \"voided\""), "{issue}");
+    assert!(
+        issue["expected"]
+            .as_str()
+            .unwrap()
+            .contains("\"open\", \"paid\", \"voided\""),
+        "{issue}"
+    );
 }
 
 #[tokio::test]
 async fn optional_parameters_and_profiles_may_be_omitted() {
     let tester = Tester::new(server());
-    let created = tester.call("billing.create_invoice", json!({"customer_id": "C-1", "total_cents": 5})).await;
+    let created = tester
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 5}),
+        )
+        .await;
     assert!(!created.is_error(), "{}", created.raw_text());
     assert_eq!(created.data()["memo"], Value::Null);
     let with_notify = tester
-        .call("billing.create_invoice", json!({"customer_id": "C-1", "total_cents": 5, "memo": "m", "notify": true}))
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 5, "memo": "m", "notify": true}),
+        )
         .await;
     assert_eq!(with_notify.data()["memo"], "m (notify: true)");
-    let updated = tester.call("billing.update_invoice", json!({"id": "INV-2"})).await;
+    let updated = tester
+        .call("billing.update_invoice", json!({"id": "INV-2"}))
+        .await;
     assert!(!updated.is_error());
-    let missing_id = tester.call("billing.update_invoice", json!({"total_cents": 1})).await;
+    let missing_id = tester
+        .call("billing.update_invoice", json!({"total_cents": 1}))
+        .await;
     assert_eq!(missing_id.error_code(), Some("VALIDATION_ERROR"));
     assert_eq!(issues(&missing_id)[0]["field"], "id");
 }
@@ -87,9 +125,15 @@ async fn optional_parameters_and_profiles_may_be_omitted() {
 #[tokio::test]
 async fn arguments_that_are_not_an_object_or_absent_are_handled() {
     let tester = Tester::new(server());
-    let absent = tester.call_exposed("billing_get_invoice", Value::Null).await.unwrap();
+    let absent = tester
+        .call_exposed("billing_get_invoice", Value::Null)
+        .await
+        .unwrap();
     assert_eq!(absent.error_code(), Some("VALIDATION_ERROR"));
-    let health = tester.call_exposed("ops_health", Value::Null).await.unwrap();
+    let health = tester
+        .call_exposed("ops_health", Value::Null)
+        .await
+        .unwrap();
     assert!(!health.is_error());
 }
 
@@ -98,10 +142,17 @@ fn generated_input_types_never_contain_a_guarded_field() {
     fn fields<G: ArgumentGroup>() -> Vec<&'static str> {
         G::FIELDS.to_vec()
     }
-    assert_eq!(fields::<Create<Invoice>>(), ["customer_id", "total_cents", "memo"]);
+    assert_eq!(
+        fields::<Create<Invoice>>(),
+        ["customer_id", "total_cents", "memo"]
+    );
     assert_eq!(fields::<Update<Invoice>>(), ["total_cents", "memo"]);
     assert_eq!(fields::<Filter<Invoice>>(), ["status", "customer_id"]);
-    let guarded: Vec<&str> = Invoice::FIELDS.iter().filter(|field| field.guarded).map(|field| field.name).collect();
+    let guarded: Vec<&str> = Invoice::FIELDS
+        .iter()
+        .filter(|field| field.guarded)
+        .map(|field| field.name)
+        .collect();
     assert_eq!(guarded, ["tenant_id"]);
     for schema in [
         schemars::schema_for!(InvoiceCreate),
@@ -116,23 +167,41 @@ fn generated_input_types_never_contain_a_guarded_field() {
 
 #[test]
 fn input_types_deserialize_strictly_on_their_own() {
-    let created: InvoiceCreate = serde_json::from_value(json!({"customer_id": "C", "total_cents": 1, "memo": null})).unwrap();
+    let created: InvoiceCreate =
+        serde_json::from_value(json!({"customer_id": "C", "total_cents": 1, "memo": null}))
+            .unwrap();
     assert_eq!(created.total_cents, 1);
     assert!(serde_json::from_value::<InvoiceCreate>(json!({"customer_id": "C"})).is_err());
-    assert!(serde_json::from_value::<InvoiceCreate>(json!({"customer_id": "C", "total_cents": 1, "tenant_id": "t"})).is_err());
+    assert!(
+        serde_json::from_value::<InvoiceCreate>(
+            json!({"customer_id": "C", "total_cents": 1, "tenant_id": "t"})
+        )
+        .is_err()
+    );
     let update: InvoiceUpdate = serde_json::from_value(json!({})).unwrap();
     assert!(update.total_cents.is_none() && update.memo.is_none());
     let schema = serde_json::to_value(schemars::schema_for!(InvoiceCreate)).unwrap();
     // `memo` is an `Option`: it may be left out, as serde itself allows.
     assert_eq!(schema["required"], json!(["customer_id", "total_cents"]));
-    assert_eq!(schema["properties"]["total_cents"]["description"], "Total in integer cents");
-    assert_eq!(<InvoiceFilter as JsonSchema>::schema_name(), "InvoiceFilter");
+    assert_eq!(
+        schema["properties"]["total_cents"]["description"],
+        "Total in integer cents"
+    );
+    assert_eq!(
+        <InvoiceFilter as JsonSchema>::schema_name(),
+        "InvoiceFilter"
+    );
 }
 
 #[test]
 fn a_model_declares_its_casts_and_lists() {
     assert_eq!(Invoice::NAME, "Invoice");
-    let field = |name: &str| *Invoice::FIELDS.iter().find(|field| field.name == name).unwrap();
+    let field = |name: &str| {
+        *Invoice::FIELDS
+            .iter()
+            .find(|field| field.name == name)
+            .unwrap()
+    };
     assert_eq!(field("id").label, Some("Invoice id, such as INV-7"));
     assert!(field("id").presentable());
     assert!(field("webhook_secret").hidden && !field("webhook_secret").presentable());

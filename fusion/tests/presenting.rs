@@ -10,7 +10,9 @@ use serde_json::json;
 #[tokio::test]
 async fn rules_are_the_presented_labels_then_the_presenters_own() {
     let tester = Tester::new(server());
-    let result = tester.call("billing.get_invoice", json!({"id": "INV-1"})).await;
+    let result = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
     assert_eq!(
         result.rules(),
         [
@@ -23,45 +25,80 @@ async fn rules_are_the_presented_labels_then_the_presenters_own() {
         ]
     );
     // Escaped on the wire.
-    assert!(result.raw_text().contains("A note for &lt;humans&gt; &amp; agents"));
+    assert!(
+        result
+            .raw_text()
+            .contains("A note for &lt;humans&gt; &amp; agents")
+    );
     // Rules are attached only to the entity they describe.
     let health = tester.call("ops.health", json!({})).await;
     assert!(health.rules().is_empty());
     let summary = tester.call("billing.summaries", json!({})).await;
-    assert_eq!(summary.rules(), ["id: Invoice id, such as INV-7", "status: open, paid or voided"]);
+    assert_eq!(
+        summary.rules(),
+        [
+            "id: Invoice id, such as INV-7",
+            "status: open, paid or voided"
+        ]
+    );
 }
 
 #[tokio::test]
 async fn suggestions_follow_the_data_with_exposed_names_and_arguments() {
     let tester = Tester::new(server());
-    let open = tester.call("billing.get_invoice", json!({"id": "INV-1"})).await;
+    let open = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
     assert_eq!(
         open.suggestions(),
-        [json!({"tool": "billing_void_invoice", "arguments": {"id": "INV-1"}, "reason": "The invoice is open: it can be voided."})]
+        [
+            json!({"tool": "billing_void_invoice", "arguments": {"id": "INV-1"}, "reason": "The invoice is open: it can be voided."})
+        ]
     );
     assert!(open.texts().contains(&"<action_suggestions>\n- billing_void_invoice {\"id\":\"INV-1\"}: The invoice is open: it can be voided.\n</action_suggestions>"));
-    let paid = tester.call("billing.get_invoice", json!({"id": "INV-3"})).await;
+    let paid = tester
+        .call("billing.get_invoice", json!({"id": "INV-3"}))
+        .await;
     assert!(paid.suggestions().is_empty());
-    assert!(paid.texts().iter().all(|text| !text.starts_with("<action_suggestions")));
+    assert!(
+        paid.texts()
+            .iter()
+            .all(|text| !text.starts_with("<action_suggestions"))
+    );
 }
 
 #[tokio::test]
 async fn ui_blocks_are_rendered_by_the_server_deterministically() {
     let tester = Tester::new(server());
-    let first = tester.call("billing.get_invoice", json!({"id": "INV-1"})).await;
-    let second = tester.call("billing.get_invoice", json!({"id": "INV-1"})).await;
+    let first = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
+    let second = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
     assert_eq!(first.ui_blocks(), second.ui_blocks());
-    let kinds: Vec<String> = first.ui_blocks().into_iter().map(|block| block.kind).collect();
+    let kinds: Vec<String> = first
+        .ui_blocks()
+        .into_iter()
+        .map(|block| block.kind)
+        .collect();
     assert_eq!(kinds, ["markdown", "table", "mermaid", "chart", "code"]);
     assert_eq!(
         first.ui_blocks()[1],
-        ReceivedUiBlock { kind: "table".into(), body: "| id | total_cents |\n| --- | --- |\n| INV-1 | 1000 |".into() }
+        ReceivedUiBlock {
+            kind: "table".into(),
+            body: "| id | total_cents |\n| --- | --- |\n| INV-1 | 1000 |".into()
+        }
     );
     assert_eq!(first.ui_blocks()[0].body, "**1 invoice(s)** <shown>");
     assert!(first.raw_text().contains("**1 invoice(s)** &lt;shown&gt;"));
     let chart: serde_json::Value = serde_json::from_str(&first.ui_blocks()[3].body).unwrap();
     assert_eq!(chart["mark"], "bar");
-    let code = first.texts().into_iter().find(|text| text.contains("type=\"code\"")).unwrap();
+    let code = first
+        .texts()
+        .into_iter()
+        .find(|text| text.contains("type=\"code\""))
+        .unwrap();
     assert!(code.starts_with("<ui_passthrough type=\"code\" language=\"sql\">"));
     assert!(code.contains("total &lt; 10"));
 }
@@ -69,9 +106,15 @@ async fn ui_blocks_are_rendered_by_the_server_deterministically() {
 #[test]
 fn presenters_can_be_read_back() {
     assert_eq!(InvoiceView::NAME, "InvoiceView");
-    assert_eq!(InvoiceView::FIELDS, ["id", "customer_id", "total_cents", "status", "memo"]);
+    assert_eq!(
+        InvoiceView::FIELDS,
+        ["id", "customer_id", "total_cents", "status", "memo"]
+    );
     assert_eq!(InvoiceView::LIMIT, Some(3));
-    assert_eq!(InvoiceView::ACTIONS, ["billing.void_invoice", "billing.get_invoice"]);
+    assert_eq!(
+        InvoiceView::ACTIONS,
+        ["billing.void_invoice", "billing.get_invoice"]
+    );
     assert_eq!(InvoiceSummary::LIMIT, None);
     let paid = invoice(7, Status::Paid);
     let item = InvoiceView::item(&paid);
@@ -81,8 +124,12 @@ fn presenters_can_be_read_back() {
 fn rogue(_shown: fusion::Presented<'_, RogueViewItem<'_>>) -> Vec<fusion::Suggestion> {
     vec![
         fusion::Suggestion::new("billing.get_invoice", "declared"),
-        fusion::Suggestion::new("billing.void_invoice", "exists, but this presenter did not declare it"),
-        fusion::Suggestion::new("billing.get_invoice", "arguments that are not an object").with_arguments(json!(5)),
+        fusion::Suggestion::new(
+            "billing.void_invoice",
+            "exists, but this presenter did not declare it",
+        ),
+        fusion::Suggestion::new("billing.get_invoice", "arguments that are not an object")
+            .with_arguments(json!(5)),
     ]
 }
 

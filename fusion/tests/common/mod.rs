@@ -5,8 +5,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fusion::{
-    Create, Filter, Presented, ServerBuilder, State, Suggestion, ToolError, UiBlock, Update,
-    model, presenter, tool,
+    Create, Filter, Presented, ServerBuilder, State, Suggestion, ToolError, UiBlock, Update, model,
+    presenter, tool,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -67,8 +67,11 @@ pub fn suggest_invoice(shown: Presented<'_, InvoiceViewItem<'_>>) -> Vec<Suggest
     if let Some(one) = shown.one() {
         if *one.status == Status::Open {
             suggestions.push(
-                Suggestion::new("billing.void_invoice", "The invoice is open: it can be voided.")
-                    .with_arguments(json!({"id": one.id})),
+                Suggestion::new(
+                    "billing.void_invoice",
+                    "The invoice is open: it can be voided.",
+                )
+                .with_arguments(json!({"id": one.id})),
             );
         }
     } else {
@@ -130,7 +133,11 @@ impl Db {
     pub fn seeded() -> Self {
         let statuses = [Status::Open, Status::Paid, Status::Voided];
         Db {
-            invoices: Mutex::new((1..=10).map(|n| invoice(n, statuses[(n as usize - 1) % 3])).collect()),
+            invoices: Mutex::new(
+                (1..=10)
+                    .map(|n| invoice(n, statuses[(n as usize - 1) % 3]))
+                    .collect(),
+            ),
             handler_runs: AtomicUsize::new(0),
         }
     }
@@ -162,13 +169,21 @@ pub async fn get_invoice(
 
 /// Lists invoices, optionally filtered.
 #[tool(query, name = "billing.list_invoices", returns = InvoiceView, cache = volatile)]
-pub async fn list_invoices(db: State<Db>, filter: Filter<Invoice>) -> Result<Vec<Invoice>, BillingError> {
+pub async fn list_invoices(
+    db: State<Db>,
+    filter: Filter<Invoice>,
+) -> Result<Vec<Invoice>, BillingError> {
     db.ran();
     let invoices = db.invoices.lock().unwrap();
     Ok(invoices
         .iter()
         .filter(|invoice| filter.status.is_none_or(|status| status == invoice.status))
-        .filter(|invoice| filter.customer_id.as_ref().is_none_or(|customer| *customer == invoice.customer_id))
+        .filter(|invoice| {
+            filter
+                .customer_id
+                .as_ref()
+                .is_none_or(|customer| *customer == invoice.customer_id)
+        })
         .cloned()
         .collect())
 }
@@ -208,14 +223,20 @@ pub async fn create_invoice(
     let mut created = invoice(invoices.len() as u32 + 1, Status::Open);
     created.customer_id = input.customer_id;
     created.total_cents = input.total_cents;
-    created.memo = input.memo.map(|memo| format!("{memo} (notify: {})", notify.unwrap_or(false)));
+    created.memo = input
+        .memo
+        .map(|memo| format!("{memo} (notify: {})", notify.unwrap_or(false)));
     invoices.push(created.clone());
     Ok(created)
 }
 
 /// Changes an invoice's total or memo.
 #[tool(mutation, name = "billing.update_invoice", returns = InvoiceView, invalidates = "billing.**", idempotent)]
-pub async fn update_invoice(db: State<Db>, id: String, changes: Update<Invoice>) -> Result<Invoice, BillingError> {
+pub async fn update_invoice(
+    db: State<Db>,
+    id: String,
+    changes: Update<Invoice>,
+) -> Result<Invoice, BillingError> {
     db.ran();
     let mut invoices = db.invoices.lock().unwrap();
     let invoice = invoices
@@ -240,14 +261,19 @@ pub struct Health {
 /// Reports whether the service is healthy.
 #[tool(query, name = "ops.health")]
 pub async fn health(db: State<Db>) -> Result<Health, ToolError> {
-    Ok(Health { ok: true, invoices: db.invoices.lock().unwrap().len() })
+    Ok(Health {
+        ok: true,
+        invoices: db.invoices.lock().unwrap().len(),
+    })
 }
 
 /// Fails the way a broken dependency does.
 #[tool(action, name = "ops.reindex")]
 pub async fn reindex(fail_with: String) -> Result<Value, BillingError> {
     match fail_with.as_str() {
-        "io" => Err(std::io::Error::other("disk /dev/nvme0n1 failed: secret-path /var/lib/db").into()),
+        "io" => {
+            Err(std::io::Error::other("disk /dev/nvme0n1 failed: secret-path /var/lib/db").into())
+        }
         "busy" => Err(BillingError::Busy),
         "panic" => panic!("panicked with secret-path /var/lib/db"),
         _ => Ok(json!({"reindexed": true})),
@@ -268,9 +294,13 @@ pub fn tools(builder: ServerBuilder) -> ServerBuilder {
 }
 
 pub fn server_with(exposition: fusion::Exposition) -> fusion::Server {
-    tools(ServerBuilder::new("billing", "1.4.0").exposition(exposition).state(Db::seeded()))
-        .build()
-        .expect("the test server builds")
+    tools(
+        ServerBuilder::new("billing", "1.4.0")
+            .exposition(exposition)
+            .state(Db::seeded()),
+    )
+    .build()
+    .expect("the test server builds")
 }
 
 pub fn server() -> fusion::Server {
@@ -278,7 +308,10 @@ pub fn server() -> fusion::Server {
 }
 
 pub fn db(server: &fusion::Server) -> std::sync::Arc<Db> {
-    server.new_context().state::<Db>().expect("Db is registered")
+    server
+        .new_context()
+        .state::<Db>()
+        .expect("Db is registered")
 }
 
 /// Asserts that no secret value appears anywhere in a response.
@@ -294,6 +327,12 @@ pub fn assert_no_secret(raw: &str) {
 /// Validates `instance` against `schema` with an independent JSON Schema implementation.
 pub fn assert_valid(schema: &Value, instance: &Value) {
     let validator = jsonschema::validator_for(schema).expect("a valid JSON schema");
-    let errors: Vec<String> = validator.iter_errors(instance).map(|error| format!("{error} at {}", error.instance_path())).collect();
-    assert!(errors.is_empty(), "{instance} does not match its schema: {errors:?}\nschema: {schema}");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|error| format!("{error} at {}", error.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{instance} does not match its schema: {errors:?}\nschema: {schema}"
+    );
 }

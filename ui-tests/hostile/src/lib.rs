@@ -1,6 +1,11 @@
 //! A hostile call site: the user's own `Result`, `Option`, `Some`, `None`, `Ok`, `Err`, `Box`,
 //! `Vec`, `String` and a module named `core` are in scope, and the facade is renamed.
-#![allow(dead_code, non_camel_case_types, missing_docs, clippy::disallowed_names)]
+#![allow(
+    dead_code,
+    non_camel_case_types,
+    missing_docs,
+    clippy::disallowed_names
+)]
 
 /// Shadows `::core` for relative paths.
 pub mod core {
@@ -40,11 +45,18 @@ pub struct Invoice {
 }
 
 fn suggest(shown: Presented<'_, InvoiceViewItem<'_>>) -> ::std::vec::Vec<Suggestion> {
-    shown.items().iter().map(|item| Suggestion::new("billing.get_invoice", item.id.clone())).collect()
+    shown
+        .items()
+        .iter()
+        .map(|item| Suggestion::new("billing.get_invoice", item.id.clone()))
+        .collect()
 }
 
 fn ui(shown: Presented<'_, InvoiceViewItem<'_>>) -> ::std::vec::Vec<UiBlock> {
-    ::std::vec![UiBlock::markdown(::std::format!("{} invoices", shown.items().len()))]
+    ::std::vec![UiBlock::markdown(::std::format!(
+        "{} invoices",
+        shown.items().len()
+    ))]
 }
 
 #[presenter(Invoice, fields(id, total_cents), crate = ::my_fusion, limit = 10, rules = ["Cents."],
@@ -82,8 +94,16 @@ pub async fn list_invoices(filter: my_fusion::Filter<Invoice>) -> Result<::std::
 
 /// Creates an invoice.
 #[tool(mutation, name = "billing.create_invoice", invalidates = "billing.**", crate = ::my_fusion)]
-pub async fn create_invoice(input: my_fusion::Create<Invoice>, note: ::std::option::Option<Text>) -> Result<Text> {
-    Result::Ok(::std::format!("{}:{}:{:?}", input.customer_id, input.total_cents, note))
+pub async fn create_invoice(
+    input: my_fusion::Create<Invoice>,
+    note: ::std::option::Option<Text>,
+) -> Result<Text> {
+    Result::Ok(::std::format!(
+        "{}:{}:{:?}",
+        input.customer_id,
+        input.total_cents,
+        note
+    ))
 }
 
 pub fn server() -> my_fusion::Server {

@@ -6,14 +6,21 @@ use serde_json::json;
 #[tokio::test]
 async fn hostile_call_site_works() {
     let tester = Tester::new(ui_tests_hostile::server());
-    let found = tester.call("billing.get_invoice", json!({"id": "INV-1"})).await;
+    let found = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
     assert!(!found.is_error(), "{}", found.raw_text());
     assert_eq!(found.data(), &json!({"id": "INV-1", "total_cents": 5}));
     assert!(!found.raw_text().contains("whsec_"));
-    let missing = tester.call("billing.get_invoice", json!({"id": "INV-404"})).await;
+    let missing = tester
+        .call("billing.get_invoice", json!({"id": "INV-404"}))
+        .await;
     assert_eq!(missing.error_code(), Some("InvoiceNotFound"));
     let created = tester
-        .call("billing.create_invoice", json!({"customer_id": "C-1", "total_cents": 3}))
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 3}),
+        )
         .await;
     assert_eq!(created.data(), &json!("C-1:3:None"));
     assert_eq!(created.invalidations(), ["billing.**"]);
