@@ -1,3 +1,381 @@
-//! The billing connector.
+//! The billing connector: invoices in an embedded SQLite store, in front of AI agents.
+//!
+//! Run it with `cargo run -p billing` (stdio) or `cargo run -p billing -- --http 127.0.0.1:8080`.
+//!
+//! Read top to bottom: the [model](model::Invoice) says what each column means and which never
+//! leave or enter; the presenters say what an agent sees and what it may do next; the tools are
+//! plain `async fn`s with a verb; [`server`] puts them together.
+
 pub mod model;
 pub mod store;
+
+use std::sync::Arc;
+
+use fusion::{
+    Create, Filter, FromContext, Presented, Server, ServerBuilder, State, Suggestion, ToolError,
+    UiBlock, Update, presenter, tool,
+};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::json;
+
+pub use model::{Invoice, Status};
+pub use store::{Store, StoreError, VoidOutcome};
+
+/// The tenant every demo call runs as when no credential says otherwise.
+pub const DEMO_TENANT: &str = "t_777";
+
+/// The tenant a call acts for. It comes from the call's context (a verified credential, or
+/// the demo default), never from an agent's arguments: `tenant_id` is guarded in the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant(pub String);
+
+impl FromContext for Tenant {
+    fn from_context(context: &fusion::CallContext) -> Result<Self, ToolError> {
+        context
+            .extensions()
+            .get::<Tenant>()
+            .cloned()
+            .ok_or_else(|| ToolError::unauthorized("No tenant is attached to this call."))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the agent sees
+
+/// One invoice: its fields, a summary, its lifecycle and a CSV line.
+#[presenter(Invoice, fields(id, customer_id, total_cents, status),
+            rules = ["Amounts are integer cents: divide by 100 and show two decimals.",
+                     "A voided invoice can no longer be paid or changed."],
+            suggest = next_for_invoice, actions = ["billing.void_invoice", "billing.list_invoices"],
+            ui = invoice_blocks)]
+pub struct InvoiceView;
+
+fn next_for_invoice(shown: Presented<'_, InvoiceViewItem<'_>>) -> Vec<Suggestion> {
+    let Some(invoice) = shown.one() else {
+        return Vec::new();
+    };
+    let mut next = vec![
+        Suggestion::new(
+            "billing.list_invoices",
+            "See the customer's other invoices.",
+        )
+        .with_arguments(json!({"status": invoice.status})),
+    ];
+    if *invoice.status == Status::Open {
+        next.insert(
+            0,
+            Suggestion::new(
+                "billing.void_invoice",
+                "The invoice is open: void it if it was issued by mistake.",
+            )
+            .with_arguments(json!({"id": invoice.id})),
+        );
+    }
+    next
+}
+
+fn invoice_blocks(shown: Presented<'_, InvoiceViewItem<'_>>) -> Vec<UiBlock> {
+    let Some(invoice) = shown.one() else {
+        return Vec::new();
+    };
+    vec![
+        UiBlock::markdown(format!(
+            "**{}** for customer {}: **{}** ({})",
+            invoice.id,
+            invoice.customer_id,
+            money(*invoice.total_cents),
+            invoice.status.as_str()
+        )),
+        UiBlock::mermaid(format!(
+            "stateDiagram-v2\n  [*] --> open\n  open --> paid\n  open --> voided\n  paid --> voided\n  note right of {}: current",
+            invoice.status.as_str()
+        )),
+        UiBlock::code(
+            "csv",
+            format!(
+                "id,customer_id,total_cents,status\n{},{},{},{}",
+                invoice.id,
+                invoice.customer_id,
+                invoice.total_cents,
+                invoice.status.as_str()
+            ),
+        ),
+    ]
+}
+
+/// Invoices in a list: at most 50 reach the agent, as a table and a chart.
+#[presenter(Invoice, fields(id, customer_id, total_cents, status), limit = 50,
+            rules = ["Amounts are integer cents: divide by 100 and show two decimals."],
+            suggest = next_for_list, actions = ["billing.get_invoice"], ui = list_blocks)]
+pub struct InvoiceList;
+
+fn next_for_list(shown: Presented<'_, InvoiceListItem<'_>>) -> Vec<Suggestion> {
+    shown
+        .items()
+        .first()
+        .map(|first| {
+            vec![
+                Suggestion::new(
+                    "billing.get_invoice",
+                    "Open an invoice for its details and actions.",
+                )
+                .with_arguments(json!({"id": first.id})),
+            ]
+        })
+        .unwrap_or_default()
+}
+
+fn list_blocks(shown: Presented<'_, InvoiceListItem<'_>>) -> Vec<UiBlock> {
+    let items = shown.items();
+    if items.is_empty() {
+        return vec![UiBlock::markdown("No invoices match.")];
+    }
+    let rows = items
+        .iter()
+        .map(|item| {
+            vec![
+                item.id.clone(),
+                item.customer_id.clone(),
+                money(*item.total_cents),
+                item.status.as_str().to_owned(),
+            ]
+        })
+        .collect::<Vec<_>>();
+    let mut totals = [(Status::Open, 0i64), (Status::Paid, 0), (Status::Voided, 0)];
+    for item in items {
+        if let Some(total) = totals.iter_mut().find(|(status, _)| status == item.status) {
+            total.1 += *item.total_cents;
+        }
+    }
+    vec![
+        UiBlock::table(["id", "customer", "total", "status"], rows),
+        UiBlock::chart(json!({
+            "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "description": "Total of the listed invoices by status, in cents",
+            "data": {"values": totals.iter().map(|(status, cents)| json!({"status": status, "cents": cents})).collect::<Vec<_>>()},
+            "mark": "bar",
+            "encoding": {
+                "x": {"field": "status", "type": "nominal"},
+                "y": {"field": "cents", "type": "quantitative"}
+            }
+        })),
+    ]
+}
+
+fn money(cents: i64) -> String {
+    format!("${}.{:02}", cents / 100, (cents % 100).abs())
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the agent may do
+
+/// Domain errors: each has its own code and tells the agent how to recover.
+#[derive(Debug, fusion::ToolError)]
+pub enum BillingError {
+    /// No invoice with this id for this tenant.
+    #[tool_error(code = "InvoiceNotFound", message = "Invoice {0} does not exist.",
+                 recovery = "Call billing_list_invoices to find valid invoice ids.",
+                 actions = ["billing.list_invoices"])]
+    InvoiceNotFound(String),
+    /// Voiding twice changes nothing.
+    #[tool_error(code = "AlreadyVoided", message = "Invoice {0} is already voided.",
+                 recovery = "Nothing to do: the invoice stays voided. Fetch it again to see its state.",
+                 actions = ["billing.get_invoice"])]
+    AlreadyVoided(String),
+    /// Only open invoices change.
+    #[tool_error(code = "InvoiceNotOpen", message = "Invoice {id} is {status}: only open invoices can change.",
+                 recovery = "Leave it as it is, or create a new invoice.", actions = ["billing.create_invoice"])]
+    InvoiceNotOpen {
+        /// The invoice.
+        id: String,
+        /// Its status.
+        status: &'static str,
+    },
+    /// The store failed: the agent sees INTERNAL_ERROR, the operator sees the cause in the logs.
+    #[tool_error(internal, from)]
+    Store(StoreError),
+}
+
+/// Gets one invoice by its id.
+#[tool(query, name = "billing.get_invoice", returns = InvoiceView, title = "Get invoice", tags = ["invoices"])]
+pub async fn get_invoice(
+    store: State<Store>,
+    tenant: Tenant,
+    /// The invoice id, such as INV-7.
+    id: String,
+) -> Result<Invoice, BillingError> {
+    store
+        .get(&tenant.0, &id)?
+        .ok_or(BillingError::InvoiceNotFound(id))
+}
+
+/// Lists invoices, oldest first, optionally only those with a status.
+#[tool(query, name = "billing.list_invoices", returns = InvoiceList, cache = volatile, title = "List invoices", tags = ["invoices"])]
+pub async fn list_invoices(
+    store: State<Store>,
+    tenant: Tenant,
+    filter: Filter<Invoice>,
+    /// How many invoices to return (default 20; at most 50 are shown).
+    limit: Option<u32>,
+) -> Result<Vec<Invoice>, BillingError> {
+    let limit = limit.unwrap_or(20) as usize;
+    Ok(store.list(&tenant.0, filter.status, limit)?)
+}
+
+/// Voids an invoice so that it can no longer be paid.
+#[tool(mutation, name = "billing.void_invoice", returns = InvoiceView, invalidates = "billing.*", title = "Void invoice", tags = ["invoices"])]
+pub async fn void_invoice(
+    store: State<Store>,
+    tenant: Tenant,
+    /// The invoice id, such as INV-7.
+    id: String,
+) -> Result<Invoice, BillingError> {
+    match store.void(&tenant.0, &id)? {
+        VoidOutcome::Voided(invoice) => Ok(invoice),
+        VoidOutcome::AlreadyVoided(_) => Err(BillingError::AlreadyVoided(id)),
+        VoidOutcome::NotFound => Err(BillingError::InvoiceNotFound(id)),
+    }
+}
+
+/// Creates an open invoice for a customer.
+#[tool(mutation, name = "billing.create_invoice", returns = InvoiceView, invalidates = ["billing.list_invoices", "billing.invoice_stats"], destructive = false, title = "Create invoice", tags = ["invoices"])]
+pub async fn create_invoice(
+    store: State<Store>,
+    tenant: Tenant,
+    invoice: Create<Invoice>,
+) -> Result<Invoice, BillingError> {
+    Ok(store.create(&tenant.0, &invoice.customer_id, invoice.total_cents)?)
+}
+
+/// Counts and totals of the tenant's invoices by status.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Stats {
+    /// One line per status.
+    pub by_status: Vec<StatusTotal>,
+}
+
+/// Count and total of the invoices with one status.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StatusTotal {
+    /// The status.
+    pub status: Status,
+    /// How many invoices have it.
+    pub count: u64,
+    /// Their total, in integer cents.
+    pub total_cents: i64,
+}
+
+/// Counts and totals of invoices by status.
+#[tool(query, name = "billing.invoice_stats", cache = volatile, tags = ["reports"])]
+pub async fn invoice_stats(store: State<Store>, tenant: Tenant) -> Result<Stats, BillingError> {
+    let by_status = store
+        .totals_by_status(&tenant.0)?
+        .into_iter()
+        .map(|(status, count, total_cents)| StatusTotal {
+            status,
+            count,
+            total_cents,
+        })
+        .collect();
+    Ok(Stats { by_status })
+}
+
+/// What each invoice status means.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StatusGuide {
+    /// Status and meaning.
+    pub statuses: Vec<(Status, String)>,
+}
+
+/// Explains the invoice statuses; the answer never changes.
+#[tool(query, name = "billing.statuses", cache = immutable, tags = ["reference"])]
+pub async fn statuses() -> Result<StatusGuide, ToolError> {
+    Ok(StatusGuide {
+        statuses: vec![
+            (Status::Open, "Issued and waiting for payment.".into()),
+            (Status::Paid, "Paid in full.".into()),
+            (
+                Status::Voided,
+                "Cancelled; it can no longer be paid.".into(),
+            ),
+        ],
+    })
+}
+
+/// A reminder that was sent.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Reminder {
+    /// The invoice reminded about.
+    pub invoice: String,
+    /// The customer who was reminded.
+    pub customer_id: String,
+}
+
+/// Sends the customer a payment reminder for an open invoice.
+#[tool(action, name = "billing.send_reminder", idempotent, tags = ["invoices"])]
+pub async fn send_reminder(
+    store: State<Store>,
+    tenant: Tenant,
+    id: String,
+) -> Result<Reminder, BillingError> {
+    let invoice = store
+        .get(&tenant.0, &id)?
+        .ok_or(BillingError::InvoiceNotFound(id))?;
+    tracing::info!(invoice = %invoice.id, customer = %invoice.customer_id, "payment reminder sent");
+    Ok(Reminder {
+        invoice: invoice.id,
+        customer_id: invoice.customer_id,
+    })
+}
+
+/// Changes the total of an open invoice.
+#[tool(mutation, name = "billing.update_invoice", returns = InvoiceView, invalidates = "billing.*", idempotent, tags = ["invoices"])]
+pub async fn update_invoice(
+    store: State<Store>,
+    tenant: Tenant,
+    /// The invoice id, such as INV-7.
+    id: String,
+    changes: Update<Invoice>,
+) -> Result<Invoice, BillingError> {
+    let Some(total_cents) = changes.total_cents else {
+        return store
+            .get(&tenant.0, &id)?
+            .ok_or(BillingError::InvoiceNotFound(id));
+    };
+    if let Some(updated) = store.set_total(&tenant.0, &id, total_cents)? {
+        return Ok(updated);
+    }
+    // Not changed: say why.
+    match store.get(&tenant.0, &id)? {
+        Some(invoice) => Err(BillingError::InvoiceNotOpen {
+            id,
+            status: invoice.status.as_str(),
+        }),
+        None => Err(BillingError::InvoiceNotFound(id)),
+    }
+}
+
+/// The billing server over `store`, flat (`billing_get_invoice`) or grouped (`billing` with an
+/// `action` argument).
+pub fn server(
+    store: Arc<Store>,
+    exposition: fusion::Exposition,
+) -> Result<Server, fusion::BuildError> {
+    ServerBuilder::new("billing", env!("CARGO_PKG_VERSION"))
+        .instructions(
+            "Invoices of one tenant. Amounts are integer cents. Look invoices up with \
+             billing_list_invoices or billing_get_invoice before changing them.",
+        )
+        .exposition(exposition)
+        .state_arc(store)
+        .tool::<get_invoice>()
+        .tool::<list_invoices>()
+        .tool::<void_invoice>()
+        .tool::<create_invoice>()
+        .tool::<update_invoice>()
+        .tool::<invoice_stats>()
+        .tool::<statuses>()
+        .tool::<send_reminder>()
+        .build()
+}

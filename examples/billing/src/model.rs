@@ -38,7 +38,7 @@ impl Status {
 }
 
 /// An invoice as stored. It has no `Serialize`: it reaches an agent only through a presenter.
-#[model(fillable(create = [customer_id, total_cents], filter = [status]))]
+#[model(fillable(create = [customer_id, total_cents], update = [total_cents], filter = [status]))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invoice {
     /// Primary key, `INV-{n}`.
@@ -51,7 +51,7 @@ pub struct Invoice {
     #[cast("Total in integer cents: divide by 100 for display")]
     pub total_cents: i64,
     /// `open`, `paid` or `voided`.
-    #[cast("Status: open, paid or voided")]
+    #[cast("open, paid or voided")]
     pub status: Status,
     /// The tenant that owns the invoice; derived from the caller's credential, never sent.
     #[guarded]
