@@ -78,7 +78,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         call.extensions_mut().insert(Tenant(DEMO_TENANT.to_owned()));
     });
     match args.http {
-        Some(address) => mcp.serve_http(HttpOptions::default().bind(address)).await?,
+        Some(address) => {
+            let listener = tokio::net::TcpListener::bind(address).await?;
+            let bound = listener.local_addr()?;
+            // One plain line on stderr that scripts and tests can wait for (port 0 picks a port).
+            eprintln!("billing: listening on http://{bound}/mcp");
+            mcp.serve_http_on(listener, HttpOptions::default().bind(bound)).await?;
+        }
         None => mcp.serve_stdio().await?,
     }
     Ok(())
