@@ -42,8 +42,71 @@ struct ToolArgs {
     tags: StrList,
     #[darling(default)]
     version: Option<LitStr>,
+    #[darling(default)]
+    middleware: Exprs,
+    #[darling(default)]
+    concurrency: Option<ConcurrencyArgs>,
+    #[darling(default)]
+    serialize: Option<SerializeArg>,
+    #[darling(default)]
+    max_bytes: Option<syn::LitInt>,
+    #[darling(default)]
+    toolset: Option<LitStr>,
     #[darling(rename = "crate", default)]
     krate: Krate,
+}
+
+/// `concurrency(max = 4, queue = 16)`.
+#[derive(FromMeta)]
+struct ConcurrencyArgs {
+    max: syn::LitInt,
+    #[darling(default)]
+    queue: Option<syn::LitInt>,
+}
+
+/// `serialize = false`, `serialize = true` (per action) or `serialize = "argument"`.
+enum SerializeArg {
+    Off,
+    PerAction,
+    PerArgument(LitStr),
+}
+
+impl FromMeta for SerializeArg {
+    fn from_bool(value: bool) -> Result<Self> {
+        Ok(if value {
+            SerializeArg::PerAction
+        } else {
+            SerializeArg::Off
+        })
+    }
+
+    fn from_string(_: &str) -> Result<Self> {
+        Err(Error::custom("unreachable: handled by from_value"))
+    }
+
+    fn from_value(value: &syn::Lit) -> Result<Self> {
+        match value {
+            syn::Lit::Bool(flag) => Self::from_bool(flag.value),
+            syn::Lit::Str(argument) => Ok(SerializeArg::PerArgument(argument.clone())),
+            other => Err(Error::custom(
+                "`serialize` is `true` (per action), `false`, or the name of an argument",
+            )
+            .with_span(other)),
+        }
+    }
+}
+
+/// One expression or a list of expressions: `middleware = auth()` or `middleware = [a, b()]`.
+#[derive(Default)]
+struct Exprs(Vec<syn::Expr>);
+
+impl FromMeta for Exprs {
+    fn from_expr(expr: &syn::Expr) -> Result<Self> {
+        match expr {
+            syn::Expr::Array(array) => Ok(Exprs(array.elems.iter().cloned().collect())),
+            other => Ok(Exprs(vec![other.clone()])),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -209,6 +272,24 @@ fn check_options(args: &ToolArgs, verb: Verb, errors: &mut darling::error::Accum
     if verb == Verb::Query && args.destructive.is_some() {
         errors.push(Error::custom("a query is never destructive"));
     }
+    if verb == Verb::Query && args.serialize.is_some() {
+        errors.push(Error::custom(
+            "a query changes nothing: it needs no serialization",
+        ));
+    }
+    for limit in args
+        .concurrency
+        .iter()
+        .map(|concurrency| &concurrency.max)
+        .chain(&args.max_bytes)
+    {
+        if limit
+            .base10_parse::<usize>()
+            .map_or(true, |value| value == 0)
+        {
+            errors.push(Error::custom("expected a positive number").with_span(limit));
+        }
+    }
 }
 
 fn check_signature(function: &ItemFn, errors: &mut darling::error::Accumulator) {
@@ -303,6 +384,33 @@ fn generate(tool: &ToolDef) -> TokenStream {
     }
     if let Some(version) = &tool.args.version {
         options.push(quote!(.with_version(#version)));
+    }
+    for middleware in &tool.args.middleware.0 {
+        options.push(quote_spanned!(middleware.span()=> .with_middleware(#middleware)));
+    }
+    if let Some(concurrency) = &tool.args.concurrency {
+        let max = &concurrency.max;
+        let queue = concurrency
+            .queue
+            .as_ref()
+            .map_or_else(|| quote!(0), |queue| quote!(#queue));
+        options.push(quote!(.with_concurrency(#private::Concurrency::new(#max, #queue))));
+    }
+    match &tool.args.serialize {
+        Some(SerializeArg::Off) => options.push(quote!(.with_serialization(#private::Serialization::Off))),
+        Some(SerializeArg::PerAction) => {
+            options.push(quote!(.with_serialization(#private::Serialization::PerAction)));
+        }
+        Some(SerializeArg::PerArgument(argument)) => options.push(quote!(
+            .with_serialization(#private::Serialization::PerArgument(#private::String::from(#argument)))
+        )),
+        None => {}
+    }
+    if let Some(max_bytes) = &tool.args.max_bytes {
+        options.push(quote!(.with_max_bytes(#max_bytes)));
+    }
+    if let Some(toolset) = &tool.args.toolset {
+        options.push(quote!(.with_toolset(#toolset)));
     }
 
     // Spanned on the parameter's type, so that a type that cannot be a parameter is reported

@@ -38,16 +38,22 @@ impl StateMap {
     }
 }
 
-/// What a server offers every call, read when the server is built to check that each
-/// handler's parameters can be extracted (fail closed).
+/// What a server offers the calls of one action, read when the server is built to check that
+/// each handler's parameters can be extracted (fail closed).
 pub struct ServerParts {
     pub(crate) state: StateMap,
+    pub(crate) provided: Vec<TypeId>,
 }
 
 impl ServerParts {
     /// Whether shared state of type `T` was registered.
     pub fn has_state<T: 'static>(&self) -> bool {
         self.state.contains::<T>()
+    }
+
+    /// Whether a middleware of the action's chain declares that it provides a `T`.
+    pub fn provides<T: 'static>(&self) -> bool {
+        self.provided.contains(&TypeId::of::<T>())
     }
 }
 
@@ -106,6 +112,11 @@ impl CallContext {
     /// The progress token the client sent, if it asked for progress.
     pub fn progress_token(&self) -> Option<ProgressToken> {
         self.meta.get_progress_token()
+    }
+
+    /// The verified caller, when the transport authenticated one.
+    pub fn principal(&self) -> Option<&crate::auth::Principal> {
+        self.extensions.get::<crate::auth::Principal>()
     }
 
     /// Typed values attached to this call.
@@ -168,8 +179,21 @@ pub trait FromContext: Sized + Send + 'static {
 /// Shared state registered with [`ServerBuilder::state`](crate::ServerBuilder::state).
 ///
 /// A handler that takes `State<T>` makes the server refuse to build unless a `T` was
-/// registered.
-pub struct State<T: ?Sized>(pub Arc<T>);
+/// registered. It dereferences to `T` (so `db.0` reaches the first field of a tuple struct
+/// `Db`); [`State::arc`] gives the shared pointer itself.
+pub struct State<T: ?Sized>(Arc<T>);
+
+impl<T: ?Sized> State<T> {
+    /// Wraps shared state.
+    pub fn new(value: Arc<T>) -> Self {
+        State(value)
+    }
+
+    /// The shared pointer.
+    pub fn arc(this: &Self) -> &Arc<T> {
+        &this.0
+    }
+}
 
 impl<T: ?Sized> Deref for State<T> {
     type Target = T;
@@ -221,6 +245,47 @@ impl FromContext for CancellationToken {
 impl FromContext for RequestMetaObject {
     fn from_context(context: &CallContext) -> Result<Self, ToolError> {
         Ok(context.meta.clone())
+    }
+}
+
+/// A value that a middleware put in the call's context.
+///
+/// A handler taking `Ext<T>` makes the server refuse to build unless a middleware of its chain
+/// declares that it provides a `T` ([`Middleware::provides`](crate::Middleware::provides)).
+#[derive(Debug, Clone)]
+pub struct Ext<T>(pub T);
+
+impl<T> Deref for Ext<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> FromContext for Ext<T> {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        context
+            .extensions
+            .get::<T>()
+            .cloned()
+            .map(Ext)
+            .ok_or_else(|| {
+                ToolError::internal_message(format!(
+                    "no {} in the call context: its middleware did not run",
+                    std::any::type_name::<T>()
+                ))
+            })
+    }
+
+    fn check(server: &ServerParts) -> Result<(), String> {
+        if server.provides::<T>() {
+            Ok(())
+        } else {
+            Err(format!(
+                "no middleware of its chain provides a `{}`",
+                std::any::type_name::<T>()
+            ))
+        }
     }
 }
 

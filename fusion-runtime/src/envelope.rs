@@ -128,16 +128,24 @@ pub(crate) fn seal_success(
     content.push(ContentBlock::text(data.to_string()));
     let mut meta = sealed.meta.clone();
     if let Some(truncation) = truncation {
+        let (reason, advice) = if truncation.by_budget {
+            (
+                "budget",
+                "The result was cut to fit the response size limit. Ask for fewer items (a smaller limit, or filters) to see the others.",
+            )
+        } else {
+            (
+                "limit",
+                "Narrow the request with filters to see the others.",
+            )
+        };
         content.push(ContentBlock::text(format!(
-            "<truncation shown=\"{}\" total=\"{}\">Only {} of {} items are shown. Narrow the request with filters to see the others.</truncation>",
-            truncation.shown,
-            truncation.total,
-            truncation.shown,
-            truncation.total
+            "<truncation shown=\"{}\" total=\"{}\" reason=\"{reason}\">Only {} of {} items are shown. {advice}</truncation>",
+            truncation.shown, truncation.total, truncation.shown, truncation.total
         )));
         meta.insert(
             "truncated".into(),
-            json!({"shown": truncation.shown, "total": truncation.total}),
+            json!({"shown": truncation.shown, "total": truncation.total, "reason": reason}),
         );
     }
     for block in &ui {
@@ -181,6 +189,60 @@ pub(crate) fn seal_success(
     let mut result = CallToolResult::success(content);
     result.structured_content = Some(Value::Object(envelope));
     result
+}
+
+/// Cuts a collection at item boundaries so that its data fits in `budget` bytes of JSON (SPEC
+/// G3). The data stays a valid array, the agent is told to ask for less, and `isError` is not
+/// touched. UI blocks, computed from the items before the cut, are dropped with it. Returns
+/// whether anything was cut; a result that is not a collection is never cut.
+pub(crate) fn apply_budget(presentation: &mut Presentation, budget: usize) -> bool {
+    let Value::Array(items) = &mut presentation.data else {
+        return false;
+    };
+    let sizes: Vec<usize> = items.iter().map(json_size).collect();
+    let total_size = 2 + sizes.iter().sum::<usize>() + sizes.len().saturating_sub(1);
+    if total_size <= budget {
+        return false;
+    }
+    let mut used = 2;
+    let mut keep = 0;
+    for size in &sizes {
+        let needed = size + usize::from(keep > 0);
+        if used + needed > budget {
+            break;
+        }
+        used += needed;
+        keep += 1;
+    }
+    let total = presentation
+        .truncation
+        .map_or(items.len(), |truncation| truncation.total);
+    items.truncate(keep);
+    presentation.ui.clear();
+    presentation.truncation = Some(crate::present::Truncation {
+        shown: keep,
+        total,
+        by_budget: true,
+    });
+    true
+}
+
+/// The length of a value's compact JSON, without building it.
+fn json_size(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 /// Keeps the suggestions that name a declared, existing tool, as (exposed tool, arguments,

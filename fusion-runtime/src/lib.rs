@@ -5,13 +5,19 @@
 //! Everything here works without the macros: `#[model]`, `#[presenter]` and `#[tool]` only
 //! generate calls into this crate.
 
+pub mod access;
 pub mod args;
+pub mod audit;
+pub mod auth;
 pub mod context;
 mod envelope;
 pub mod error;
 mod explain;
+pub mod guard;
 pub mod key;
+pub mod middleware;
 pub mod model;
+pub mod observe;
 pub mod present;
 mod registry;
 mod schema;
@@ -20,11 +26,17 @@ pub mod testing;
 pub mod tool;
 pub mod xml;
 
+pub use access::AccessPolicy;
 pub use args::Params;
-pub use context::{CallContext, FromContext, HttpRequest, Progress, ServerParts, State};
+pub use audit::{AuditRecord, AuditSink};
+pub use auth::Principal;
+pub use context::{CallContext, Ext, FromContext, HttpRequest, Progress, ServerParts, State};
 pub use error::{BuildError, ToolError, codes};
+pub use guard::{Concurrency, Serialization};
 pub use key::{Glob, ToolKey};
+pub use middleware::{Middleware, Router};
 pub use model::{ArgumentGroup, Create, FieldInfo, Fillable, Filter, Model, Update};
+pub use observe::Metrics;
 pub use present::{
     Plain, Presentation, Presented, Presenter, PresenterInfo, Suggestion, ToolOutput, Truncation,
     UiBlock,

@@ -261,13 +261,15 @@ fn markdown_table(columns: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A collection was cut to the presenter's agent limit.
+/// A collection was cut: to the presenter's agent limit, or to the egress budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Truncation {
     /// Items shown.
     pub shown: usize,
     /// Items the handler returned.
     pub total: usize,
+    /// Cut by the egress budget (bytes) rather than the agent limit (items).
+    pub by_budget: bool,
 }
 
 impl Truncation {
@@ -399,6 +401,7 @@ where
             truncation: (shown_count < total).then_some(Truncation {
                 shown: shown_count,
                 total,
+                by_budget: false,
             }),
         })
     }

@@ -5,17 +5,26 @@
 //! the `tools/list` payload, the dispatch tables, the text blocks that never change. A call
 //! resolves its tool with one hash lookup and runs from precomputed parts.
 
+use std::any::TypeId;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 use rmcp::model::{CallToolResult, JsonObject, Tool as ToolDefinition, ToolAnnotations};
 use serde_json::{Map, Value, json};
+use tracing::Instrument as _;
 
+use crate::access::AccessPolicy;
 use crate::args::{ArgLayout, Params};
+use crate::audit::{self, AuditRecord, AuditSink};
 use crate::context::{CallContext, ServerParts, StateMap};
 use crate::envelope::{self, Sealed};
 use crate::error::{BuildError, ToolError, codes};
+use crate::guard::{ConcurrencyGuard, SerialGuard, Serialization};
 use crate::key::{Glob, ToolKey};
+use crate::middleware::{Middleware, Router};
+use crate::observe::{self, CallReport, Metrics};
 use crate::present::PresenterInfo;
 use crate::schema;
 use crate::tool::{CacheHint, Call, Handler, Tool, ToolSpec, Verb};
@@ -56,6 +65,13 @@ pub struct ServerBuilder {
     exposition: Exposition,
     specs: Vec<ToolSpec>,
     state: StateMap,
+    middleware: Vec<Arc<dyn Middleware>>,
+    access: Option<Arc<dyn AccessPolicy>>,
+    audit: Option<Arc<dyn AuditSink>>,
+    metrics: Option<Arc<dyn Metrics>>,
+    enabled_toolsets: Option<Vec<String>>,
+    disabled_toolsets: Vec<String>,
+    max_bytes: Option<usize>,
 }
 
 impl ServerBuilder {
@@ -68,6 +84,13 @@ impl ServerBuilder {
             exposition: Exposition::Flat,
             specs: Vec::new(),
             state: StateMap::default(),
+            middleware: Vec::new(),
+            access: None,
+            audit: None,
+            metrics: None,
+            enabled_toolsets: None,
+            disabled_toolsets: Vec::new(),
+            max_bytes: None,
         }
     }
 
@@ -112,16 +135,110 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds a router: its tools, under its namespace, with its middleware, tags and toolset.
+    #[must_use]
+    pub fn router(mut self, router: Router) -> Self {
+        self.specs.extend(router.into_specs());
+        self
+    }
+
+    /// Adds middleware that runs for every tool, before the routers' and the tools' own.
+    #[must_use]
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        self.middleware.push(Arc::new(middleware));
+        self
+    }
+
+    /// Sets the access policy, evaluated per request for `tools/list` and every call.
+    #[must_use]
+    pub fn access(mut self, policy: impl AccessPolicy) -> Self {
+        self.access = Some(Arc::new(policy));
+        self
+    }
+
+    /// Sets the audit sink that records every successful call that is not read-only.
+    #[must_use]
+    pub fn audit(mut self, sink: impl AuditSink) -> Self {
+        self.audit = Some(Arc::new(sink));
+        self
+    }
+
+    /// Sets the metrics hooks.
+    #[must_use]
+    pub fn metrics(mut self, metrics: Arc<dyn Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Serves only the tools of these toolsets (and the tools in no toolset).
+    #[must_use]
+    pub fn enable_toolsets<I, S>(mut self, toolsets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.enabled_toolsets = Some(toolsets.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Does not serve the tools of these toolsets.
+    #[must_use]
+    pub fn disable_toolsets<I, S>(mut self, toolsets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.disabled_toolsets
+            .extend(toolsets.into_iter().map(Into::into));
+        self
+    }
+
+    /// The egress budget of every tool that does not set its own.
+    #[must_use]
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// Keeps the tools whose toolset is served; a toolset named in the lists that no tool
+    /// declares is a mistake (a typo would silently serve everything or nothing).
+    fn served_specs(&mut self, problems: &mut Vec<String>) -> Vec<ToolSpec> {
+        let declared: Vec<String> = self
+            .specs
+            .iter()
+            .filter_map(|spec| spec.toolset.as_deref().map(str::to_owned))
+            .collect();
+        for named in self
+            .enabled_toolsets
+            .iter()
+            .flatten()
+            .chain(&self.disabled_toolsets)
+        {
+            if !declared.contains(named) {
+                problems.push(format!("toolset `{named}` has no tools"));
+            }
+        }
+        std::mem::take(&mut self.specs)
+            .into_iter()
+            .filter(|spec| match spec.toolset.as_deref() {
+                None => true,
+                Some(toolset) => {
+                    self.enabled_toolsets
+                        .as_ref()
+                        .is_none_or(|enabled| enabled.iter().any(|name| name == toolset))
+                        && !self.disabled_toolsets.iter().any(|name| name == toolset)
+                }
+            })
+            .collect()
+    }
+
     /// Checks every tool and compiles the server. Fails, listing every problem, when a name is
     /// taken twice, a glob matches no tool, a suggestion or error action names a tool that does
     /// not exist, a parameter cannot be provided, or a setting does not fit its verb.
-    pub fn build(self) -> Result<Server, BuildError> {
+    pub fn build(mut self) -> Result<Server, BuildError> {
         let mut problems = Vec::new();
-        let parts = ServerParts {
-            state: self.state.clone(),
-        };
         let specs: Vec<(ToolKey, ToolSpec)> = self
-            .specs
+            .served_specs(&mut problems)
             .into_iter()
             .filter_map(|spec| match spec.key.clone() {
                 Ok(key) => Some((key, spec)),
@@ -143,9 +260,14 @@ impl ServerBuilder {
                 problems.push(format!("two tools are named `{key}`"));
                 continue;
             }
-            if let Some(action) =
-                compile_action(key, spec, &all_keys, &parts, &self.version, &mut problems)
-            {
+            let context = CompileContext {
+                all_keys: &all_keys,
+                state: &self.state,
+                server_middleware: &self.middleware,
+                server_version: &self.version,
+                max_bytes: self.max_bytes,
+            };
+            if let Some(action) = compile_action(key, spec, &context, &mut problems) {
                 actions.push(action);
             }
         }
@@ -183,20 +305,31 @@ impl ServerBuilder {
                 by_key,
                 exposed_refs,
                 state: self.state,
+                access: self.access,
+                audit: self.audit,
+                metrics: self.metrics,
             }),
         })
     }
+}
+
+/// What compiling an action needs to know about the rest of the server.
+struct CompileContext<'a> {
+    all_keys: &'a [ToolKey],
+    state: &'a StateMap,
+    server_middleware: &'a [Arc<dyn Middleware>],
+    server_version: &'a str,
+    max_bytes: Option<usize>,
 }
 
 /// Checks one tool against its verb and the rest of the server, and precomputes its parts.
 fn compile_action(
     key: ToolKey,
     spec: ToolSpec,
-    all_keys: &[ToolKey],
-    parts: &ServerParts,
-    server_version: &str,
+    context: &CompileContext<'_>,
     problems: &mut Vec<String>,
 ) -> Option<Action> {
+    let all_keys = context.all_keys;
     let before = problems.len();
     let ToolSpec {
         key: _,
@@ -215,6 +348,11 @@ fn compile_action(
         presenter,
         error_actions,
         handler,
+        middleware,
+        concurrency,
+        serialization,
+        max_bytes,
+        toolset,
     } = spec;
     let Some(handler) = handler else {
         problems.push(format!("tool `{key}` has no handler"));
@@ -268,9 +406,33 @@ fn compile_action(
     for action in error_actions {
         check_action("an error's available actions", action);
     }
-    params.check_context(parts, problems, key.as_str());
+    // The chain, composed once: server middleware first, then the router's and the tool's.
+    let chain: Vec<Arc<dyn Middleware>> = context
+        .server_middleware
+        .iter()
+        .cloned()
+        .chain(middleware)
+        .collect();
+    let parts = ServerParts {
+        state: context.state.clone(),
+        provided: chain
+            .iter()
+            .flat_map(|middleware| middleware.provides())
+            .collect::<Vec<TypeId>>(),
+    };
+    params.check_context(&parts, problems, key.as_str());
 
     let input_schema = params.input_schema(problems);
+    if let Serialization::PerArgument(argument) = &serialization
+        && !input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|properties| properties.contains_key(argument))
+    {
+        problems.push(format!(
+            "tool `{key}` is serialized by argument `{argument}`, which it does not take"
+        ));
+    }
     let mut output_generator = schema::output_generator();
     let data = data_schema(&mut output_generator);
     let output_schema = schema::envelope(data.clone(), &mut output_generator);
@@ -280,7 +442,17 @@ fn compile_action(
     let input_schema = Arc::new(input_schema);
     let layout = Arc::new(params.layout(Arc::new(Value::Object((*input_schema).clone()))));
     let annotations = annotations(verb, title.as_deref(), idempotent, destructive, open_world);
-    let version = version.map_or_else(|| server_version.to_owned(), |version| version.into_owned());
+    let version = version.map_or_else(
+        || context.server_version.to_owned(),
+        |version| version.into_owned(),
+    );
+    let destructive_write = verb != Verb::Query && annotations.destructive_hint == Some(true);
+    let serial = match serialization {
+        Serialization::ByVerb if destructive_write => Some(SerialGuard::per_action()),
+        Serialization::ByVerb | Serialization::Off => None,
+        Serialization::PerAction => Some(SerialGuard::per_action()),
+        Serialization::PerArgument(argument) => Some(SerialGuard::per_argument(argument)),
+    };
     Some(Action {
         key,
         verb,
@@ -299,6 +471,11 @@ fn compile_action(
         presenter,
         error_actions,
         handler,
+        middleware: chain.into(),
+        concurrency: concurrency.map(ConcurrencyGuard::new),
+        serial,
+        max_bytes: max_bytes.or(context.max_bytes),
+        toolset: toolset.map(|toolset| toolset.into_owned()),
         exposed_tool: Arc::from(""),
         exposed_ref: String::new(),
         sealed: Sealed::default(),
@@ -649,6 +826,9 @@ struct ServerInner {
     by_key: HashMap<String, usize>,
     exposed_refs: HashMap<String, String>,
     state: StateMap,
+    access: Option<Arc<dyn AccessPolicy>>,
+    audit: Option<Arc<dyn AuditSink>>,
+    metrics: Option<Arc<dyn Metrics>>,
 }
 
 pub(crate) struct ExposedTool {
@@ -685,6 +865,11 @@ pub(crate) struct Action {
     pub(crate) presenter: Option<PresenterInfo>,
     pub(crate) error_actions: &'static [&'static str],
     pub(crate) handler: Arc<dyn Handler>,
+    pub(crate) middleware: Arc<[Arc<dyn Middleware>]>,
+    pub(crate) concurrency: Option<ConcurrencyGuard>,
+    pub(crate) serial: Option<SerialGuard>,
+    pub(crate) max_bytes: Option<usize>,
+    pub(crate) toolset: Option<String>,
     pub(crate) exposed_tool: Arc<str>,
     pub(crate) exposed_ref: String,
     pub(crate) sealed: Sealed,
@@ -757,6 +942,26 @@ impl Server {
         Some(ActionInfo(&self.inner.actions[index]))
     }
 
+    /// Whether an access policy decides, per request, what is listed and callable.
+    pub fn has_access_policy(&self) -> bool {
+        self.inner.access.is_some()
+    }
+
+    /// Whether the caller of `context` may see the exposed tool `name` (a grouped tool is
+    /// visible when any of its actions is).
+    pub fn is_visible(&self, name: &str, context: &CallContext) -> bool {
+        let Some(tool) = self.tool(name) else {
+            return false;
+        };
+        match &self.inner.access {
+            None => true,
+            Some(policy) => tool
+                .actions()
+                .into_iter()
+                .any(|action| policy.allows(context, action)),
+        }
+    }
+
     /// A new context for one call, with nothing attached yet.
     pub fn new_context(&self) -> CallContext {
         CallContext::new(self.inner.state.clone())
@@ -795,23 +1000,102 @@ impl Server {
             },
         };
         let action = &inner.actions[action_index];
-        let call = Call {
-            context,
-            args,
-            layout: Arc::clone(&action.layout),
-            tool: Arc::clone(&action.exposed_tool),
+        Ok(self.run_action(action, args, context).await)
+    }
+
+    /// The pipeline of one action: access, middleware, guards, handler (with its argument
+    /// reading and presentation), egress budget, envelope, audit and metrics — in that order.
+    async fn run_action(
+        &self,
+        action: &Action,
+        args: JsonObject,
+        mut context: CallContext,
+    ) -> CallToolResult {
+        let inner = &*self.inner;
+        let info = ActionInfo(action);
+        // Access comes first: a denied call never reaches the argument parser.
+        if let Some(policy) = &inner.access
+            && !policy.allows(&context, info)
+        {
+            let denied =
+                ToolError::forbidden(format!("You may not call `{}`.", action.exposed_tool))
+                    .with_recovery("Use another tool, or ask the operator for access.");
+            let span = tracing::Span::none();
+            let observed = Observed::start(inner, action, &span, &context, None);
+            return self.finish(action, Err(denied), &span, observed);
+        }
+        let span = observe::call_span(&action.exposed_tool, action.key.as_str(), &context);
+        let observed = Observed::start(inner, action, &span, &context, Some(&args));
+        let outcome = async {
+            for middleware in action.middleware.iter() {
+                middleware.before(&mut context, info).await?;
+            }
+            let _slot = match &action.concurrency {
+                Some(guard) => Some(guard.enter().await?),
+                None => None,
+            };
+            let _turn = match &action.serial {
+                Some(guard) => Some(guard.turn(&args).await),
+                None => None,
+            };
+            let cancellation = context.cancellation.clone();
+            let call = Call {
+                context,
+                args,
+                layout: Arc::clone(&action.layout),
+                tool: Arc::clone(&action.exposed_tool),
+            };
+            // A cancelled request stops its handler: the handler's future is dropped.
+            tokio::select! {
+                biased;
+                outcome = envelope::run_guarded(action.handler.as_ref(), call) => outcome,
+                () = cancellation.cancelled() => {
+                    Err(ToolError::new(codes::CANCELLED, "The request was cancelled."))
+                }
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        self.finish(action, outcome, &span, observed)
+    }
+
+    /// Seals the outcome and reports it to the span, the audit sink and the metrics.
+    fn finish(
+        &self,
+        action: &Action,
+        outcome: Result<crate::present::Presentation, ToolError>,
+        span: &tracing::Span,
+        observed: Option<Observed>,
+    ) -> CallToolResult {
+        let (result, label, error_id, cut) = match outcome {
+            Ok(mut presentation) => {
+                let cut = action
+                    .max_bytes
+                    .is_some_and(|budget| envelope::apply_budget(&mut presentation, budget));
+                let result = envelope::seal_success(self, action, presentation);
+                (result, Cow::Borrowed("ok"), None, cut)
+            }
+            Err(mut error) => {
+                error.assign_error_id(&action.exposed_tool);
+                let label = Cow::Owned(error.code().to_owned());
+                let error_id = error.error_id().map(str::to_owned);
+                let result =
+                    envelope::seal_error(self, &action.exposed_tool, &action.sealed, error);
+                (result, label, error_id, false)
+            }
         };
-        let cancellation = call.context.cancellation.clone();
-        // A cancelled request stops its handler: the handler's future is dropped.
-        let outcome = tokio::select! {
-            biased;
-            outcome = envelope::run_guarded(action.handler.as_ref(), call) => outcome,
-            () = cancellation.cancelled() => Err(ToolError::new(codes::CANCELLED, "The request was cancelled.")),
-        };
-        Ok(match outcome {
-            Ok(presentation) => envelope::seal_success(self, action, presentation),
-            Err(error) => envelope::seal_error(self, &action.exposed_tool, &action.sealed, error),
-        })
+        if let Some(observed) = observed {
+            observed.report(
+                self,
+                action,
+                span,
+                &label,
+                error_id.as_deref(),
+                cut,
+                &result,
+            );
+        }
+        result
     }
 
     fn seal_tool_error(&self, tool: &ExposedTool, error: ToolError) -> CallToolResult {
@@ -837,6 +1121,102 @@ impl Server {
             arguments.insert("action".into(), action.key.action().into());
         }
         Some((action.exposed_tool.to_string(), arguments))
+    }
+}
+
+/// What a call measures when anyone listens: nothing at all when no span, metrics or audit sink
+/// is enabled (no clock read, no digest computed).
+struct Observed {
+    started: Instant,
+    audit: Option<AuditFacts>,
+}
+
+struct AuditFacts {
+    principal: Option<String>,
+    tenant: Option<String>,
+    digest: String,
+}
+
+impl Observed {
+    fn start(
+        inner: &ServerInner,
+        action: &Action,
+        span: &tracing::Span,
+        context: &CallContext,
+        args: Option<&JsonObject>,
+    ) -> Option<Observed> {
+        // Read-only calls are never audited.
+        let audited = inner.audit.is_some() && action.verb != Verb::Query;
+        if span.is_disabled() && inner.metrics.is_none() && !audited {
+            return None;
+        }
+        let audit = args.filter(|_| audited).map(|args| {
+            let principal = context.principal();
+            AuditFacts {
+                principal: principal.map(|principal| principal.subject.clone()),
+                tenant: principal.and_then(|principal| principal.tenant.clone()),
+                digest: audit::arguments_digest_of(args),
+            }
+        });
+        Some(Observed {
+            started: Instant::now(),
+            audit,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn report(
+        self,
+        server: &Server,
+        action: &Action,
+        span: &tracing::Span,
+        label: &str,
+        error_id: Option<&str>,
+        cut: bool,
+        result: &CallToolResult,
+    ) {
+        let inner = &*server.inner;
+        let latency = self.started.elapsed();
+        let is_error = result.is_error == Some(true);
+        if !span.is_disabled() {
+            span.record("outcome", label);
+            span.record(
+                "latency_us",
+                u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+            );
+            if let Some(error_id) = error_id {
+                span.record("error_id", error_id);
+            }
+        }
+        if let Some(metrics) = &inner.metrics {
+            metrics.call_finished(&CallReport {
+                tool: &action.exposed_tool,
+                action: action.key.as_str(),
+                outcome: label,
+                is_error,
+                latency,
+            });
+        }
+        // Only successful calls are audited.
+        if let (Some(sink), Some(audit), false) = (&inner.audit, self.audit, is_error) {
+            let record = AuditRecord {
+                at: SystemTime::now(),
+                tool: action.exposed_tool.to_string(),
+                action: action.key.as_str().to_owned(),
+                principal: audit.principal,
+                tenant: audit.tenant,
+                arguments_digest: audit.digest,
+                outcome: if cut { "ok_truncated" } else { "ok" },
+                duration: latency,
+                error_id: None,
+            };
+            if let Err(error) = sink.record(&record) {
+                audit::log_lost(&record, &error);
+                if let Some(metrics) = &inner.metrics {
+                    metrics.audit_failed(action.key.as_str());
+                }
+            }
+        }
     }
 }
 
@@ -968,5 +1348,10 @@ impl<'s> ActionInfo<'s> {
     /// The name of the exposed tool that carries this action.
     pub fn exposed_tool(&self) -> &'s str {
         &self.0.exposed_tool
+    }
+
+    /// The toolset the action belongs to, if any.
+    pub fn toolset(&self) -> Option<&'s str> {
+        self.0.toolset.as_deref()
     }
 }

@@ -127,7 +127,8 @@ fn meta_schema() -> Value {
                 "type": "object",
                 "properties": {
                     "shown": {"type": "integer", "minimum": 0},
-                    "total": {"type": "integer", "minimum": 0}
+                    "total": {"type": "integer", "minimum": 0},
+                    "reason": {"enum": ["limit", "budget"]}
                 },
                 "required": ["shown", "total"],
                 "description": "The collection was cut to the agent limit."

@@ -35,6 +35,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{Authenticator, Principal, TokenVerifier};
 use crate::context::{CallContext, RequestFacts};
 use crate::registry::Server;
 
@@ -137,6 +138,12 @@ impl Mcp {
             .collect();
         let page_size = self.options.page_size.max(1);
         let ttl = u64::try_from(self.options.list_ttl.as_millis()).unwrap_or(u64::MAX);
+        // A list that depends on the caller must not be shared between callers.
+        let list_cache_scope = if self.server.has_access_policy() {
+            CacheScope::Private
+        } else {
+            self.options.list_cache_scope
+        };
         let chunks: Vec<&[ToolDefinition]> = if definitions.is_empty() {
             vec![&[]]
         } else {
@@ -148,9 +155,9 @@ impl Mcp {
             .map(|(index, chunk)| {
                 let mut page = ListToolsResult::with_all_items(chunk.to_vec())
                     .with_ttl_ms(ttl)
-                    .with_cache_scope(self.options.list_cache_scope);
+                    .with_cache_scope(list_cache_scope);
                 if index + 1 < chunks.len() {
-                    page.next_cursor = Some(cursor(index + 1));
+                    page.next_cursor = Some(cursor_of(index + 1));
                 }
                 page
             })
@@ -168,8 +175,9 @@ impl Mcp {
                 server: self.server.clone(),
                 info,
                 pages,
+                page_size,
                 list_ttl: ttl,
-                list_cache_scope: self.options.list_cache_scope,
+                list_cache_scope,
                 context_factory: self.context_factory.clone(),
             }),
         }
@@ -205,9 +213,18 @@ impl Mcp {
     }
 
     /// An axum router serving the endpoint at `options.path`, to merge into an existing
-    /// application next to its own routes, or to wrap in tower layers.
+    /// application next to its own routes, or to wrap in tower layers. With
+    /// [`HttpOptions::auth`], every request must carry a valid bearer token: 401 otherwise,
+    /// before anything reaches a tool.
     pub fn router(&self, options: &HttpOptions) -> axum::Router {
-        axum::Router::new().route_service(&options.path, self.http_service(options))
+        let router = axum::Router::new().route_service(&options.path, self.http_service(options));
+        match &options.auth {
+            Some(verifier) => router.layer(axum::middleware::from_fn_with_state(
+                Authenticator::new(Arc::clone(verifier), options.resource_metadata.as_deref()),
+                crate::auth::authenticate,
+            )),
+            None => router,
+        }
     }
 
     /// Binds `options.bind` and serves until Ctrl-C (or `options.shutdown` is cancelled),
@@ -258,7 +275,7 @@ impl Mcp {
     }
 }
 
-fn cursor(page: usize) -> String {
+fn cursor_of(page: usize) -> String {
     format!("page-{page}")
 }
 
@@ -267,7 +284,7 @@ fn page_of(cursor: &str) -> Option<usize> {
 }
 
 /// Options of the Streamable HTTP endpoint.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpOptions {
     /// Where to listen: `127.0.0.1:8080` by default. Binding beyond loopback is a choice the
     /// operator makes explicitly; add the public host names to `allowed_hosts` then.
@@ -291,6 +308,10 @@ pub struct HttpOptions {
     pub sse_keep_alive: Option<Duration>,
     /// Cancel to stop the server (Ctrl-C does too).
     pub shutdown: CancellationToken,
+    /// Verifies `Authorization: Bearer` tokens; `None` accepts anonymous requests.
+    pub auth: Option<Arc<dyn TokenVerifier>>,
+    /// The OAuth protected-resource metadata URL announced in `WWW-Authenticate`.
+    pub resource_metadata: Option<String>,
 }
 
 impl Default for HttpOptions {
@@ -311,6 +332,8 @@ impl Default for HttpOptions {
             json_response: true,
             sse_keep_alive: Some(Duration::from_secs(15)),
             shutdown: CancellationToken::new(),
+            auth: None,
+            resource_metadata: None,
         }
     }
 }
@@ -327,6 +350,13 @@ impl HttpOptions {
         self
     }
 
+    /// Requires a bearer token verified by `verifier` on every request.
+    #[must_use]
+    pub fn auth(mut self, verifier: impl TokenVerifier) -> Self {
+        self.auth = Some(Arc::new(verifier));
+        self
+    }
+
     fn rmcp_config(&self) -> StreamableHttpServerConfig {
         StreamableHttpServerConfig::default()
             .with_allowed_hosts(self.allowed_hosts.clone())
@@ -337,6 +367,21 @@ impl HttpOptions {
             .with_json_response(self.json_response)
             .with_sse_keep_alive(self.sse_keep_alive)
             .with_cancellation_token(self.shutdown.child_token())
+    }
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("bind", &self.bind)
+            .field("path", &self.path)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("sessions", &self.sessions)
+            .field("json_response", &self.json_response)
+            .field("auth", &self.auth.is_some())
+            .finish_non_exhaustive()
     }
 }
 
@@ -363,6 +408,7 @@ struct Shared {
     server: Server,
     info: ServerConfig,
     pages: Vec<ListToolsResult>,
+    page_size: usize,
     list_ttl: u64,
     list_cache_scope: CacheScope,
     context_factory: Option<ContextFactory>,
@@ -376,6 +422,12 @@ impl McpHandler {
 
     fn call_context(&self, context: RequestContext<RoleServer>) -> CallContext {
         let mut call = self.shared.server.new_context();
+        // The principal the HTTP layer verified travels in the request parts.
+        let principal = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .cloned();
         if let Some(factory) = &self.shared.context_factory {
             factory(&RequestInfo { context: &context }, &mut call);
         }
@@ -386,11 +438,50 @@ impl McpHandler {
         };
         call.meta = context.meta;
         call.cancellation = context.ct;
-        // The transport's own extensions (the HTTP request parts) come after anything the
-        // factory added, so that a factory cannot pretend a request came over HTTP.
+        // The transport's own extensions (the HTTP request parts) and the verified principal
+        // win over anything the factory added: a factory cannot forge them.
         let factory_values = std::mem::replace(&mut call.extensions, context.extensions);
         call.extensions.extend(factory_values);
+        if let Some(principal) = principal {
+            call.extensions.insert(principal);
+        }
         call
+    }
+}
+
+impl McpHandler {
+    /// `tools/list` under an access policy: only what this caller may call, paged the same way,
+    /// and never cached for anyone else.
+    fn list_visible(
+        &self,
+        cursor: Option<String>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let call = self.call_context(context);
+        let server = &self.shared.server;
+        let visible: Vec<ToolDefinition> = server
+            .tools()
+            .filter(|tool| server.is_visible(tool.name(), &call))
+            .map(|tool| tool.definition().clone())
+            .collect();
+        let page_size = self.shared.page_size;
+        let index = match cursor {
+            None => 0,
+            Some(cursor) => page_of(&cursor)
+                .filter(|index| index * page_size < visible.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("invalid cursor: {cursor}"), None)
+                })?,
+        };
+        let start = index * page_size;
+        let end = (start + page_size).min(visible.len());
+        let mut page = ListToolsResult::with_all_items(visible[start..end].to_vec())
+            .with_ttl_ms(self.shared.list_ttl)
+            .with_cache_scope(CacheScope::Private);
+        if end < visible.len() {
+            page.next_cursor = Some(cursor_of(index + 1));
+        }
+        Ok(page)
     }
 }
 
@@ -414,9 +505,13 @@ impl ServerHandler for McpHandler {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let index = match request.and_then(|request| request.cursor) {
+        let cursor = request.and_then(|request| request.cursor);
+        if self.shared.server.has_access_policy() {
+            return self.list_visible(cursor, context);
+        }
+        let index = match cursor {
             None => 0,
             Some(cursor) => page_of(&cursor)
                 .filter(|index| *index < self.shared.pages.len())

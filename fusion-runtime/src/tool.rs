@@ -16,7 +16,9 @@ use serde::de::DeserializeOwned;
 use crate::args::{ArgLayout, ArgReader, Params};
 use crate::context::CallContext;
 use crate::error::ToolError;
+use crate::guard::{Concurrency, Serialization};
 use crate::key::{Glob, ToolKey};
+use crate::middleware::Middleware;
 use crate::present::{Plain, Presentation, Presenter, PresenterInfo, ToolOutput};
 
 /// The verb of a tool (SPEC T1). It sets the MCP annotations and what the runtime does around
@@ -156,6 +158,11 @@ pub struct ToolSpec {
     pub(crate) presenter: Option<PresenterInfo>,
     pub(crate) error_actions: &'static [&'static str],
     pub(crate) handler: Option<Arc<dyn Handler>>,
+    pub(crate) middleware: Vec<Arc<dyn Middleware>>,
+    pub(crate) concurrency: Option<Concurrency>,
+    pub(crate) serialization: Serialization,
+    pub(crate) max_bytes: Option<usize>,
+    pub(crate) toolset: Option<Cow<'static, str>>,
 }
 
 impl ToolSpec {
@@ -183,6 +190,11 @@ impl ToolSpec {
             presenter: None,
             error_actions: &[],
             handler: None,
+            middleware: Vec::new(),
+            concurrency: None,
+            serialization: Serialization::ByVerb,
+            max_bytes: None,
+            toolset: None,
         }
     }
 
@@ -268,6 +280,43 @@ impl ToolSpec {
     #[must_use]
     pub fn with_version(mut self, version: impl Into<Cow<'static, str>>) -> Self {
         self.version = Some(version.into());
+        self
+    }
+
+    /// Adds middleware that runs for this tool only, after the server's and router's.
+    #[must_use]
+    pub fn with_middleware(mut self, middleware: impl Middleware) -> Self {
+        self.middleware.push(Arc::new(middleware));
+        self
+    }
+
+    /// Limits how many calls run at once and how many may wait (SPEC G1).
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: Concurrency) -> Self {
+        self.concurrency = Some(concurrency);
+        self
+    }
+
+    /// Decides how calls are serialized (SPEC G2); by default destructive tools run one call at
+    /// a time.
+    #[must_use]
+    pub fn with_serialization(mut self, serialization: Serialization) -> Self {
+        self.serialization = serialization;
+        self
+    }
+
+    /// The most bytes of data a response may carry (SPEC G3); collections are cut at item
+    /// boundaries to fit.
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// Puts the tool in a toolset, which a server may enable or disable.
+    #[must_use]
+    pub fn with_toolset(mut self, toolset: impl Into<Cow<'static, str>>) -> Self {
+        self.toolset = Some(toolset.into());
         self
     }
 

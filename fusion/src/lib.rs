@@ -98,7 +98,8 @@ pub mod __private {
     pub use fusion_runtime::present::{is_required, object_schema};
     pub use fusion_runtime::tool::{Call, HandlerResult};
     pub use fusion_runtime::{
-        ArgumentGroup, CacheHint, ErrorCatalog, FieldInfo, Fillable, Model, Params, Plain,
-        Presented, Presenter, Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
+        ArgumentGroup, CacheHint, Concurrency, ErrorCatalog, FieldInfo, Fillable, Model, Params,
+        Plain, Presented, Presenter, Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock,
+        Verb,
     };
 }

@@ -1,0 +1,273 @@
+//! The audit trail (SPEC R6): every successful call that is not read-only is recorded.
+//! Read-only calls and failed calls are not.
+//!
+//! **When the sink fails.** The call's effect has already happened, so the agent still gets its
+//! result (hiding it would make the agent retry a write). The record is never dropped silently:
+//! it is written in full to the `tracing` log at `ERROR` level (target `fusion::audit`) with the
+//! sink's error, and [`Metrics::audit_failed`](crate::observe::Metrics::audit_failed) is called.
+//! Point your log pipeline at that target, or alert on the metric, to reconcile.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+/// One audited call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    /// When the call finished.
+    pub at: SystemTime,
+    /// The exposed tool name.
+    pub tool: String,
+    /// The canonical key, `billing.void_invoice`.
+    pub action: String,
+    /// The verified caller, if any.
+    pub principal: Option<String>,
+    /// The caller's tenant, if any.
+    pub tenant: Option<String>,
+    /// SHA-256 of the arguments as canonical JSON (keys sorted), hex: proves what was asked
+    /// without storing it.
+    pub arguments_digest: String,
+    /// `ok`, or `ok_truncated` when the egress budget cut the result.
+    pub outcome: &'static str,
+    /// How long the call took.
+    pub duration: Duration,
+    /// The error id, when the call logged an internal problem but succeeded.
+    pub error_id: Option<String>,
+}
+
+/// Why a sink could not record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditError(pub String);
+
+impl fmt::Display for AuditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AuditError {}
+
+/// Receives audit records. Called on the call's path, before the result is returned, so a
+/// record is written before the agent sees success; keep it fast.
+pub trait AuditSink: Send + Sync + 'static {
+    /// Records one call.
+    fn record(&self, record: &AuditRecord) -> Result<(), AuditError>;
+}
+
+impl<S: AuditSink + ?Sized> AuditSink for std::sync::Arc<S> {
+    fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
+        (**self).record(record)
+    }
+}
+
+/// Writes each record to the `tracing` log (target `fusion::audit`, level `INFO`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TracingAuditSink;
+
+impl AuditSink for TracingAuditSink {
+    fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
+        tracing::info!(
+            target: "fusion::audit",
+            tool = %record.tool,
+            action = %record.action,
+            principal = record.principal.as_deref().unwrap_or("-"),
+            tenant = record.tenant.as_deref().unwrap_or("-"),
+            arguments_digest = %record.arguments_digest,
+            outcome = record.outcome,
+            duration_us = u64::try_from(record.duration.as_micros()).unwrap_or(u64::MAX),
+            "audited call"
+        );
+        Ok(())
+    }
+}
+
+/// The digest of a call's arguments: SHA-256 of their canonical JSON (object keys sorted,
+/// no whitespace), hex encoded.
+pub fn arguments_digest(arguments: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let mut canonical = String::new();
+    write_canonical(arguments, &mut canonical);
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// [`arguments_digest`] of an arguments object.
+pub(crate) fn arguments_digest_of(arguments: &serde_json::Map<String, Value>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut canonical = String::new();
+    write_object(arguments, &mut canonical);
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn write_object(object: &serde_json::Map<String, Value>, out: &mut String) {
+    let mut keys: Vec<&String> = object.keys().collect();
+    keys.sort();
+    out.push('{');
+    for (index, key) in keys.into_iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::from(key.as_str()).to_string());
+        out.push(':');
+        write_canonical(&object[key], out);
+    }
+    out.push('}');
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(object) => write_object(object, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// Logs a record a sink could not keep: the log becomes its home.
+pub(crate) fn log_lost(record: &AuditRecord, error: &AuditError) {
+    tracing::error!(
+        target: "fusion::audit",
+        error = %error,
+        tool = %record.tool,
+        action = %record.action,
+        principal = record.principal.as_deref().unwrap_or("-"),
+        tenant = record.tenant.as_deref().unwrap_or("-"),
+        arguments_digest = %record.arguments_digest,
+        outcome = record.outcome,
+        at_unix_ms = record.at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_millis()),
+        "audit sink failed; the record is kept here"
+    );
+}
+
+#[cfg(feature = "audit-sqlite")]
+pub use sqlite::SqliteAuditSink;
+
+#[cfg(feature = "audit-sqlite")]
+mod sqlite {
+    use std::path::Path;
+    use std::sync::{Mutex, PoisonError};
+    use std::time::{Duration, SystemTime};
+
+    use super::{AuditError, AuditRecord, AuditSink};
+
+    /// An append-only audit table in an SQLite database (which may be the application's own).
+    ///
+    /// Triggers refuse `UPDATE` and `DELETE` on the table, so the trail can only grow through
+    /// this connection and any other.
+    pub struct SqliteAuditSink {
+        connection: Mutex<rusqlite::Connection>,
+    }
+
+    impl SqliteAuditSink {
+        /// Opens (or creates) the `audit_events` table in the database file at `path`.
+        pub fn open(path: &Path) -> Result<Self, AuditError> {
+            let connection = rusqlite::Connection::open(path).map_err(to_audit_error)?;
+            Self::with_connection(connection)
+        }
+
+        /// Uses an open connection.
+        pub fn with_connection(connection: rusqlite::Connection) -> Result<Self, AuditError> {
+            connection
+                .busy_timeout(Duration::from_secs(5))
+                .map_err(to_audit_error)?;
+            connection
+                .execute_batch(
+                    "CREATE TABLE IF NOT EXISTS audit_events (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        at_unix_ms INTEGER NOT NULL,
+                        tool TEXT NOT NULL,
+                        action TEXT NOT NULL,
+                        principal TEXT,
+                        tenant TEXT,
+                        arguments_digest TEXT NOT NULL,
+                        outcome TEXT NOT NULL,
+                        duration_us INTEGER NOT NULL,
+                        error_id TEXT
+                    );
+                    CREATE TRIGGER IF NOT EXISTS audit_events_no_update BEFORE UPDATE ON audit_events
+                    BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
+                    CREATE TRIGGER IF NOT EXISTS audit_events_no_delete BEFORE DELETE ON audit_events
+                    BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;",
+                )
+                .map_err(to_audit_error)?;
+            Ok(SqliteAuditSink {
+                connection: Mutex::new(connection),
+            })
+        }
+
+        /// Runs `f` on the audit connection (to read the trail back).
+        pub fn with<R>(&self, f: impl FnOnce(&rusqlite::Connection) -> R) -> R {
+            let connection = self
+                .connection
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            f(&connection)
+        }
+    }
+
+    impl AuditSink for SqliteAuditSink {
+        fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
+            let at = record
+                .at
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |since| {
+                    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+                });
+            let duration = i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX);
+            self.with(|connection| {
+                connection
+                    .prepare_cached(
+                        "INSERT INTO audit_events (at_unix_ms, tool, action, principal, tenant, \
+                         arguments_digest, outcome, duration_us, error_id) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    )
+                    .and_then(|mut insert| {
+                        insert.execute(rusqlite::params![
+                            at,
+                            record.tool,
+                            record.action,
+                            record.principal,
+                            record.tenant,
+                            record.arguments_digest,
+                            record.outcome,
+                            duration,
+                            record.error_id,
+                        ])
+                    })
+                    .map(|_| ())
+                    .map_err(to_audit_error)
+            })
+        }
+    }
+
+    fn to_audit_error(error: rusqlite::Error) -> AuditError {
+        AuditError(format!("sqlite audit sink: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_digest_ignores_key_order_and_whitespace() {
+        let a = arguments_digest(&json!({"id": "INV-1", "nested": {"b": 1, "a": [1, 2]}}));
+        let b = arguments_digest(
+            &serde_json::from_str(r#"{ "nested": {"a": [1,2], "b": 1}, "id": "INV-1" }"#).unwrap(),
+        );
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, arguments_digest(&json!({"id": "INV-2"})));
+    }
+}

@@ -1,0 +1,223 @@
+//! Guards around the handler (SPEC G1–G3), configured per action and free when not configured.
+//!
+//! - **Concurrency** ([`Concurrency`]): at most `max_active` calls run at once, at most
+//!   `max_queued` wait; beyond that a call gets `SERVER_BUSY` with a retry hint at once.
+//! - **Serialization** ([`Serialization`]): calls of a destructive action run one at a time, in
+//!   arrival order (FIFO), per action or per value of one argument.
+//! - **Egress budget** (`max_bytes`): a result whose data is larger is cut at item boundaries.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::JsonObject;
+use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
+
+use crate::error::ToolError;
+
+/// Concurrency limits of one action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Concurrency {
+    /// Calls running at once.
+    pub max_active: usize,
+    /// Calls waiting for a slot; one more is refused with `SERVER_BUSY`.
+    pub max_queued: usize,
+    /// The retry hint given with `SERVER_BUSY`.
+    pub retry_after: Duration,
+}
+
+impl Concurrency {
+    /// `max_active` at once, `max_queued` waiting, retry hint of one second.
+    pub fn new(max_active: usize, max_queued: usize) -> Self {
+        Concurrency {
+            max_active: max_active.max(1),
+            max_queued,
+            retry_after: Duration::from_secs(1),
+        }
+    }
+}
+
+/// How calls of an action are serialized.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Serialization {
+    /// The verb decides: destructive actions are serialized per action, others are not.
+    #[default]
+    ByVerb,
+    /// One call at a time for the whole action.
+    PerAction,
+    /// One call at a time per value of this argument (e.g. per invoice id).
+    PerArgument(String),
+    /// No serialization.
+    Off,
+}
+
+pub(crate) struct ConcurrencyGuard {
+    limits: Concurrency,
+    slots: Arc<Semaphore>,
+    queued: AtomicUsize,
+}
+
+/// A running call's slot; released on drop.
+pub(crate) struct Slot {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl ConcurrencyGuard {
+    pub(crate) fn new(limits: Concurrency) -> Self {
+        ConcurrencyGuard {
+            limits,
+            slots: Arc::new(Semaphore::new(limits.max_active)),
+            queued: AtomicUsize::new(0),
+        }
+    }
+
+    /// A slot now, or after waiting in the bounded queue, or `SERVER_BUSY` at once.
+    pub(crate) async fn enter(&self) -> Result<Slot, ToolError> {
+        if let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() {
+            return Ok(Slot { _permit: permit });
+        }
+        let position = self.queued.fetch_add(1, Ordering::AcqRel);
+        let _leave = QueueSeat(&self.queued);
+        if position >= self.limits.max_queued {
+            return Err(ToolError::server_busy(self.limits.retry_after));
+        }
+        match Arc::clone(&self.slots).acquire_owned().await {
+            Ok(permit) => Ok(Slot { _permit: permit }),
+            Err(_) => Err(ToolError::server_busy(self.limits.retry_after)),
+        }
+    }
+}
+
+/// Leaves the queue when dropped, whether the call got a slot, was refused or was cancelled.
+struct QueueSeat<'a>(&'a AtomicUsize);
+
+impl Drop for QueueSeat<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The FIFO lock of an action (tokio's mutex queues waiters in arrival order).
+pub(crate) enum SerialGuard {
+    Action(Arc<tokio::sync::Mutex<()>>),
+    Argument {
+        name: String,
+        locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    },
+}
+
+/// A held serialization lock; released on drop.
+// Held for its `Drop`: the lock is released when the call ends.
+#[allow(dead_code)]
+pub(crate) enum Turn {
+    Action(OwnedMutexGuard<()>),
+    Argument(KeyedTurn),
+}
+
+pub(crate) struct KeyedTurn {
+    key: String,
+    guard: Option<OwnedMutexGuard<()>>,
+    locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl Drop for KeyedTurn {
+    fn drop(&mut self) {
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        // Release first, then forget the key if nobody else holds or waits for it: under the
+        // map's lock, no one can clone the entry meanwhile.
+        self.guard.take();
+        if let Some(lock) = locks.get(&self.key)
+            && Arc::strong_count(lock) == 1
+        {
+            locks.remove(&self.key);
+        }
+    }
+}
+
+impl SerialGuard {
+    pub(crate) fn per_action() -> Self {
+        SerialGuard::Action(Arc::new(tokio::sync::Mutex::new(())))
+    }
+
+    pub(crate) fn per_argument(name: String) -> Self {
+        SerialGuard::Argument {
+            name,
+            locks: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// Waits for this call's turn.
+    pub(crate) async fn turn(&self, args: &JsonObject) -> Turn {
+        match self {
+            SerialGuard::Action(lock) => Turn::Action(Arc::clone(lock).lock_owned().await),
+            SerialGuard::Argument { name, locks } => {
+                // The raw JSON of the argument is the key: equal values share a lock even before
+                // the arguments are validated; a missing argument shares the `null` lock.
+                let key = args
+                    .get(name)
+                    .map_or_else(|| "null".to_owned(), ToString::to_string);
+                let lock = {
+                    let mut map = locks.lock().unwrap_or_else(PoisonError::into_inner);
+                    Arc::clone(map.entry(key.clone()).or_default())
+                };
+                let guard = lock.lock_owned().await;
+                Turn::Argument(KeyedTurn {
+                    key,
+                    guard: Some(guard),
+                    locks: Arc::clone(locks),
+                })
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn live_keys(&self) -> usize {
+        match self {
+            SerialGuard::Action(_) => 0,
+            SerialGuard::Argument { locks, .. } => locks.lock().map(|map| map.len()).unwrap_or(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn beyond_active_and_queued_calls_are_refused_at_once() {
+        let guard = Arc::new(ConcurrencyGuard::new(Concurrency::new(1, 1)));
+        let running = guard.enter().await.expect("a free slot");
+        let waiting = {
+            let guard = Arc::clone(&guard);
+            tokio::spawn(async move { guard.enter().await.map(|_| ()) })
+        };
+        // Let the second call take its seat in the queue.
+        while guard.queued.load(Ordering::Acquire) == 0 {
+            tokio::task::yield_now().await;
+        }
+        let refused = guard.enter().await.err().expect("the queue is full");
+        assert_eq!(refused.code(), "SERVER_BUSY");
+        assert_eq!(refused.retry_after(), Some(Duration::from_secs(1)));
+        drop(running);
+        waiting
+            .await
+            .unwrap()
+            .expect("the queued call runs once a slot frees");
+        assert_eq!(guard.queued.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn keyed_locks_are_forgotten_when_released() {
+        let guard = SerialGuard::per_argument("id".into());
+        let one = json!({"id": "INV-1"}).as_object().cloned().unwrap();
+        let two = json!({"id": "INV-2"}).as_object().cloned().unwrap();
+        let first = guard.turn(&one).await;
+        let other = guard.turn(&two).await;
+        assert_eq!(guard.live_keys(), 2);
+        drop(first);
+        drop(other);
+        assert_eq!(guard.live_keys(), 0);
+    }
+}
