@@ -45,14 +45,18 @@ names=(ts-v1 ts-v2-2025 ts-v2-2026 py-2025 py-2026)
 
 pass=0
 fail=0
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
 for n in "${names[@]}"; do
   [ -n "${cmd[$n]:-}" ] || { echo "matrix.sh: unknown client $n" >&2; exit 2; }
+  # stderr streams through sed in the same pipeline, so it is complete before the report
+  # line and before exit (a `2> >(sed …)` process substitution could still be writing —
+  # or be killed — after this script exited, losing the last client's "✗" lines).
   # shellcheck disable=SC2086
-  line="$(${cmd[$n]} "${target[@]}" --plan "$plan" "${extra[@]}" 2> >(sed "s/^/[$n] /" >&2))"
-  rc=$?
-  echo "$n $line"
+  ${cmd[$n]} "${target[@]}" --plan "$plan" "${extra[@]}" 2>&1 >"$out" | sed "s/^/[$n] /" >&2
+  rc=${PIPESTATUS[0]}
+  echo "$n $(cat "$out")"
   if [ "$rc" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 done
-wait
 echo "matrix: $pass passed, $fail failed"
 [ "$fail" = 0 ]
