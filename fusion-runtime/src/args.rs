@@ -167,6 +167,40 @@ impl Params {
     }
 }
 
+/// A parameter list compiled on its own, reading arguments exactly as the pipeline does (for
+/// benchmarks and tests of argument handling).
+#[doc(hidden)]
+pub struct CompiledParams {
+    layout: ArgLayout,
+    tool: String,
+}
+
+impl Params {
+    /// Compiles the parameters outside a server.
+    #[doc(hidden)]
+    pub fn compile(&self, tool: &str) -> Result<CompiledParams, crate::error::BuildError> {
+        let mut problems = Vec::new();
+        let schema = self.input_schema(&mut problems);
+        if !problems.is_empty() {
+            return Err(crate::error::BuildError::new(problems));
+        }
+        Ok(CompiledParams {
+            layout: self.layout(Arc::new(Value::Object(schema))),
+            tool: tool.to_owned(),
+        })
+    }
+}
+
+impl CompiledParams {
+    /// Reads `args` as one group of arguments, validating like a tool call.
+    pub fn read_group<G: ArgumentGroup>(&self, args: JsonObject) -> Result<G, ToolError> {
+        let mut reader = ArgReader::new(args, &self.layout, &self.tool);
+        let group = reader.group::<G>();
+        reader.finish()?;
+        group.ok_or_else(kinds::missing_argument)
+    }
+}
+
 /// How a tool's arguments are read, computed once when the server is built.
 #[derive(Debug)]
 pub struct ArgLayout {

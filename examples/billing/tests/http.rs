@@ -1,0 +1,663 @@
+//! The billing server over Streamable HTTP, on 127.0.0.1 only (port 0), each server stopped
+//! at the end of its test, also when the test panics.
+//!
+//! * rmcp's streamable HTTP client in session mode (2025-11-25, `initialize`) and statelessly
+//!   (2026-07-28, `server/discover`), against the `billing` binary.
+//! * Raw HTTP for what a client library hides: the 2026-07-28 `_meta` and
+//!   `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers, `server/discover`,
+//!   `ttlMs` / `cacheScope` on `tools/list`, no session.
+//! * The endpoint's guards (in-process, with [`HttpOptions`]): a foreign `Origin` or `Host`
+//!   gets 403, a body over `max_body_bytes` gets 413, a malformed body gets a clear 4xx and the
+//!   server keeps serving.
+//! * [`Mcp::router`] mounted in an existing axum application next to its own routes, and
+//!   graceful shutdown of [`Mcp::serve_http_on`] through [`HttpOptions::shutdown`].
+#![cfg(unix)]
+
+mod support;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use billing::{DEMO_TENANT, Store, Tenant};
+use fusion::Exposition;
+use fusion::serve::{HttpOptions, Mcp, ServeError};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResult, ClientConfig, ErrorCode, JsonObject,
+    ProtocolVersion,
+};
+use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use support::BillingHttp;
+
+/// Every test finishes well within this, or fails instead of hanging CI.
+const TEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+async fn within<F: Future>(future: F) -> F::Output {
+    tokio::time::timeout(TEST_TIMEOUT, future)
+        .await
+        .expect("the test did not finish in time")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers
+
+/// `billing --in-memory --http 127.0.0.1:0`, started off the runtime's threads (it waits for
+/// the `listening on` line); killed when dropped.
+async fn billing_binary() -> BillingHttp {
+    tokio::task::spawn_blocking(BillingHttp::spawn)
+        .await
+        .expect("spawning billing")
+}
+
+/// The billing MCP endpoint, in-process, as the binary builds it: every call acts for the
+/// demo tenant.
+fn billing_mcp() -> Mcp {
+    let store = Store::open_in_memory().expect("in-memory store");
+    let server = billing::server(Arc::new(store), Exposition::Flat).expect("billing server");
+    Mcp::new(server).context(|_request, call| {
+        call.extensions_mut().insert(Tenant(DEMO_TENANT.into()));
+    })
+}
+
+/// An in-process `Mcp::serve_http_on` on `127.0.0.1:0`. Dropping it cancels its shutdown token
+/// and aborts the task, so the server never outlives its test.
+struct Served {
+    address: SocketAddr,
+    options: HttpOptions,
+    task: Option<tokio::task::JoinHandle<Result<(), ServeError>>>,
+}
+
+impl Served {
+    async fn start(mcp: Mcp, options: HttpOptions) -> Served {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let address = listener.local_addr().expect("bound address");
+        let options = options.bind(address);
+        let task = tokio::spawn({
+            let options = options.clone();
+            async move { mcp.serve_http_on(listener, options).await }
+        });
+        Served {
+            address,
+            options,
+            task: Some(task),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.address)
+    }
+
+    /// Cancels the shutdown token and waits for `serve_http_on` to return.
+    async fn stop(mut self) -> Result<(), ServeError> {
+        self.options.shutdown.cancel();
+        let task = self.task.take().expect("running");
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("serve_http_on returns within 10 s of the shutdown signal")
+            .expect("the server task did not panic")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.options.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients
+
+/// A plain HTTP client that never goes through a proxy (the servers are on loopback).
+fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("HTTP client")
+}
+
+fn rmcp_transport(url: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+    StreamableHttpClientTransport::with_client(
+        http_client(),
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
+    )
+}
+
+/// rmcp's client with the `initialize` handshake: a 2025-11-25 session.
+async fn session_client(url: &str) -> RunningService<RoleClient, ()> {
+    ().serve(rmcp_transport(url))
+        .await
+        .expect("initialize over HTTP")
+}
+
+/// rmcp's client with the `server/discover` lifecycle: stateless 2026-07-28.
+async fn stateless_client(url: &str) -> RunningService<RoleClient, ClientConfig> {
+    ClientConfig::default()
+        .serve_with_lifecycle(
+            rmcp_transport(url),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover over HTTP")
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(object) => object,
+        other => panic!("not a JSON object: {other}"),
+    }
+}
+
+async fn call(
+    peer: &Peer<RoleClient>,
+    tool: &str,
+    arguments: Value,
+) -> Result<CallToolResult, ServiceError> {
+    peer.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(object(arguments)))
+        .await
+}
+
+/// What every client, whatever its protocol, must see from the billing server.
+async fn exercise(peer: &Peer<RoleClient>) {
+    let tools = peer.list_all_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), 8);
+    assert!(tools.iter().all(|tool| tool.output_schema.is_some()));
+
+    let result = call(peer, "billing_get_invoice", json!({"id": "INV-7"}))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(false));
+    let envelope = result.structured_content.expect("structuredContent");
+    assert_eq!(envelope["ok"], true);
+    assert_eq!(
+        envelope["data"],
+        json!({"id": "INV-7", "customer_id": "C-7", "total_cents": 55433, "status": "paid"})
+    );
+    assert_eq!(envelope["meta"]["tool"], "billing_get_invoice");
+
+    let created = call(
+        peer,
+        "billing_create_invoice",
+        json!({"customer_id": "C-5", "total_cents": 500}),
+    )
+    .await
+    .expect("create");
+    let id = created.structured_content.unwrap()["data"]["id"].clone();
+    let voided = call(peer, "billing_void_invoice", json!({"id": id}))
+        .await
+        .expect("void");
+    assert_eq!(
+        voided.structured_content.unwrap()["data"]["status"],
+        "voided"
+    );
+    let again = call(peer, "billing_void_invoice", json!({"id": id}))
+        .await
+        .expect("a second void is a result");
+    assert_eq!(again.is_error, Some(true));
+    assert_eq!(
+        again.structured_content.unwrap()["error"]["code"],
+        "AlreadyVoided"
+    );
+
+    let invalid = call(peer, "billing_list_invoices", json!({"limit": "many"}))
+        .await
+        .expect("invalid arguments are a result, not a protocol error");
+    assert_eq!(invalid.is_error, Some(true));
+    assert_eq!(
+        invalid.structured_content.unwrap()["error"]["code"],
+        "VALIDATION_ERROR"
+    );
+
+    match call(peer, "billing_nope", json!({})).await {
+        Err(ServiceError::McpError(error)) => assert_eq!(error.code, ErrorCode::INVALID_PARAMS),
+        other => panic!("an unknown tool must be JSON-RPC -32602, got {other:?}"),
+    }
+}
+
+/// A raw HTTP exchange: status, headers and the exact body.
+struct Exchange {
+    status: reqwest::StatusCode,
+    headers: reqwest::header::HeaderMap,
+    body: String,
+}
+
+impl Exchange {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|error| panic!("not JSON ({error}): {}", self.body))
+    }
+}
+
+async fn send(request: reqwest::RequestBuilder) -> Exchange {
+    let response = request.send().await.expect("HTTP request");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.text().await.expect("HTTP body");
+    Exchange {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// The `_meta` every 2026-07-28 request carries.
+fn meta_2026() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-http-test", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// A stateless 2026-07-28 POST: the `_meta` in the body, the standard headers beside it.
+fn post_2026(
+    client: &reqwest::Client,
+    url: &str,
+    id: u64,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+) -> reqwest::RequestBuilder {
+    params["_meta"] = meta_2026();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut request = client
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method)
+        .body(body.to_string());
+    if let Some(name) = name {
+        request = request.header("Mcp-Name", name);
+    }
+    request
+}
+
+/// A `tools/list` that any server configuration answers with 200 when the request passes
+/// the guards.
+fn tools_list(client: &reqwest::Client, url: &str) -> reqwest::RequestBuilder {
+    post_2026(client, url, 1, "tools/list", None, json!({}))
+}
+
+// ---------------------------------------------------------------------------------------------
+// rmcp's client against the binary
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_in_session_mode() {
+    within(async {
+        let server = billing_binary().await;
+        let client = session_client(server.url()).await;
+        let info = client.peer().peer_info().expect("initialize result");
+        assert_eq!(info.protocol_version, ProtocolVersion::V_2025_11_25);
+        assert_eq!(
+            info.server_info.as_ref().map(|server| server.name.as_str()),
+            Some("billing")
+        );
+        exercise(client.peer()).await;
+        // Closing the client ends its session (DELETE); the server goes on for others.
+        client.cancel().await.expect("client stops");
+        let again = session_client(server.url()).await;
+        exercise(again.peer()).await;
+        again.cancel().await.expect("client stops");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_stateless_2026_07_28() {
+    within(async {
+        let server = billing_binary().await;
+        let client = stateless_client(server.url()).await;
+        let info = client.peer().peer_info().expect("discover result");
+        assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+
+        // tools/list carries the cache hints for 2026-07-28 clients: 5 minutes, public.
+        let page = client.peer().list_tools(None).await.expect("tools/list");
+        assert_eq!(page.tools.len(), 8);
+        assert_eq!(page.ttl_ms, Some(300_000));
+        assert_eq!(page.cache_scope, Some(CacheScope::Public));
+
+        // server/discover answers with the server's identity and versions.
+        let discovered = client
+            .peer()
+            .discover(Default::default())
+            .await
+            .expect("server/discover");
+        assert!(
+            discovered
+                .supported_versions
+                .contains(&ProtocolVersion::V_2026_07_28)
+        );
+        assert!(
+            discovered
+                .supported_versions
+                .contains(&ProtocolVersion::V_2025_11_25)
+        );
+        assert!(discovered.capabilities.tools.is_some());
+
+        exercise(client.peer()).await;
+        client.cancel().await.expect("client stops");
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw HTTP: the 2026-07-28 wire
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_requests_on_the_wire() {
+    within(async {
+        let server = billing_binary().await;
+        let url = server.url();
+        let http = http_client();
+
+        // server/discover: identity, versions, capabilities, instructions, cache hints.
+        let discover = send(post_2026(&http, url, 1, "server/discover", None, json!({}))).await;
+        assert_eq!(discover.status, 200, "{}", discover.body);
+        assert!(discover.headers.get("mcp-session-id").is_none());
+        let result = &discover.json()["result"];
+        let versions = result["supportedVersions"].as_array().expect("versions");
+        assert!(versions.contains(&json!("2026-07-28")), "{result}");
+        assert!(versions.contains(&json!("2025-11-25")), "{result}");
+        assert_eq!(
+            result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "billing"
+        );
+        assert!(result["capabilities"]["tools"].is_object(), "{result}");
+        assert!(
+            result["instructions"]
+                .as_str()
+                .is_some_and(|text| text.contains("cents"))
+        );
+        assert_eq!(result["ttlMs"], 300_000);
+        assert_eq!(result["cacheScope"], "public");
+
+        // tools/list: JSON (not SSE), no session, every tool, the cache hints.
+        let list = send(tools_list(&http, url)).await;
+        assert_eq!(list.status, 200, "{}", list.body);
+        assert!(list.headers.get("mcp-session-id").is_none());
+        let content_type = list.headers["content-type"].to_str().unwrap();
+        assert!(
+            content_type.starts_with("application/json"),
+            "{content_type}"
+        );
+        let result = &list.json()["result"];
+        assert_eq!(result["tools"].as_array().unwrap().len(), 8);
+        assert_eq!(result["ttlMs"], 300_000);
+        assert_eq!(result["cacheScope"], "public");
+        assert_eq!(result["resultType"], "complete");
+
+        // tools/call with Mcp-Name.
+        let get = send(post_2026(
+            &http,
+            url,
+            2,
+            "tools/call",
+            Some("billing_get_invoice"),
+            json!({"name": "billing_get_invoice", "arguments": {"id": "INV-9"}}),
+        ))
+        .await;
+        assert_eq!(get.status, 200, "{}", get.body);
+        let result = &get.json()["result"];
+        assert_eq!(result["isError"], false);
+        assert_eq!(result["structuredContent"]["data"]["id"], "INV-9");
+
+        // An unknown tool: a JSON-RPC error -32602 in the body.
+        let unknown = send(post_2026(
+            &http,
+            url,
+            3,
+            "tools/call",
+            Some("billing_nope"),
+            json!({"name": "billing_nope", "arguments": {}}),
+        ))
+        .await;
+        let body = unknown.json();
+        assert_eq!(body["id"], 3);
+        assert_eq!(body["error"]["code"], -32602, "{body}");
+
+        // The headers must agree with the body (SEP-2243): a lying Mcp-Name is refused.
+        let lying = send(post_2026(
+            &http,
+            url,
+            4,
+            "tools/call",
+            Some("billing_void_invoice"),
+            json!({"name": "billing_get_invoice", "arguments": {"id": "INV-9"}}),
+        ))
+        .await;
+        assert_eq!(lying.status, 400, "{}", lying.body);
+        assert_eq!(lying.json()["error"]["code"], -32020);
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The endpoint's guards, in-process
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_origin_and_host_are_forbidden() {
+    within(async {
+        let served = Served::start(billing_mcp(), HttpOptions::default()).await;
+        let url = served.url();
+        let http = http_client();
+
+        let plain = send(tools_list(&http, &url)).await;
+        assert_eq!(plain.status, 200, "no Origin (a non-browser client) passes");
+        let local = send(tools_list(&http, &url).header("Origin", "http://localhost:5173")).await;
+        assert_eq!(
+            local.status, 200,
+            "a loopback origin passes: {}",
+            local.body
+        );
+
+        for origin in [
+            "http://evil.example",
+            "https://attacker.example:443",
+            "http://localhost.evil.example",
+            "null",
+        ] {
+            let foreign = send(tools_list(&http, &url).header("Origin", origin)).await;
+            assert_eq!(foreign.status, 403, "Origin {origin}: {}", foreign.body);
+            assert!(!foreign.body.contains("\"result\""), "{}", foreign.body);
+        }
+
+        let port = served.address.port();
+        for host in [
+            "evil.example".to_owned(),
+            format!("evil.example:{port}"),
+            format!("rebind.127.0.0.1.nip.io:{port}"),
+        ] {
+            let foreign = send(tools_list(&http, &url).header("Host", host.as_str())).await;
+            assert_eq!(foreign.status, 403, "Host {host}: {}", foreign.body);
+        }
+        let local = send(tools_list(&http, &url).header("Host", format!("localhost:{port}"))).await;
+        assert_eq!(local.status, 200, "Host localhost: {}", local.body);
+
+        served.stop().await.expect("clean stop");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_is_413() {
+    within(async {
+        let options = HttpOptions {
+            max_body_bytes: 2048,
+            ..HttpOptions::default()
+        };
+        let served = Served::start(billing_mcp(), options).await;
+        let url = served.url();
+        let http = http_client();
+
+        let big = "x".repeat(4096);
+        let response = send(post_2026(
+            &http,
+            &url,
+            1,
+            "tools/call",
+            Some("billing_get_invoice"),
+            json!({"name": "billing_get_invoice", "arguments": {"id": big}}),
+        ))
+        .await;
+        assert_eq!(response.status, 413, "{}", response.body);
+        assert!(response.body.contains("2048"), "{}", response.body);
+
+        // Just under the limit is served.
+        let small = send(post_2026(
+            &http,
+            &url,
+            2,
+            "tools/call",
+            Some("billing_get_invoice"),
+            json!({"name": "billing_get_invoice", "arguments": {"id": "INV-1"}}),
+        ))
+        .await;
+        assert_eq!(small.status, 200, "{}", small.body);
+        assert_eq!(small.json()["result"]["structuredContent"]["ok"], true);
+
+        served.stop().await.expect("clean stop");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_body_gets_a_clear_error_and_the_server_keeps_serving() {
+    within(async {
+        let served = Served::start(billing_mcp(), HttpOptions::default()).await;
+        let url = served.url();
+        let http = http_client();
+        // A session, to check it survives too.
+        let session = session_client(&url).await;
+
+        for body in [
+            "{not json",
+            "",
+            "[1, 2, 3]",
+            "{\"jsonrpc\": \"2.0\", \"id\": 1}",
+            "\u{0}\u{1}\u{2}",
+        ] {
+            let response = send(
+                http.post(&url)
+                    .header("Content-Type", "application/json")
+                    .header("Accept", "application/json, text/event-stream")
+                    .header("MCP-Protocol-Version", "2026-07-28")
+                    .body(body),
+            )
+            .await;
+            assert!(
+                response.status.is_client_error(),
+                "{body:?}: {} {}",
+                response.status,
+                response.body
+            );
+            assert!(
+                response.body.contains("deserialize") || response.body.contains("JSON"),
+                "{body:?}: the error says what is wrong: {} {}",
+                response.status,
+                response.body
+            );
+        }
+
+        let after = send(tools_list(&http, &url)).await;
+        assert_eq!(after.status, 200, "{}", after.body);
+        exercise(session.peer()).await;
+        session.cancel().await.expect("client stops");
+        served.stop().await.expect("clean stop");
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mounting and stopping
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_mounts_next_to_the_apps_own_routes() {
+    within(async {
+        let options = HttpOptions::default();
+        let app = axum::Router::new()
+            .route("/health", axum::routing::get(|| async { "ok" }))
+            .merge(billing_mcp().router(&options));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().unwrap();
+        let shutdown = options.shutdown.clone();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { shutdown.cancelled().await })
+                .await
+        });
+        // Stops the app even if an assertion below fails.
+        let _stop = options.shutdown.clone().drop_guard();
+
+        let http = http_client();
+        let health = send(http.get(format!("http://{address}/health"))).await;
+        assert_eq!((health.status.as_u16(), health.body.as_str()), (200, "ok"));
+        let missing = send(http.get(format!("http://{address}/nope"))).await;
+        assert_eq!(missing.status, 404);
+
+        let url = format!("http://{address}/mcp");
+        let session = session_client(&url).await;
+        exercise(session.peer()).await;
+        session.cancel().await.expect("client stops");
+        let stateless = stateless_client(&url).await;
+        exercise(stateless.peer()).await;
+        stateless.cancel().await.expect("client stops");
+
+        options.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), server)
+            .await
+            .expect("the app stops")
+            .expect("no panic")
+            .expect("no I/O error");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_serve_http_on_with_a_session_open() {
+    within(async {
+        let served = Served::start(billing_mcp(), HttpOptions::default()).await;
+        let url = served.url();
+        let address = served.address;
+        // A live session (rmcp keeps its server-to-client SSE stream open) must not hold the
+        // shutdown up.
+        let session = session_client(&url).await;
+        let result = call(session.peer(), "billing_statuses", json!({}))
+            .await
+            .expect("served");
+        assert_eq!(result.is_error, Some(false));
+
+        served
+            .stop()
+            .await
+            .expect("serve_http_on returns Ok after shutdown");
+
+        // Nothing listens any more.
+        let refused = http_client()
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .body("{}")
+            .send()
+            .await;
+        assert!(
+            refused.is_err(),
+            "{address} still answers after shutdown: {refused:?}"
+        );
+        let _ = tokio::time::timeout(Duration::from_secs(5), session.cancel()).await;
+    })
+    .await;
+}

@@ -1,0 +1,183 @@
+//! Micro-benchmarks, each against its baseline in the same run (issue 5):
+//!
+//! - `egress`: a presenter's view vs serde_json on a hand-written struct of the same fields;
+//! - `arguments`: reading a fillable profile as the pipeline does vs `serde_json::from_value`
+//!   into a hand-written struct;
+//! - `dispatch`: one call through the whole pipeline with 10, 100 and 1,000 tools registered;
+//! - `build`: compiling a registry of 1,000 tools.
+//!
+//! Run with `cargo bench -p fusion --bench micro`; `bench/micro.sh` prints the ratios.
+
+use std::hint::black_box;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use fusion::testing::Tester;
+use fusion::{CallContext, Params, Presenter, ServerBuilder, ToolError, ToolSpec, model, presenter};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The billing invoice, as the flagship declares it.
+#[model(fillable(create = [customer_id, total_cents]))]
+pub struct Invoice {
+    #[cast("Invoice id, such as INV-7")]
+    pub id: String,
+    #[cast("Customer id")]
+    pub customer_id: String,
+    #[cast("Total in integer cents")]
+    pub total_cents: i64,
+    #[cast("open, paid or voided")]
+    pub status: String,
+    #[hidden]
+    pub webhook_secret: String,
+    #[guarded]
+    #[hidden]
+    pub tenant_id: String,
+    #[hidden]
+    pub internal_flags: String,
+}
+
+/// The view an agent gets.
+#[presenter(Invoice, fields(id, customer_id, total_cents, status))]
+pub struct InvoiceView;
+
+/// What a careful hand-written server serializes: the same visible fields.
+#[derive(Serialize)]
+struct HandView<'a> {
+    id: &'a str,
+    customer_id: &'a str,
+    total_cents: i64,
+    status: &'a str,
+}
+
+/// What a hand-written server deserializes arguments into.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct HandCreate {
+    customer_id: String,
+    total_cents: i64,
+}
+
+fn invoice(n: u32) -> Invoice {
+    Invoice {
+        id: format!("INV-{n}"),
+        customer_id: format!("C-{}", n % 37),
+        total_cents: i64::from(n * 7919 % 100_000),
+        status: ["open", "paid", "voided"][n as usize % 3].to_owned(),
+        webhook_secret: format!("whsec_{n}"),
+        tenant_id: "t_777".into(),
+        internal_flags: "beta".into(),
+    }
+}
+
+fn egress(c: &mut Criterion) {
+    let invoice = invoice(7);
+    let mut group = c.benchmark_group("egress");
+    group.bench_function("fusion_view", |b| {
+        let mut out = Vec::with_capacity(256);
+        b.iter(|| {
+            out.clear();
+            serde_json::to_writer(&mut out, &InvoiceView::item(black_box(&invoice))).unwrap();
+            black_box(out.len())
+        })
+    });
+    group.bench_function("serde_json_baseline", |b| {
+        let mut out = Vec::with_capacity(256);
+        b.iter(|| {
+            let invoice = black_box(&invoice);
+            let view = HandView {
+                id: &invoice.id,
+                customer_id: &invoice.customer_id,
+                total_cents: invoice.total_cents,
+                status: &invoice.status,
+            };
+            out.clear();
+            serde_json::to_writer(&mut out, &view).unwrap();
+            black_box(out.len())
+        })
+    });
+    group.finish();
+}
+
+fn arguments(c: &mut Criterion) {
+    let mut params = Params::new();
+    params.group::<InvoiceCreate>();
+    let compiled = params.compile("billing_create_invoice").unwrap();
+    let args = json!({"customer_id": "C-12", "total_cents": 4200});
+    let object = args.as_object().cloned().unwrap();
+    let mut group = c.benchmark_group("arguments");
+    group.bench_function("fusion_profile", |b| {
+        b.iter_batched(
+            || object.clone(),
+            |object| black_box(compiled.read_group::<InvoiceCreate>(object).unwrap()),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("serde_json_baseline", |b| {
+        b.iter_batched(
+            || Value::Object(object.clone()),
+            |value| black_box(serde_json::from_value::<HandCreate>(value).unwrap()),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+#[derive(Serialize, JsonSchema)]
+struct Pong {
+    ok: bool,
+}
+
+fn registry(tools: usize) -> fusion::Server {
+    let mut builder = ServerBuilder::new("bench", "1.0.0");
+    for index in 0..tools {
+        builder = builder.tool_spec(
+            ToolSpec::query(format!("ns{}.tool_{index}", index % 10), "A tool of the benchmark.")
+                .handler(|_: CallContext, _: Nothing| async { Ok::<_, ToolError>(Pong { ok: true }) }),
+        );
+    }
+    builder.build().unwrap()
+}
+
+fn dispatch(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let mut group = c.benchmark_group("dispatch");
+    for tools in [10, 100, 1000] {
+        let server = registry(tools);
+        // The last tool registered: no luck from being first in any list.
+        let name = format!("ns{}_tool_{}", (tools - 1) % 10, tools - 1);
+        let tester = Tester::new(server);
+        group.bench_function(format!("tools_{tools}"), |b| {
+            b.to_async(&runtime).iter(|| async {
+                black_box(tester.call_exposed(&name, json!({})).await.unwrap());
+            })
+        });
+    }
+    group.finish();
+}
+
+fn build(c: &mut Criterion) {
+    c.bench_function("build/registry_1000_tools", |b| b.iter(|| black_box(registry(1000))));
+}
+
+fn checks(_: &mut Criterion) {
+    // The view really is what the baseline writes.
+    let invoice = invoice(7);
+    let fusion = serde_json::to_string(&InvoiceView::item(&invoice)).unwrap();
+    let hand = serde_json::to_string(&HandView {
+        id: &invoice.id,
+        customer_id: &invoice.customer_id,
+        total_cents: invoice.total_cents,
+        status: &invoice.status,
+    })
+    .unwrap();
+    assert_eq!(fusion, hand);
+    assert_eq!(InvoiceView::FIELDS.len(), 4);
+}
+
+criterion_group!(benches, checks, egress, arguments, dispatch, build);
+criterion_main!(benches);
