@@ -192,6 +192,13 @@ pub enum BillingError {
         /// Its status.
         status: &'static str,
     },
+    /// An amount out of range.
+    #[tool_error(
+        code = "InvalidAmount",
+        message = "{0} cents is not a valid invoice total.",
+        recovery = "Send a total between 0 and 100000000000 cents (one billion dollars)."
+    )]
+    InvalidAmount(i64),
     /// The store failed: the agent sees INTERNAL_ERROR, the operator sees the cause in the logs.
     #[tool_error(internal, from)]
     Store(StoreError),
@@ -238,6 +245,18 @@ pub async fn void_invoice(
     }
 }
 
+/// The largest invoice total accepted, in cents: one billion dollars. It also keeps every sum
+/// of totals far from overflowing.
+pub const MAX_TOTAL_CENTS: i64 = 100_000_000_000;
+
+fn checked_amount(total_cents: i64) -> Result<i64, BillingError> {
+    if (0..=MAX_TOTAL_CENTS).contains(&total_cents) {
+        Ok(total_cents)
+    } else {
+        Err(BillingError::InvalidAmount(total_cents))
+    }
+}
+
 /// Creates an open invoice for a customer.
 #[tool(mutation, name = "billing.create_invoice", returns = InvoiceView, invalidates = ["billing.list_invoices", "billing.invoice_stats"], destructive = false, title = "Create invoice", tags = ["invoices"])]
 pub async fn create_invoice(
@@ -245,7 +264,8 @@ pub async fn create_invoice(
     tenant: Tenant,
     invoice: Create<Invoice>,
 ) -> Result<Invoice, BillingError> {
-    Ok(store.create(&tenant.0, &invoice.customer_id, invoice.total_cents)?)
+    let total_cents = checked_amount(invoice.total_cents)?;
+    Ok(store.create(&tenant.0, &invoice.customer_id, total_cents)?)
 }
 
 /// Counts and totals of the tenant's invoices by status.

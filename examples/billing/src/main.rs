@@ -83,7 +83,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             let bound = listener.local_addr()?;
             // One plain line on stderr that scripts and tests can wait for (port 0 picks a port).
             eprintln!("billing: listening on http://{bound}/mcp");
-            mcp.serve_http_on(listener, HttpOptions::default().bind(bound)).await?;
+            mcp.serve_http_on(listener, HttpOptions::default().bind(bound))
+                .await?;
         }
         None => mcp.serve_stdio().await?,
     }

@@ -403,11 +403,17 @@ fn next_call(rng: &mut Rng, model: &mut Model) -> Call {
         64..=71 => {
             let customer = format!("C-{}", rng.below(200));
             let total = *rng.pick(&[0i64, 1, 99, 12_345, -500, i64::MAX, i64::MIN]);
+            // Totals outside 0..=MAX_TOTAL_CENTS are refused, and nothing is created.
+            let expect = if (0..=billing::MAX_TOTAL_CENTS).contains(&total) {
+                Expect::Ok
+            } else {
+                Expect::ToolError("InvalidAmount")
+            };
             Call::tool(
                 "create",
                 "billing_create_invoice",
                 json!({"customer_id": customer, "total_cents": total}),
-                Expect::Ok,
+                expect,
             )
             .checked(move |data| {
                 same("customer_id", &data["customer_id"], customer.as_str())?;
@@ -428,7 +434,9 @@ fn next_call(rng: &mut Rng, model: &mut Model) -> Call {
                 )
             } else {
                 let total = rng.below(1_000_000) as i64 - 1000;
-                let expect = if status == "open" {
+                let expect = if total < 0 {
+                    Expect::ToolError("InvalidAmount")
+                } else if status == "open" {
                     Expect::Ok
                 } else {
                     Expect::ToolError("InvoiceNotOpen")
