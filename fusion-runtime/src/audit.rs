@@ -61,6 +61,12 @@ impl<S: AuditSink + ?Sized> AuditSink for std::sync::Arc<S> {
     }
 }
 
+impl<S: AuditSink + ?Sized> AuditSink for Box<S> {
+    fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
+        (**self).record(record)
+    }
+}
+
 /// Writes each record to the `tracing` log (target `fusion::audit`, level `INFO`).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TracingAuditSink;

@@ -178,6 +178,7 @@ impl Mcp {
                 page_size,
                 list_ttl: ttl,
                 list_cache_scope,
+                discover_cache_scope: self.options.list_cache_scope,
                 context_factory: self.context_factory.clone(),
             }),
         }
@@ -411,6 +412,8 @@ struct Shared {
     page_size: usize,
     list_ttl: u64,
     list_cache_scope: CacheScope,
+    // What discovery says is the same for every caller, whatever the access policy.
+    discover_cache_scope: CacheScope,
     context_factory: Option<ContextFactory>,
 }
 
@@ -499,7 +502,7 @@ impl ServerHandler for McpHandler {
             self.get_info(),
         )
         .with_ttl_ms(self.shared.list_ttl)
-        .with_cache_scope(self.shared.list_cache_scope))
+        .with_cache_scope(self.shared.discover_cache_scope))
     }
 
     async fn list_tools(

@@ -9,11 +9,14 @@
 pub mod model;
 pub mod store;
 
+use std::any::TypeId;
 use std::sync::Arc;
 
+use fusion::middleware::{Middleware, MiddlewareFuture};
 use fusion::{
-    Create, Filter, FromContext, Presented, Server, ServerBuilder, State, Suggestion, ToolError,
-    UiBlock, Update, presenter, tool,
+    ActionInfo, CallContext, Create, Filter, FromContext, Presented, Principal, Router, Server,
+    ServerBuilder, ServerParts, State, Suggestion, ToolError, UiBlock, Update, Verb, presenter,
+    tool,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -22,22 +25,81 @@ use serde_json::json;
 pub use model::{Invoice, Status};
 pub use store::{Store, StoreError, VoidOutcome};
 
-/// The tenant every demo call runs as when no credential says otherwise.
+/// The tenant of the demo data.
 pub const DEMO_TENANT: &str = "t_777";
 
-/// The tenant a call acts for. It comes from the call's context (a verified credential, or
-/// the demo default), never from an agent's arguments: `tenant_id` is guarded in the model.
+/// The scope that allows changing invoices; reads need no scope.
+pub const WRITE_SCOPE: &str = "billing:write";
+
+/// The tenant a call acts for. It is derived by [`TenantFromPrincipal`] from the verified
+/// credential, never taken from an agent's arguments (`tenant_id` is guarded in the model).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tenant(pub String);
 
 impl FromContext for Tenant {
-    fn from_context(context: &fusion::CallContext) -> Result<Self, ToolError> {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
         context
             .extensions()
             .get::<Tenant>()
             .cloned()
             .ok_or_else(|| ToolError::unauthorized("No tenant is attached to this call."))
     }
+
+    // A tool that takes a `Tenant` without the middleware that derives it does not build.
+    fn check(server: &ServerParts) -> Result<(), String> {
+        if server.provides::<Tenant>() {
+            Ok(())
+        } else {
+            Err("`Tenant` is derived by `TenantFromPrincipal`, which is not in its chain".into())
+        }
+    }
+}
+
+/// Derives the [`Tenant`] from the verified principal; a call without one is refused.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TenantFromPrincipal;
+
+impl Middleware for TenantFromPrincipal {
+    fn before<'a>(
+        &'a self,
+        call: &'a mut CallContext,
+        _action: ActionInfo<'a>,
+    ) -> MiddlewareFuture<'a> {
+        let tenant = call
+            .principal()
+            .map(|principal| principal.tenant.clone().ok_or("not bound to a tenant"))
+            .unwrap_or(Err("missing"));
+        let outcome = match tenant {
+            Ok(tenant) => {
+                call.extensions_mut().insert(Tenant(tenant));
+                Ok(())
+            }
+            Err(why) => Err(ToolError::unauthorized(format!(
+                "The caller's credential is {why}: billing tools act for one tenant."
+            ))),
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+
+    fn provides(&self) -> Vec<TypeId> {
+        vec![TypeId::of::<Tenant>()]
+    }
+}
+
+/// Reads are open to every verified caller; changes need the [`WRITE_SCOPE`].
+pub fn access(call: &CallContext, action: ActionInfo<'_>) -> bool {
+    action.verb() == Verb::Query
+        || call
+            .principal()
+            .is_some_and(|principal| principal.has_scope(WRITE_SCOPE))
+}
+
+/// The principal of a trusted local session (stdio: the user who started the process), or of
+/// an anonymous demo over HTTP: the demo tenant, allowed to write.
+pub fn local_principal() -> Principal {
+    Principal::new("local")
+        .with_tenant(DEMO_TENANT)
+        .with_scopes([WRITE_SCOPE.to_owned()])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,7 +280,8 @@ pub async fn get_invoice(
 }
 
 /// Lists invoices, oldest first, optionally only those with a status.
-#[tool(query, name = "billing.list_invoices", returns = InvoiceList, cache = volatile, title = "List invoices", tags = ["invoices"])]
+#[tool(query, name = "billing.list_invoices", returns = InvoiceList, cache = volatile, title = "List invoices",
+       tags = ["invoices"], concurrency(max = 16, queue = 64), max_bytes = 65536)]
 pub async fn list_invoices(
     store: State<Store>,
     tenant: Tenant,
@@ -231,7 +294,8 @@ pub async fn list_invoices(
 }
 
 /// Voids an invoice so that it can no longer be paid.
-#[tool(mutation, name = "billing.void_invoice", returns = InvoiceView, invalidates = "billing.*", title = "Void invoice", tags = ["invoices"])]
+#[tool(mutation, name = "billing.void_invoice", returns = InvoiceView, invalidates = "billing.*", title = "Void invoice",
+       tags = ["invoices"], serialize = "id")]
 pub async fn void_invoice(
     store: State<Store>,
     tenant: Tenant,
@@ -287,7 +351,7 @@ pub struct StatusTotal {
 }
 
 /// Counts and totals of invoices by status.
-#[tool(query, name = "billing.invoice_stats", cache = volatile, tags = ["reports"])]
+#[tool(query, name = "billing.invoice_stats", cache = volatile, tags = ["reports"], toolset = "reports")]
 pub async fn invoice_stats(store: State<Store>, tenant: Tenant) -> Result<Stats, BillingError> {
     let by_status = store
         .totals_by_status(&tenant.0)?
@@ -309,7 +373,7 @@ pub struct StatusGuide {
 }
 
 /// Explains the invoice statuses; the answer never changes.
-#[tool(query, name = "billing.statuses", cache = immutable, tags = ["reference"])]
+#[tool(query, name = "billing.statuses", cache = immutable, tags = ["reference"], toolset = "reports")]
 pub async fn statuses() -> Result<StatusGuide, ToolError> {
     Ok(StatusGuide {
         statuses: vec![
@@ -333,7 +397,7 @@ pub struct Reminder {
 }
 
 /// Sends the customer a payment reminder for an open invoice.
-#[tool(action, name = "billing.send_reminder", idempotent, tags = ["invoices"])]
+#[tool(action, name = "billing.send_reminder", idempotent, tags = ["invoices"], toolset = "reminders")]
 pub async fn send_reminder(
     store: State<Store>,
     tenant: Tenant,
@@ -350,7 +414,8 @@ pub async fn send_reminder(
 }
 
 /// Changes the total of an open invoice.
-#[tool(mutation, name = "billing.update_invoice", returns = InvoiceView, invalidates = "billing.*", idempotent, tags = ["invoices"])]
+#[tool(mutation, name = "billing.update_invoice", returns = InvoiceView, invalidates = "billing.*", idempotent,
+       tags = ["invoices"], serialize = "id")]
 pub async fn update_invoice(
     store: State<Store>,
     tenant: Tenant,
@@ -376,26 +441,35 @@ pub async fn update_invoice(
     }
 }
 
-/// The billing server over `store`, flat (`billing_get_invoice`) or grouped (`billing` with an
-/// `action` argument).
-pub fn server(
-    store: Arc<Store>,
-    exposition: fusion::Exposition,
-) -> Result<Server, fusion::BuildError> {
+/// The billing tools over `store`, with their middleware and access policy: add transport-level
+/// concerns (audit sink, metrics, toolsets, exposition) to the builder, then build it.
+pub fn builder(store: Arc<Store>) -> ServerBuilder {
     ServerBuilder::new("billing", env!("CARGO_PKG_VERSION"))
         .instructions(
             "Invoices of one tenant. Amounts are integer cents. Look invoices up with \
              billing_list_invoices or billing_get_invoice before changing them.",
         )
-        .exposition(exposition)
         .state_arc(store)
-        .tool::<get_invoice>()
-        .tool::<list_invoices>()
-        .tool::<void_invoice>()
-        .tool::<create_invoice>()
-        .tool::<update_invoice>()
-        .tool::<invoice_stats>()
-        .tool::<statuses>()
-        .tool::<send_reminder>()
-        .build()
+        .access(access)
+        .router(
+            Router::new("billing")
+                .middleware(TenantFromPrincipal)
+                .tool::<get_invoice>()
+                .tool::<list_invoices>()
+                .tool::<void_invoice>()
+                .tool::<create_invoice>()
+                .tool::<update_invoice>()
+                .tool::<invoice_stats>()
+                .tool::<statuses>()
+                .tool::<send_reminder>(),
+        )
+}
+
+/// The billing server over `store`, flat (`billing_get_invoice`) or grouped (`billing` with an
+/// `action` argument), without audit or metrics.
+pub fn server(
+    store: Arc<Store>,
+    exposition: fusion::Exposition,
+) -> Result<Server, fusion::BuildError> {
+    builder(store).exposition(exposition).build()
 }

@@ -7,10 +7,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use billing::{DEMO_TENANT, Store, Tenant};
+use billing::{Store, WRITE_SCOPE, local_principal};
 use clap::Parser;
 use fusion::Exposition;
+use fusion::audit::{AuditSink, SqliteAuditSink, TracingAuditSink};
+use fusion::auth::StaticTokens;
+use fusion::observe::CallStats;
 use fusion::serve::{HttpOptions, Mcp};
+use fusion::{Principal, ServerBuilder};
 
 /// The billing connector: invoices in front of AI agents, over MCP.
 #[derive(Debug, Parser)]
@@ -28,6 +32,23 @@ struct Args {
     /// Expose one `billing` tool with an `action` argument instead of one tool per action.
     #[arg(long)]
     grouped: bool,
+    /// A bearer token accepted over HTTP: `TOKEN=TENANT` (read and write) or
+    /// `TOKEN=TENANT:read` (read only). Repeat for several. Without any, a random token for
+    /// the demo tenant is generated and printed on stderr.
+    #[arg(
+        long = "token",
+        value_name = "TOKEN=TENANT[:read]",
+        env = "BILLING_TOKENS",
+        value_delimiter = ','
+    )]
+    tokens: Vec<String>,
+    /// Serve HTTP without authentication, every call acting for the demo tenant. For local
+    /// demos and protocol test suites only.
+    #[arg(long, conflicts_with = "tokens")]
+    allow_anonymous: bool,
+    /// Serve only these toolsets (`reports`, `reminders`), besides the core invoice tools.
+    #[arg(long, value_delimiter = ',')]
+    toolsets: Option<Vec<String>>,
 }
 
 /// `$XDG_DATA_HOME/fusion-billing`, else `~/.local/share/fusion-billing`, else `./billing-data`.
@@ -67,26 +88,94 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         Store::open(&args.data_dir)?
     };
     tracing::info!(data = ?store.path(), "billing store ready");
-    let exposition = if args.grouped {
-        Exposition::Grouped
-    } else {
-        Exposition::Flat
+    // The audit trail lives in the billing database itself (append-only table).
+    let audit: Box<dyn AuditSink> = match store.path() {
+        Some(path) => Box::new(SqliteAuditSink::open(path)?),
+        None => Box::new(TracingAuditSink),
     };
-    let server = billing::server(Arc::new(store), exposition)?;
-    // Demo mode: every call acts for the demo tenant.
-    let mcp = Mcp::new(server).context(|_request, call| {
-        call.extensions_mut().insert(Tenant(DEMO_TENANT.to_owned()));
-    });
-    match args.http {
-        Some(address) => {
-            let listener = tokio::net::TcpListener::bind(address).await?;
-            let bound = listener.local_addr()?;
-            // One plain line on stderr that scripts and tests can wait for (port 0 picks a port).
-            eprintln!("billing: listening on http://{bound}/mcp");
-            mcp.serve_http_on(listener, HttpOptions::default().bind(bound))
-                .await?;
-        }
-        None => mcp.serve_stdio().await?,
+    let stats = Arc::new(CallStats::new());
+    let mut builder: ServerBuilder = billing::builder(Arc::new(store))
+        .exposition(if args.grouped {
+            Exposition::Grouped
+        } else {
+            Exposition::Flat
+        })
+        .audit(audit)
+        .metrics(stats.clone());
+    if let Some(toolsets) = args.toolsets {
+        builder = builder.enable_toolsets(toolsets);
     }
+    let server = builder.build()?;
+    let result = match args.http {
+        None => {
+            // The process owner is the caller: a trusted local session of the demo tenant.
+            let mcp = Mcp::new(server).context(|_request, call| {
+                call.extensions_mut().insert(local_principal());
+            });
+            mcp.serve_stdio().await.map_err(Into::into)
+        }
+        Some(address) => serve_http(server, address, args.tokens, args.allow_anonymous).await,
+    };
+    tracing::info!(stats = ?stats.snapshot(), "billing stopped");
+    result
+}
+
+async fn serve_http(
+    server: fusion::Server,
+    address: SocketAddr,
+    tokens: Vec<String>,
+    allow_anonymous: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    let bound = listener.local_addr()?;
+    let mut options = HttpOptions::default().bind(bound);
+    let mut mcp = Mcp::new(server);
+    if allow_anonymous {
+        tracing::warn!(
+            "serving HTTP without authentication: every caller acts for the demo tenant"
+        );
+        mcp = mcp.context(|_request, call| {
+            call.extensions_mut().insert(local_principal());
+        });
+    } else {
+        options = options.auth(static_tokens(&tokens)?);
+    }
+    // One plain line on stderr that scripts and tests can wait for (port 0 picks a port).
+    eprintln!("billing: listening on http://{bound}/mcp");
+    mcp.serve_http_on(listener, options).await?;
     Ok(())
+}
+
+/// The accepted tokens; without any, one random token for the demo tenant, printed once.
+fn static_tokens(specs: &[String]) -> Result<StaticTokens, String> {
+    let mut tokens = StaticTokens::new();
+    if specs.is_empty() {
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        eprintln!(
+            "billing: bearer token for tenant {}: {token}",
+            billing::DEMO_TENANT
+        );
+        return Ok(tokens.with(token, local_principal()));
+    }
+    for spec in specs {
+        let (token, rest) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("--token `{spec}`: expected TOKEN=TENANT[:read]"))?;
+        let (tenant, read_only) = match rest.split_once(':') {
+            Some((tenant, "read")) => (tenant, true),
+            Some((_, other)) => return Err(format!("--token `{spec}`: unknown mode `{other}`")),
+            None => (rest, false),
+        };
+        if token.is_empty() || tenant.is_empty() {
+            return Err(format!(
+                "--token `{spec}`: the token and the tenant cannot be empty"
+            ));
+        }
+        let mut principal = Principal::new(format!("token:{tenant}")).with_tenant(tenant);
+        if !read_only {
+            principal = principal.with_scopes([WRITE_SCOPE.to_owned()]);
+        }
+        tokens = tokens.with(token, principal);
+    }
+    Ok(tokens)
 }

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use billing::{DEMO_TENANT, Store, Tenant};
+use billing::Store;
 use fusion::Exposition;
 use fusion::serve::{HttpOptions, Mcp, ServeError};
 use rmcp::model::{
@@ -60,7 +60,7 @@ fn billing_mcp() -> Mcp {
     let store = Store::open_in_memory().expect("in-memory store");
     let server = billing::server(Arc::new(store), Exposition::Flat).expect("billing server");
     Mcp::new(server).context(|_request, call| {
-        call.extensions_mut().insert(Tenant(DEMO_TENANT.into()));
+        call.extensions_mut().insert(billing::local_principal());
     })
 }
 
@@ -323,11 +323,12 @@ async fn rmcp_client_stateless_2026_07_28() {
         let info = client.peer().peer_info().expect("discover result");
         assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
 
-        // tools/list carries the cache hints for 2026-07-28 clients: 5 minutes, public.
+        // tools/list carries the cache hints for 2026-07-28 clients: 5 minutes, private (the
+        // billing server has an access policy, so the list depends on who asks).
         let page = client.peer().list_tools(None).await.expect("tools/list");
         assert_eq!(page.tools.len(), 8);
         assert_eq!(page.ttl_ms, Some(300_000));
-        assert_eq!(page.cache_scope, Some(CacheScope::Public));
+        assert_eq!(page.cache_scope, Some(CacheScope::Private));
 
         // server/discover answers with the server's identity and versions.
         let discovered = client
@@ -396,7 +397,8 @@ async fn stateless_requests_on_the_wire() {
         let result = &list.json()["result"];
         assert_eq!(result["tools"].as_array().unwrap().len(), 8);
         assert_eq!(result["ttlMs"], 300_000);
-        assert_eq!(result["cacheScope"], "public");
+        // The list depends on the caller (access policy): never shared between callers.
+        assert_eq!(result["cacheScope"], "private");
         assert_eq!(result["resultType"], "complete");
 
         // tools/call with Mcp-Name.

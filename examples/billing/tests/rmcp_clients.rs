@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use billing::{DEMO_TENANT, Store, Tenant};
+use billing::Store;
 use fusion::Exposition;
 use fusion::serve::Mcp;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, JsonObject};
@@ -47,7 +47,7 @@ fn billing_mcp() -> Mcp {
     let store = Store::open_in_memory().expect("in-memory store");
     let server = billing::server(Arc::new(store), Exposition::Flat).expect("billing server");
     Mcp::new(server).context(|_request, call| {
-        call.extensions_mut().insert(Tenant(DEMO_TENANT.into()));
+        call.extensions_mut().insert(billing::local_principal());
     })
 }
 

@@ -358,7 +358,7 @@ impl BillingHttp {
     /// Like [`BillingHttp::spawn`], with more arguments for the binary (e.g. `--grouped`).
     pub(crate) fn spawn_with(extra_args: &[&str]) -> Self {
         let mut child = Command::new(billing_bin())
-            .args(["--in-memory", "--http", "127.0.0.1:0"])
+            .args(["--in-memory", "--allow-anonymous", "--http", "127.0.0.1:0"])
             .args(extra_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
