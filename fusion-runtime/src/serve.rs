@@ -177,7 +177,6 @@ impl Mcp {
                 pages,
                 page_size,
                 list_ttl: ttl,
-                list_cache_scope,
                 discover_cache_scope: self.options.list_cache_scope,
                 context_factory: self.context_factory.clone(),
             }),
@@ -411,7 +410,6 @@ struct Shared {
     pages: Vec<ListToolsResult>,
     page_size: usize,
     list_ttl: u64,
-    list_cache_scope: CacheScope,
     // What discovery says is the same for every caller, whatever the access policy.
     discover_cache_scope: CacheScope,
     context_factory: Option<ContextFactory>,

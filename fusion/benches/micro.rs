@@ -12,7 +12,9 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use fusion::testing::Tester;
-use fusion::{CallContext, Params, Presenter, ServerBuilder, ToolError, ToolSpec, model, presenter};
+use fusion::{
+    CallContext, Params, Presenter, ServerBuilder, ToolError, ToolSpec, model, presenter,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -21,20 +23,20 @@ use serde_json::{Value, json};
 #[model(fillable(create = [customer_id, total_cents]))]
 pub struct Invoice {
     #[cast("Invoice id, such as INV-7")]
-    pub id: String,
+    id: String,
     #[cast("Customer id")]
-    pub customer_id: String,
+    customer_id: String,
     #[cast("Total in integer cents")]
-    pub total_cents: i64,
+    total_cents: i64,
     #[cast("open, paid or voided")]
-    pub status: String,
+    status: String,
     #[hidden]
-    pub webhook_secret: String,
+    webhook_secret: String,
     #[guarded]
     #[hidden]
-    pub tenant_id: String,
+    tenant_id: String,
     #[hidden]
-    pub internal_flags: String,
+    internal_flags: String,
 }
 
 /// The view an agent gets.
@@ -136,15 +138,20 @@ fn registry(tools: usize) -> fusion::Server {
     let mut builder = ServerBuilder::new("bench", "1.0.0");
     for index in 0..tools {
         builder = builder.tool_spec(
-            ToolSpec::query(format!("ns{}.tool_{index}", index % 10), "A tool of the benchmark.")
-                .handler(|_: CallContext, _: Nothing| async { Ok::<_, ToolError>(Pong { ok: true }) }),
+            ToolSpec::query(
+                format!("ns{}.tool_{index}", index % 10),
+                "A tool of the benchmark.",
+            )
+            .handler(|_: CallContext, _: Nothing| async { Ok::<_, ToolError>(Pong { ok: true }) }),
         );
     }
     builder.build().unwrap()
 }
 
 fn dispatch(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let mut group = c.benchmark_group("dispatch");
     for tools in [10, 100, 1000] {
         let server = registry(tools);
@@ -161,7 +168,9 @@ fn dispatch(c: &mut Criterion) {
 }
 
 fn build(c: &mut Criterion) {
-    c.bench_function("build/registry_1000_tools", |b| b.iter(|| black_box(registry(1000))));
+    c.bench_function("build/registry_1000_tools", |b| {
+        b.iter(|| black_box(registry(1000)))
+    });
 }
 
 fn checks(_: &mut Criterion) {

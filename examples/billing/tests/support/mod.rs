@@ -357,9 +357,17 @@ impl BillingHttp {
 
     /// Like [`BillingHttp::spawn`], with more arguments for the binary (e.g. `--grouped`).
     pub(crate) fn spawn_with(extra_args: &[&str]) -> Self {
+        let mut args = vec!["--in-memory", "--allow-anonymous"];
+        args.extend_from_slice(extra_args);
+        Self::spawn_exactly(&args)
+    }
+
+    /// Starts `billing <args> --http 127.0.0.1:0`: nothing else is added (no `--in-memory`,
+    /// no `--allow-anonymous`), for tests of authentication and of the on-disk store.
+    pub(crate) fn spawn_exactly(args: &[&str]) -> Self {
         let mut child = Command::new(billing_bin())
-            .args(["--in-memory", "--allow-anonymous", "--http", "127.0.0.1:0"])
-            .args(extra_args)
+            .args(args)
+            .args(["--http", "127.0.0.1:0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -1,0 +1,483 @@
+//! Production concerns over real HTTP (issue 4): the tenant comes from a verified bearer token,
+//! tenants never see each other's invoices, scopes gate writes, concurrent writes are
+//! serialized, and every successful write lands in the append-only audit trail.
+#![cfg(unix)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::BillingHttp;
+
+const ALPHA: &str = "alpha-token-3f9c";
+const BETA: &str = "beta-token-71aa";
+const READER: &str = "reader-token-0b2e";
+
+fn tokens() -> Vec<String> {
+    vec![
+        format!("--token={ALPHA}=t_777"),
+        format!("--token={BETA}=t_other"),
+        format!("--token={READER}=t_777:read"),
+    ]
+}
+
+fn spawn_with_tokens(extra: &[&str]) -> BillingHttp {
+    let tokens = tokens();
+    let mut args: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    args.extend_from_slice(extra);
+    BillingHttp::spawn_exactly(&args)
+}
+
+/// A stateless 2026-07-28 caller with a bearer token.
+#[derive(Clone)]
+struct Caller {
+    http: reqwest::Client,
+    url: String,
+    token: Option<String>,
+}
+
+/// The answer to one request.
+struct Answer {
+    status: u16,
+    www_authenticate: Option<String>,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|error| panic!("not JSON ({error}): {}", self.body))
+    }
+
+    /// The tool result's envelope.
+    fn envelope(&self) -> Value {
+        self.json()["result"]["structuredContent"].clone()
+    }
+
+    /// The error code of a failed tool call, `None` on success.
+    fn error_code(&self) -> Option<String> {
+        let envelope = self.envelope();
+        assert!(envelope.is_object(), "not a tool result: {}", self.body);
+        envelope["error"]["code"].as_str().map(str::to_owned)
+    }
+}
+
+impl Caller {
+    fn new(server: &BillingHttp, token: Option<&str>) -> Self {
+        Caller {
+            http: reqwest::Client::new(),
+            url: server.url().to_owned(),
+            token: token.map(str::to_owned),
+        }
+    }
+
+    async fn request(&self, method: &str, name: Option<&str>, mut params: Value) -> Answer {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "tenancy-test", "version": "1.0.0"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", method)
+            .body(body.to_string());
+        if let Some(name) = name {
+            request = request.header("Mcp-Name", name);
+        }
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response = tokio::time::timeout(Duration::from_secs(20), request.send())
+            .await
+            .expect("an answer within 20 s")
+            .expect("HTTP request");
+        let status = response.status().as_u16();
+        let www_authenticate = response
+            .headers()
+            .get("www-authenticate")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let body = response.text().await.expect("HTTP body");
+        Answer {
+            status,
+            www_authenticate,
+            body,
+        }
+    }
+
+    async fn call(&self, tool: &str, arguments: Value) -> Answer {
+        let answer = self
+            .request(
+                "tools/call",
+                Some(tool),
+                json!({"name": tool, "arguments": arguments}),
+            )
+            .await;
+        assert_eq!(answer.status, 200, "{tool}: {}", answer.body);
+        answer
+    }
+
+    async fn list(&self) -> Vec<String> {
+        let answer = self.request("tools/list", None, json!({})).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.json()["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_or_bad_token_is_refused_with_401_before_any_tool_runs() {
+    let server = spawn_with_tokens(&["--in-memory"]);
+    for token in [None, Some("not-a-token"), Some("")] {
+        let caller = Caller::new(&server, token);
+        let answer = caller
+            .request(
+                "tools/call",
+                Some("billing_void_invoice"),
+                json!({"name": "billing_void_invoice", "arguments": {"id": "INV-3"}}),
+            )
+            .await;
+        assert_eq!(answer.status, 401, "{token:?}: {}", answer.body);
+        let challenge = answer.www_authenticate.expect("a WWW-Authenticate header");
+        assert!(challenge.starts_with("Bearer realm=\"mcp\""), "{challenge}");
+    }
+    let bad = Caller::new(&server, Some("not-a-token"))
+        .request("tools/list", None, json!({}))
+        .await;
+    assert!(
+        bad.www_authenticate
+            .unwrap()
+            .contains("error=\"invalid_token\"")
+    );
+    // Nothing was voided by the refused calls.
+    let invoice = Caller::new(&server, Some(ALPHA))
+        .call("billing_get_invoice", json!({"id": "INV-3"}))
+        .await;
+    assert_eq!(invoice.envelope()["data"]["status"], "open");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenant_never_reads_or_changes_anothers_invoices() {
+    let server = spawn_with_tokens(&["--in-memory"]);
+    let alpha = Caller::new(&server, Some(ALPHA));
+    let beta = Caller::new(&server, Some(BETA));
+    let created = beta
+        .call(
+            "billing_create_invoice",
+            json!({"customer_id": "C-beta", "total_cents": 500}),
+        )
+        .await;
+    assert_eq!(created.error_code(), None, "{}", created.body);
+    let beta_invoice = created.envelope()["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Each tenant sees only its own invoices, whichever tool asks.
+    assert_eq!(
+        alpha
+            .call("billing_get_invoice", json!({"id": beta_invoice}))
+            .await
+            .error_code()
+            .as_deref(),
+        Some("InvoiceNotFound")
+    );
+    assert_eq!(
+        beta.call("billing_get_invoice", json!({"id": "INV-7"}))
+            .await
+            .error_code()
+            .as_deref(),
+        Some("InvoiceNotFound")
+    );
+    let beta_list = beta
+        .call("billing_list_invoices", json!({"limit": 50}))
+        .await
+        .envelope();
+    assert_eq!(
+        beta_list["data"],
+        json!([{"id": beta_invoice, "customer_id": "C-beta", "total_cents": 500, "status": "open"}])
+    );
+    let alpha_list = alpha
+        .call("billing_list_invoices", json!({"limit": 50}))
+        .await
+        .envelope();
+    assert!(
+        alpha_list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|invoice| invoice["id"] != beta_invoice)
+    );
+    let beta_stats = beta
+        .call("billing_invoice_stats", json!({}))
+        .await
+        .envelope();
+    let counts: BTreeMap<String, u64> = beta_stats["data"]["by_status"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| {
+            (
+                line["status"].as_str().unwrap().to_owned(),
+                line["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counts.values().sum::<u64>(), 1, "{counts:?}");
+
+    // Nor changes them.
+    assert_eq!(
+        alpha
+            .call("billing_void_invoice", json!({"id": beta_invoice}))
+            .await
+            .error_code()
+            .as_deref(),
+        Some("InvoiceNotFound")
+    );
+    assert_eq!(
+        beta.call("billing_void_invoice", json!({"id": "INV-3"}))
+            .await
+            .error_code()
+            .as_deref(),
+        Some("InvoiceNotFound")
+    );
+    assert_eq!(
+        alpha
+            .call("billing_get_invoice", json!({"id": "INV-3"}))
+            .await
+            .envelope()["data"]["status"],
+        "open"
+    );
+
+    // A tenant id sent in the arguments is refused: it is guarded.
+    let smuggled = alpha
+        .call(
+            "billing_create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 1, "tenant_id": "t_other"}),
+        )
+        .await;
+    assert_eq!(smuggled.error_code().as_deref(), Some("VALIDATION_ERROR"));
+    assert_eq!(
+        beta.call("billing_list_invoices", json!({}))
+            .await
+            .envelope()["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_token_sees_and_calls_only_reads() {
+    let server = spawn_with_tokens(&["--in-memory"]);
+    let reader = Caller::new(&server, Some(READER));
+    let listed = reader.list().await;
+    assert!(listed.contains(&"billing_get_invoice".to_owned()));
+    assert!(
+        !listed
+            .iter()
+            .any(|name| name == "billing_void_invoice" || name == "billing_create_invoice"),
+        "{listed:?}"
+    );
+    assert_eq!(
+        reader
+            .call("billing_get_invoice", json!({"id": "INV-3"}))
+            .await
+            .error_code(),
+        None
+    );
+    let denied = reader
+        .call("billing_void_invoice", json!({"id": "INV-3"}))
+        .await;
+    assert_eq!(denied.error_code().as_deref(), Some("FORBIDDEN"));
+    let writer = Caller::new(&server, Some(ALPHA));
+    assert_eq!(writer.list().await.len(), 8);
+    assert_eq!(
+        writer
+            .call("billing_get_invoice", json!({"id": "INV-3"}))
+            .await
+            .envelope()["data"]["status"],
+        "open"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_voids_over_http_succeed_exactly_once() {
+    let server = spawn_with_tokens(&["--in-memory"]);
+    let caller = Caller::new(&server, Some(ALPHA));
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let caller = caller.clone();
+            tokio::spawn(async move {
+                caller
+                    .call("billing_void_invoice", json!({"id": "INV-6"}))
+                    .await
+                    .error_code()
+            })
+        })
+        .collect();
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for task in tasks {
+        let code = task.await.unwrap().unwrap_or_else(|| "ok".to_owned());
+        *outcomes.entry(code).or_default() += 1;
+    }
+    assert_eq!(
+        outcomes,
+        BTreeMap::from([("AlreadyVoided".to_owned(), 49), ("ok".to_owned(), 1)])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_load_is_served_without_stalls_or_failures() {
+    let server = spawn_with_tokens(&["--in-memory"]);
+    let caller = Caller::new(&server, Some(ALPHA));
+    let tasks: Vec<_> = (0..16)
+        .map(|worker| {
+            let caller = caller.clone();
+            tokio::spawn(async move {
+                let mut codes = Vec::new();
+                for step in 0..25u32 {
+                    let n = (worker * 61 + step * 17) % 1000 + 1;
+                    let answer = match step % 5 {
+                        0 => {
+                            caller
+                                .call("billing_list_invoices", json!({"limit": 50}))
+                                .await
+                        }
+                        1 => {
+                            caller
+                                .call("billing_void_invoice", json!({"id": format!("INV-{n}")}))
+                                .await
+                        }
+                        _ => {
+                            caller
+                                .call("billing_get_invoice", json!({"id": format!("INV-{n}")}))
+                                .await
+                        }
+                    };
+                    codes.push(answer.error_code());
+                }
+                codes
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for task in tasks {
+        for code in tokio::time::timeout(Duration::from_secs(60), task)
+            .await
+            .expect("no stall")
+            .unwrap()
+        {
+            total += 1;
+            // Only domain outcomes of a correct server: nothing internal, nothing refused.
+            assert!(
+                matches!(code.as_deref(), None | Some("AlreadyVoided")),
+                "{code:?}"
+            );
+        }
+    }
+    assert_eq!(total, 400);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn successful_writes_land_in_the_append_only_audit_trail() {
+    let data = tempfile::tempdir().expect("a temporary data directory");
+    let data_dir = data.path().to_str().unwrap().to_owned();
+    let server = spawn_with_tokens(&["--data-dir", &data_dir]);
+    let alpha = Caller::new(&server, Some(ALPHA));
+    let beta = Caller::new(&server, Some(BETA));
+    assert_eq!(
+        alpha
+            .call("billing_void_invoice", json!({"id": "INV-3"}))
+            .await
+            .error_code(),
+        None
+    );
+    assert_eq!(
+        alpha
+            .call("billing_void_invoice", json!({"id": "INV-3"}))
+            .await
+            .error_code()
+            .as_deref(),
+        Some("AlreadyVoided")
+    );
+    assert_eq!(
+        alpha
+            .call("billing_get_invoice", json!({"id": "INV-3"}))
+            .await
+            .error_code(),
+        None
+    );
+    assert_eq!(
+        beta.call(
+            "billing_create_invoice",
+            json!({"customer_id": "C-9", "total_cents": 99})
+        )
+        .await
+        .error_code(),
+        None
+    );
+    assert_eq!(
+        alpha
+            .call("billing_send_reminder", json!({"id": "INV-4"}))
+            .await
+            .error_code(),
+        None
+    );
+    drop(server);
+
+    let database = rusqlite::Connection::open(data.path().join("billing.sqlite3")).unwrap();
+    let mut rows = database
+        .prepare("SELECT action, tenant, principal, arguments_digest, outcome FROM audit_events ORDER BY seq")
+        .unwrap();
+    let trail: Vec<(String, String, String, String, String)> = rows
+        .query_map([], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let summary: Vec<(&str, &str, &str)> = trail
+        .iter()
+        .map(|(action, tenant, _, _, outcome)| (action.as_str(), tenant.as_str(), outcome.as_str()))
+        .collect();
+    // The failed void and the read are not audited.
+    assert_eq!(
+        summary,
+        [
+            ("billing.void_invoice", "t_777", "ok"),
+            ("billing.create_invoice", "t_other", "ok"),
+            ("billing.send_reminder", "t_777", "ok"),
+        ]
+    );
+    assert_eq!(trail[0].2, "token:t_777");
+    assert_eq!(
+        trail[0].3,
+        fusion::audit::arguments_digest(&json!({"id": "INV-3"}))
+    );
+    // Append-only: the trail cannot be rewritten.
+    assert!(
+        database
+            .execute("UPDATE audit_events SET outcome = 'forged'", [])
+            .is_err()
+    );
+    assert!(database.execute("DELETE FROM audit_events", []).is_err());
+}
