@@ -129,6 +129,17 @@ async fn serve_http(
     let listener = tokio::net::TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
     let mut options = HttpOptions::default().bind(bound);
+    // Ctrl-C is caught from here on, before anyone is told the server is listening.
+    #[cfg(unix)]
+    {
+        let shutdown = options.shutdown.clone();
+        let mut interrupt =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        tokio::spawn(async move {
+            interrupt.recv().await;
+            shutdown.cancel();
+        });
+    }
     let mut mcp = Mcp::new(server);
     if allow_anonymous {
         tracing::warn!(

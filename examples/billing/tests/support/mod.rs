@@ -428,6 +428,23 @@ impl BillingHttp {
     }
 }
 
+impl BillingHttp {
+    /// Sends SIGINT (what Ctrl-C sends) and waits at most `timeout` for the process to exit;
+    /// returns its exit status, or `None` if it is still running.
+    pub(crate) fn interrupt(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let pid = Pid::from_raw(i32::try_from(self.child.id()).ok()?)?;
+        rustix::process::kill_process(pid, Signal::INT).ok()?;
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
 impl Drop for BillingHttp {
     fn drop(&mut self) {
         let _ = self.child.kill();
