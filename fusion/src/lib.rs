@@ -67,7 +67,12 @@
 //! `content` carries text blocks for the agent, in order: the data as JSON, a truncation notice,
 //! `<ui_passthrough>` blocks, `<domain_rules>`, `<action_suggestions>` and
 //! `<cache_invalidation/>`; or one `<tool_error>` block.
+//!
+//! [`production`] describes middleware, authentication, guards, access, audit and tracing.
 #![doc(test(attr(deny(warnings))))]
+
+#[doc = include_str!("docs/production.md")]
+pub mod production {}
 
 #[doc = include_str!("docs/tool_error.md")]
 pub use fusion_macros::ToolError;
