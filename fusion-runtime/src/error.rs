@@ -48,7 +48,7 @@ type Text = Cow<'static, str>;
 /// Any `std::error::Error` converts into an `INTERNAL_ERROR`: its text is logged with an
 /// `errorId` and never sent to the agent. That is why `ToolError` itself does not implement
 /// `std::error::Error`, and why domain error types (which keep their own codes) should
-/// derive [`ToolError`](macro@crate::ToolError) rather than `std::error::Error`.
+/// derive `fusion::ToolError` rather than `std::error::Error`.
 ///
 /// ```
 /// use fusion_runtime::ToolError;
@@ -149,7 +149,7 @@ impl ToolError {
     /// Sets the actions the agent may take instead, as canonical keys (`billing.list_invoices`).
     ///
     /// Every key must name a tool of the server: keys declared statically (through a
-    /// [`ToolError`](macro@crate::ToolError) derive) are checked when the server is built;
+    /// `fusion::ToolError` derive) are checked when the server is built;
     /// any other key that names no tool is dropped from the response and logged.
     #[must_use]
     pub fn with_actions<I, S>(mut self, actions: I) -> Self

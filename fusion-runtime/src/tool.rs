@@ -134,7 +134,7 @@ impl<T, E> HandlerResult for Result<T, E> {
 }
 
 /// Error types whose possible actions are known statically, so that a server can check them
-/// when it is built. Derived by [`ToolError`](macro@crate::ToolError).
+/// when it is built. Derived by `#[derive(fusion::ToolError)]`.
 pub trait ErrorCatalog {
     /// The canonical keys of every tool these errors may offer as an available action.
     const ACTIONS: &'static [&'static str];
