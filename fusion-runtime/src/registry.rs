@@ -1003,6 +1003,42 @@ impl Server {
         Ok(self.run_action(action, args, context).await)
     }
 
+    /// The core path only — handler, presenter, envelope — without access, middleware, guards,
+    /// audit, metrics or span: the yardstick that shows those stages cost nothing when unset.
+    /// Flat tools only.
+    #[doc(hidden)]
+    pub async fn call_tool_core_only(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: CallContext,
+    ) -> Result<CallToolResult, UnknownTool> {
+        let inner = &*self.inner;
+        let tool = inner
+            .by_name
+            .get(name)
+            .map(|&index| &inner.tools[index])
+            .ok_or_else(|| UnknownTool(name.to_owned()))?;
+        let Dispatch::Single(index) = tool.dispatch else {
+            return Err(UnknownTool(name.to_owned()));
+        };
+        let action = &inner.actions[index];
+        let call = Call {
+            context,
+            args: arguments.unwrap_or_default(),
+            layout: Arc::clone(&action.layout),
+            tool: Arc::clone(&action.exposed_tool),
+        };
+        Ok(
+            match envelope::run_guarded(action.handler.as_ref(), call).await {
+                Ok(presentation) => envelope::seal_success(self, action, presentation),
+                Err(error) => {
+                    envelope::seal_error(self, &action.exposed_tool, &action.sealed, error)
+                }
+            },
+        )
+    }
+
     /// The pipeline of one action: access, middleware, guards, handler (with its argument
     /// reading and presentation), egress budget, envelope, audit and metrics — in that order.
     async fn run_action(

@@ -167,6 +167,61 @@ fn dispatch(c: &mut Criterion) {
     group.finish();
 }
 
+/// The production stages (access, middleware, guards, audit, metrics, span) cost nothing when
+/// unset: the full pipeline of a server without them against the core path alone, and the
+/// same tool with all of them set, for scale.
+fn hooks(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let bare = registry(10);
+    let name = "ns9_tool_9";
+    let mut group = c.benchmark_group("hooks");
+    group.bench_function("core_path_only", |b| {
+        b.to_async(&runtime).iter(|| async {
+            black_box(
+                bare.call_tool_core_only(name, None, bare.new_context())
+                    .await
+                    .unwrap(),
+            );
+        })
+    });
+    group.bench_function("pipeline_hooks_unset", |b| {
+        b.to_async(&runtime).iter(|| async {
+            black_box(
+                bare.call_tool(name, None, bare.new_context())
+                    .await
+                    .unwrap(),
+            );
+        })
+    });
+    let stats = std::sync::Arc::new(fusion::observe::CallStats::new());
+    let hooked = ServerBuilder::new("bench", "1.0.0")
+        .tool_spec(
+            ToolSpec::query("ns9.tool_9", "A tool of the benchmark.")
+                .with_concurrency(fusion::Concurrency::new(64, 64))
+                .with_middleware(fusion::middleware::from_fn(|_, _| Ok(())))
+                .handler(|_: CallContext, _: Nothing| async {
+                    Ok::<_, ToolError>(Pong { ok: true })
+                }),
+        )
+        .access(|_: &CallContext, _: fusion::ActionInfo<'_>| true)
+        .metrics(stats)
+        .build()
+        .unwrap();
+    group.bench_function("pipeline_hooks_set", |b| {
+        b.to_async(&runtime).iter(|| async {
+            black_box(
+                hooked
+                    .call_tool(name, None, hooked.new_context())
+                    .await
+                    .unwrap(),
+            );
+        })
+    });
+    group.finish();
+}
+
 fn build(c: &mut Criterion) {
     c.bench_function("build/registry_1000_tools", |b| {
         b.iter(|| black_box(registry(1000)))
@@ -188,5 +243,5 @@ fn checks(_: &mut Criterion) {
     assert_eq!(InvoiceView::FIELDS.len(), 4);
 }
 
-criterion_group!(benches, checks, egress, arguments, dispatch, build);
+criterion_group!(benches, checks, egress, arguments, dispatch, hooks, build);
 criterion_main!(benches);
