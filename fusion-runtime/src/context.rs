@@ -63,23 +63,22 @@ impl ServerParts {
 ///
 /// A new context is made for every request, so nothing leaks from one call to the next.
 pub struct CallContext {
-    pub(crate) state: StateMap,
+    pub(crate) state: Arc<StateMap>,
     pub(crate) extensions: Extensions,
     pub(crate) meta: RequestMetaObject,
     pub(crate) cancellation: CancellationToken,
     pub(crate) request: RequestFacts,
 }
 
-/// What the transport knows about the request.
+/// What the transport knows about the request; read on demand, so that a call that never asks
+/// costs nothing.
 #[derive(Default, Clone)]
 pub(crate) struct RequestFacts {
     pub(crate) peer: Option<Peer<RoleServer>>,
-    pub(crate) protocol_version: Option<ProtocolVersion>,
-    pub(crate) client_info: Option<Implementation>,
 }
 
 impl CallContext {
-    pub(crate) fn new(state: StateMap) -> Self {
+    pub(crate) fn new(state: Arc<StateMap>) -> Self {
         CallContext {
             state,
             extensions: Extensions::new(),
@@ -94,14 +93,22 @@ impl CallContext {
         self.meta = meta;
     }
 
-    /// The protocol version of this request, when the transport knows it.
-    pub fn protocol_version(&self) -> Option<&ProtocolVersion> {
-        self.request.protocol_version.as_ref()
+    /// The protocol version of this request (from its `_meta`, or negotiated by the session),
+    /// when the transport knows it.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.meta.protocol_version().or_else(|| {
+            let peer = self.request.peer.as_ref()?;
+            peer.peer_info().map(|info| info.protocol_version.clone())
+        })
     }
 
-    /// The client's name and version, when the transport knows them.
-    pub fn client_info(&self) -> Option<&Implementation> {
-        self.request.client_info.as_ref()
+    /// The client's name and version (from the request's `_meta`, or the session's
+    /// `initialize`), when the transport knows them.
+    pub fn client_info(&self) -> Option<Implementation> {
+        self.meta.client_info().or_else(|| {
+            let peer = self.request.peer.as_ref()?;
+            peer.peer_info().map(|info| info.client_info.clone())
+        })
     }
 
     /// The HTTP request this call came in, when it came over HTTP.

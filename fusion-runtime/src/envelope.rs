@@ -118,6 +118,7 @@ pub(crate) fn seal_success(
 ) -> CallToolResult {
     let Presentation {
         data,
+        data_text,
         ui,
         suggestions,
         declared_actions,
@@ -125,7 +126,9 @@ pub(crate) fn seal_success(
     } = presentation;
     let sealed = &action.sealed;
     let mut content = Vec::with_capacity(2 + ui.len());
-    content.push(ContentBlock::text(data.to_string()));
+    content.push(ContentBlock::text(
+        data_text.unwrap_or_else(|| data.to_string()),
+    ));
     let mut meta = sealed.meta.clone();
     if let Some(truncation) = truncation {
         let (reason, advice) = if truncation.by_budget {
@@ -218,6 +221,7 @@ pub(crate) fn apply_budget(presentation: &mut Presentation, budget: usize) -> bo
         .truncation
         .map_or(items.len(), |truncation| truncation.total);
     items.truncate(keep);
+    presentation.data_text = None;
     presentation.ui.clear();
     presentation.truncation = Some(crate::present::Truncation {
         shown: keep,

@@ -1,7 +1,9 @@
 //! Observability (SPEC R8): a `tracing` span per call, W3C trace context from the request's
 //! `_meta`, and metrics hooks that cost nothing when unset.
 //!
-//! Every call runs in a span `tool_call` (target `fusion::call`) with the fields `tool`,
+//! Every call runs in a span `tool_call` (target `fusion::call`, level `DEBUG` unless
+//! [`ServerBuilder::call_span_level`](crate::ServerBuilder::call_span_level) says otherwise, as
+//! tower-http does for requests) with the fields `tool`,
 //! `action`, `outcome` (`ok` or the error code), `latency_us`, `error_id`, and — when the
 //! request's `_meta` carries a W3C `traceparent` — `trace_id` and `parent_span_id`. With the
 //! `opentelemetry` feature, that remote span also becomes the span's OpenTelemetry parent.
@@ -62,6 +64,8 @@ pub const LATENCY_BUCKETS_US: [u64; 12] = [
 pub struct CallStats {
     calls: AtomicU64,
     errors: AtomicU64,
+    // Successes are counted without a lock; error codes, rarer, under one.
+    ok: AtomicU64,
     audit_failures: AtomicU64,
     buckets: [AtomicU64; LATENCY_BUCKETS_US.len()],
     by_outcome: Mutex<Vec<(String, u64)>>,
@@ -99,11 +103,13 @@ impl CallStats {
                 .iter()
                 .map(|bucket| bucket.load(Ordering::Relaxed))
                 .collect(),
-            by_outcome: self
-                .by_outcome
-                .lock()
-                .map(|outcomes| outcomes.clone())
-                .unwrap_or_default(),
+            by_outcome: {
+                let mut outcomes = vec![("ok".to_owned(), self.ok.load(Ordering::Relaxed))];
+                if let Ok(errors) = self.by_outcome.lock() {
+                    outcomes.extend(errors.iter().cloned());
+                }
+                outcomes
+            },
         }
     }
 }
@@ -120,7 +126,9 @@ impl Metrics for CallStats {
             .position(|bound| micros <= *bound)
             .unwrap_or(LATENCY_BUCKETS_US.len() - 1);
         self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut outcomes) = self.by_outcome.lock() {
+        if !report.is_error {
+            self.ok.fetch_add(1, Ordering::Relaxed);
+        } else if let Ok(mut outcomes) = self.by_outcome.lock() {
             match outcomes
                 .iter_mut()
                 .find(|(outcome, _)| outcome == report.outcome)
@@ -218,19 +226,37 @@ impl FromContext for Option<TraceContext> {
     }
 }
 
-/// The span of one call.
-pub(crate) fn call_span(tool: &str, action: &str, context: &CallContext) -> tracing::Span {
-    let span = tracing::info_span!(
-        target: "fusion::call",
-        "tool_call",
-        tool,
-        action,
-        outcome = tracing::field::Empty,
-        latency_us = tracing::field::Empty,
-        error_id = tracing::field::Empty,
-        trace_id = tracing::field::Empty,
-        parent_span_id = tracing::field::Empty,
-    );
+/// The span of one call, at `level`.
+pub(crate) fn call_span(
+    level: tracing::Level,
+    tool: &str,
+    action: &str,
+    context: &CallContext,
+) -> tracing::Span {
+    macro_rules! call_span {
+        ($level:expr) => {
+            tracing::span!(
+                target: "fusion::call",
+                $level,
+                "tool_call",
+                tool,
+                action,
+                outcome = tracing::field::Empty,
+                latency_us = tracing::field::Empty,
+                error_id = tracing::field::Empty,
+                trace_id = tracing::field::Empty,
+                parent_span_id = tracing::field::Empty,
+            )
+        };
+    }
+    // `span!` needs its level as a constant.
+    let span = match level {
+        tracing::Level::ERROR => call_span!(tracing::Level::ERROR),
+        tracing::Level::WARN => call_span!(tracing::Level::WARN),
+        tracing::Level::INFO => call_span!(tracing::Level::INFO),
+        tracing::Level::DEBUG => call_span!(tracing::Level::DEBUG),
+        _ => call_span!(tracing::Level::TRACE),
+    };
     if !span.is_disabled()
         && let Some(trace) = context
             .meta()

@@ -283,6 +283,8 @@ impl Truncation {
 #[derive(Debug)]
 pub struct Presentation {
     pub(crate) data: Value,
+    /// The data as JSON text, written straight from the view (faster than from `data`).
+    pub(crate) data_text: Option<String>,
     pub(crate) ui: Vec<UiBlock>,
     pub(crate) suggestions: Vec<Suggestion>,
     pub(crate) declared_actions: &'static [&'static str],
@@ -294,6 +296,7 @@ impl Presentation {
     pub fn plain(data: Value) -> Self {
         Presentation {
             data,
+            data_text: None,
             ui: Vec::new(),
             suggestions: Vec::new(),
             declared_actions: &[],
@@ -339,8 +342,10 @@ where
     }
 
     fn present(self) -> Result<Presentation, ToolError> {
-        let data = serde_json::to_value(&self).map_err(ToolError::internal)?;
-        Ok(Presentation::plain(data))
+        let (data, data_text) = serialize_twice(&self)?;
+        let mut presentation = Presentation::plain(data);
+        presentation.data_text = Some(data_text);
+        Ok(presentation)
     }
 }
 
@@ -358,9 +363,10 @@ where
         let shown = Presented::One(&item);
         let suggestions = P::suggest(shown);
         let ui = P::ui(shown);
-        let data = serde_json::to_value(&item).map_err(ToolError::internal)?;
+        let (data, data_text) = serialize_twice(&item)?;
         Ok(Presentation {
             data,
+            data_text: Some(data_text),
             ui,
             suggestions,
             declared_actions: P::ACTIONS,
@@ -392,9 +398,10 @@ where
         let shown = Presented::Many(&items);
         let suggestions = P::suggest(shown);
         let ui = P::ui(shown);
-        let data = serde_json::to_value(&items).map_err(ToolError::internal)?;
+        let (data, data_text) = serialize_twice(&items)?;
         Ok(Presentation {
             data,
+            data_text: Some(data_text),
             ui,
             suggestions,
             declared_actions: P::ACTIONS,
@@ -405,6 +412,15 @@ where
             }),
         })
     }
+}
+
+/// The data twice, both straight from the value: as a JSON tree for `structuredContent` and as
+/// text for the first content block. Writing the text from the tree instead would walk it a
+/// second time, slower than serializing the view again.
+fn serialize_twice<T: Serialize + ?Sized>(value: &T) -> Result<(Value, String), ToolError> {
+    let text = serde_json::to_string(value).map_err(ToolError::internal)?;
+    let data = serde_json::to_value(value).map_err(ToolError::internal)?;
+    Ok((data, text))
 }
 
 /// Presents a handler's result (used by generated code).

@@ -72,6 +72,7 @@ pub struct ServerBuilder {
     enabled_toolsets: Option<Vec<String>>,
     disabled_toolsets: Vec<String>,
     max_bytes: Option<usize>,
+    span_level: tracing::Level,
 }
 
 impl ServerBuilder {
@@ -91,6 +92,7 @@ impl ServerBuilder {
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
             max_bytes: None,
+            span_level: tracing::Level::DEBUG,
         }
     }
 
@@ -190,6 +192,14 @@ impl ServerBuilder {
     {
         self.disabled_toolsets
             .extend(toolsets.into_iter().map(Into::into));
+        self
+    }
+
+    /// The level of the `tool_call` span of every call (`DEBUG` by default, like tower-http's
+    /// request spans: enable `fusion::call=debug`, or raise it to `INFO` here).
+    #[must_use]
+    pub fn call_span_level(mut self, level: tracing::Level) -> Self {
+        self.span_level = level;
         self
     }
 
@@ -304,10 +314,11 @@ impl ServerBuilder {
                 actions,
                 by_key,
                 exposed_refs,
-                state: self.state,
+                state: Arc::new(self.state),
                 access: self.access,
                 audit: self.audit,
                 metrics: self.metrics,
+                span_level: self.span_level,
             }),
         })
     }
@@ -825,10 +836,11 @@ struct ServerInner {
     actions: Vec<Action>,
     by_key: HashMap<String, usize>,
     exposed_refs: HashMap<String, String>,
-    state: StateMap,
+    state: Arc<StateMap>,
     access: Option<Arc<dyn AccessPolicy>>,
     audit: Option<Arc<dyn AuditSink>>,
     metrics: Option<Arc<dyn Metrics>>,
+    span_level: tracing::Level,
 }
 
 pub(crate) struct ExposedTool {
@@ -964,7 +976,7 @@ impl Server {
 
     /// A new context for one call, with nothing attached yet.
     pub fn new_context(&self) -> CallContext {
-        CallContext::new(self.inner.state.clone())
+        CallContext::new(Arc::clone(&self.inner.state))
     }
 
     /// Runs `tools/call`: resolve, validate, handle, present, seal.
@@ -1060,7 +1072,12 @@ impl Server {
             let observed = Observed::start(inner, action, &span, &context, None);
             return self.finish(action, Err(denied), &span, observed);
         }
-        let span = observe::call_span(&action.exposed_tool, action.key.as_str(), &context);
+        let span = observe::call_span(
+            inner.span_level,
+            &action.exposed_tool,
+            action.key.as_str(),
+            &context,
+        );
         let observed = Observed::start(inner, action, &span, &context, Some(&args));
         let outcome = async {
             for middleware in action.middleware.iter() {

@@ -433,8 +433,6 @@ impl McpHandler {
             factory(&RequestInfo { context: &context }, &mut call);
         }
         call.request = RequestFacts {
-            protocol_version: context.protocol_version(),
-            client_info: context.client_info(),
             peer: Some(context.peer),
         };
         call.meta = context.meta;
