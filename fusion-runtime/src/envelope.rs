@@ -6,6 +6,7 @@
 //! `<action_suggestions>`, `<cache_invalidation/>`; or one `<tool_error>` block.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::panic::AssertUnwindSafe;
 
@@ -161,19 +162,18 @@ pub(crate) fn seal_success(
     if !suggestions.is_empty() {
         let mut block = String::from("<action_suggestions>");
         let mut listed = Vec::with_capacity(suggestions.len());
-        for (tool, arguments, suggestion) in &suggestions {
-            let _ = write!(
-                block,
-                "\n- {} {}: {}",
-                xml::escape(tool),
-                xml::escape(&arguments.to_string()),
-                xml::escape(suggestion.reason())
-            );
-            listed.push(json!({
-                "tool": tool,
-                "arguments": arguments,
-                "reason": suggestion.reason(),
-            }));
+        for (tool, arguments, reason) in suggestions {
+            block.push_str("\n- ");
+            xml::escape_into(&mut block, &tool);
+            block.push(' ');
+            xml::escape_into(&mut block, &arguments.to_string());
+            block.push_str(": ");
+            xml::escape_into(&mut block, &reason);
+            let mut entry = Map::new();
+            entry.insert("tool".into(), Value::String(tool));
+            entry.insert("arguments".into(), arguments);
+            entry.insert("reason".into(), Value::String(reason.into_owned()));
+            listed.push(Value::Object(entry));
         }
         block.push_str("\n</action_suggestions>");
         content.push(ContentBlock::text(block));
@@ -256,30 +256,37 @@ fn resolve_suggestions(
     action: &Action,
     declared: &[&str],
     suggestions: Vec<Suggestion>,
-) -> Vec<(String, Value, Suggestion)> {
+) -> Vec<(String, Value, Cow<'static, str>)> {
     let mut resolved = Vec::with_capacity(suggestions.len());
-    for suggestion in suggestions {
-        let arguments = match suggestion.arguments() {
-            Some(Value::Object(arguments)) => Some(arguments.clone()),
+    for Suggestion {
+        tool,
+        reason,
+        arguments,
+    } in suggestions
+    {
+        let arguments = match arguments {
+            Some(Value::Object(arguments)) => Some(arguments),
             None => None,
             Some(_) => {
                 tracing::error!(
                     tool = %action.key,
-                    suggested = suggestion.tool(),
+                    suggested = %tool,
                     "suggestion dropped: its arguments are not a JSON object"
                 );
                 continue;
             }
         };
         let exposed = declared
-            .contains(&suggestion.tool())
-            .then(|| server.exposed_call(suggestion.tool(), arguments))
+            .contains(&tool.as_ref())
+            .then(|| server.exposed_call(&tool, arguments))
             .flatten();
         match exposed {
-            Some((tool, arguments)) => resolved.push((tool, Value::Object(arguments), suggestion)),
+            Some((exposed, arguments)) => {
+                resolved.push((exposed, Value::Object(arguments), reason));
+            }
             None => tracing::error!(
                 tool = %action.key,
-                suggested = suggestion.tool(),
+                suggested = %tool,
                 "suggestion dropped: it names a tool the presenter did not declare in `actions`"
             ),
         }

@@ -212,29 +212,37 @@ impl UiBlock {
 
     /// Renders the block as the agent receives it: `<ui_passthrough type="…">…</ui_passthrough>`.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        match self {
-            UiBlock::Code { language, .. } => {
-                let _ = writeln!(
-                    out,
-                    "<ui_passthrough type=\"code\" language=\"{}\">",
-                    xml::escape_attr(language)
-                );
-            }
-            other => {
-                let _ = writeln!(out, "<ui_passthrough type=\"{}\">", other.kind());
-            }
+        const CLOSE: &str = "\n</ui_passthrough>";
+        let mut out = String::with_capacity(64 + self.len_hint());
+        out.push_str("<ui_passthrough type=\"");
+        out.push_str(self.kind());
+        out.push('"');
+        if let UiBlock::Code { language, .. } = self {
+            out.push_str(" language=\"");
+            out.push_str(&xml::escape_attr(language));
+            out.push('"');
         }
+        out.push_str(">\n");
         match self {
-            UiBlock::Markdown(text) | UiBlock::Mermaid(text) => out.push_str(&xml::escape(text)),
-            UiBlock::Code { source, .. } => out.push_str(&xml::escape(source)),
-            UiBlock::Chart(spec) => out.push_str(&xml::escape(&spec.to_string())),
+            UiBlock::Markdown(text) | UiBlock::Mermaid(text) => xml::escape_into(&mut out, text),
+            UiBlock::Code { source, .. } => xml::escape_into(&mut out, source),
+            UiBlock::Chart(spec) => xml::escape_into(&mut out, &spec.to_string()),
             UiBlock::Table { columns, rows } => {
-                out.push_str(&xml::escape(&markdown_table(columns, rows)));
+                xml::escape_into(&mut out, &markdown_table(columns, rows));
             }
         }
-        out.push_str("\n</ui_passthrough>");
+        out.push_str(CLOSE);
         out
+    }
+
+    /// Roughly how long the rendered body is, to allocate once.
+    fn len_hint(&self) -> usize {
+        match self {
+            UiBlock::Markdown(text) | UiBlock::Mermaid(text) => text.len(),
+            UiBlock::Code { source, .. } => source.len(),
+            UiBlock::Chart(_) => 256,
+            UiBlock::Table { columns, rows } => 8 * columns.len() * (rows.len() + 2),
+        }
     }
 }
 

@@ -12,22 +12,42 @@ pub fn escape_attr(text: &str) -> Cow<'_, str> {
     escape_with(text, true)
 }
 
+/// Appends `text`, escaped as text content, to `out`.
+pub fn escape_into(out: &mut String, text: &str) {
+    write_escaped(out, text, false);
+}
+
 fn escape_with(text: &str, quotes: bool) -> Cow<'_, str> {
-    let needs = |c: char| matches!(c, '&' | '<' | '>') || (quotes && c == '"');
-    if !text.contains(needs) {
+    if !text.bytes().any(|byte| special(byte, quotes)) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if quotes => out.push_str("&quot;"),
-            other => out.push(other),
-        }
-    }
+    write_escaped(&mut out, text, quotes);
     Cow::Owned(out)
+}
+
+fn special(byte: u8, quotes: bool) -> bool {
+    matches!(byte, b'&' | b'<' | b'>') || (quotes && byte == b'"')
+}
+
+/// Copies runs of plain text at once; only the special bytes (all ASCII, so never inside a
+/// multi-byte character) are replaced.
+fn write_escaped(out: &mut String, text: &str, quotes: bool) {
+    let mut start = 0;
+    for (index, byte) in text.bytes().enumerate() {
+        if !special(byte, quotes) {
+            continue;
+        }
+        out.push_str(&text[start..index]);
+        out.push_str(match byte {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            _ => "&quot;",
+        });
+        start = index + 1;
+    }
+    out.push_str(&text[start..]);
 }
 
 #[cfg(test)]
@@ -39,5 +59,9 @@ mod tests {
         assert!(matches!(escape("plain"), Cow::Borrowed(_)));
         assert_eq!(escape("a<b>&\"c\""), "a&lt;b&gt;&amp;\"c\"");
         assert_eq!(escape_attr("a\"b"), "a&quot;b");
+        assert_eq!(escape("é<ü>€"), "é&lt;ü&gt;€");
+        let mut out = String::from("x");
+        escape_into(&mut out, "1 < 2");
+        assert_eq!(out, "x1 &lt; 2");
     }
 }
