@@ -91,20 +91,24 @@ impl AuditSink for TracingAuditSink {
 /// The digest of a call's arguments: SHA-256 of their canonical JSON (object keys sorted,
 /// no whitespace), hex encoded.
 pub fn arguments_digest(arguments: &Value) -> String {
-    use sha2::{Digest, Sha256};
     let mut canonical = String::new();
     write_canonical(arguments, &mut canonical);
-    let digest = Sha256::digest(canonical.as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    sha256_hex(&canonical)
 }
 
 /// [`arguments_digest`] of an arguments object.
 pub(crate) fn arguments_digest_of(arguments: &serde_json::Map<String, Value>) -> String {
-    use sha2::{Digest, Sha256};
     let mut canonical = String::new();
     write_object(arguments, &mut canonical);
-    let digest = Sha256::digest(canonical.as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    sha256_hex(&canonical)
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 fn write_object(object: &serde_json::Map<String, Value>, out: &mut String) {

@@ -368,18 +368,7 @@ where
 
     fn present(self) -> Result<Presentation, ToolError> {
         let item = P::item(&self);
-        let shown = Presented::One(&item);
-        let suggestions = P::suggest(shown);
-        let ui = P::ui(shown);
-        let (data, data_text) = serialize_twice(&item)?;
-        Ok(Presentation {
-            data,
-            data_text: Some(data_text),
-            ui,
-            suggestions,
-            declared_actions: P::ACTIONS,
-            truncation: None,
-        })
+        presented::<P, _>(Presented::One(&item), &item, None)
     }
 }
 
@@ -403,23 +392,32 @@ where
         let total = self.len();
         let shown_count = P::LIMIT.map_or(total, |limit| limit.min(total));
         let items: Vec<P::Item<'_>> = self[..shown_count].iter().map(P::item).collect();
-        let shown = Presented::Many(&items);
-        let suggestions = P::suggest(shown);
-        let ui = P::ui(shown);
-        let (data, data_text) = serialize_twice(&items)?;
-        Ok(Presentation {
-            data,
-            data_text: Some(data_text),
-            ui,
-            suggestions,
-            declared_actions: P::ACTIONS,
-            truncation: (shown_count < total).then_some(Truncation {
-                shown: shown_count,
-                total,
-                by_budget: false,
-            }),
-        })
+        let truncation = (shown_count < total).then_some(Truncation {
+            shown: shown_count,
+            total,
+            by_budget: false,
+        });
+        presented::<P, _>(Presented::Many(&items), &items, truncation)
     }
+}
+
+/// What presenter `P` makes of the views shown: suggestions, UI blocks and the data.
+fn presented<P: Presenter, D: Serialize + ?Sized>(
+    shown: Presented<'_, P::Item<'_>>,
+    data: &D,
+    truncation: Option<Truncation>,
+) -> Result<Presentation, ToolError> {
+    let suggestions = P::suggest(shown);
+    let ui = P::ui(shown);
+    let (data, data_text) = serialize_twice(data)?;
+    Ok(Presentation {
+        data,
+        data_text: Some(data_text),
+        ui,
+        suggestions,
+        declared_actions: P::ACTIONS,
+        truncation,
+    })
 }
 
 /// The data twice, both straight from the value: as a JSON tree for `structuredContent` and as
