@@ -10,14 +10,18 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::panic::AssertUnwindSafe;
 
-use futures::FutureExt as _;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::error::ToolError;
+use crate::error::{ToolError, codes};
 use crate::present::{Presentation, Suggestion};
 use crate::registry::{Action, Server};
-use crate::tool::{Call, Handler, Verb};
+use crate::tool::{Call, Handler, HandlerFuture, Verb};
 use crate::xml;
 
 /// The parts of an action's responses that never change, rendered when the server is built.
@@ -86,18 +90,66 @@ fn rules_block(rules: &[&str]) -> String {
     block
 }
 
-/// Runs a handler; a panic becomes an `INTERNAL_ERROR` and the server keeps serving.
-pub(crate) async fn run_guarded(
-    handler: &dyn Handler,
-    call: Call,
-) -> Result<Presentation, ToolError> {
-    let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(call))) {
-        Ok(future) => future,
-        Err(panic) => return Err(panicked(panic)),
-    };
-    match AssertUnwindSafe(future).catch_unwind().await {
-        Ok(outcome) => outcome,
-        Err(panic) => Err(panicked(panic)),
+/// A running handler: a panic becomes an `INTERNAL_ERROR` and the server keeps serving; a
+/// cancelled request drops the handler's future and yields `CANCELLED`. One future doing both,
+/// polled directly: the cancellation is only armed once the handler has had to wait.
+pub(crate) struct Running {
+    handler: Option<HandlerFuture>,
+    early: Option<ToolError>,
+    cancellation: CancellationToken,
+    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+}
+
+impl Running {
+    pub(crate) fn new(handler: &dyn Handler, call: Call, cancellation: CancellationToken) -> Self {
+        let (handler, early) =
+            match std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(call))) {
+                Ok(future) => (Some(future), None),
+                Err(panic) => (None, Some(panicked(panic))),
+            };
+        Running {
+            handler,
+            early,
+            cancellation,
+            cancelled: None,
+        }
+    }
+}
+
+impl Future for Running {
+    type Output = Result<Presentation, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(error) = this.early.take() {
+            return Poll::Ready(Err(error));
+        }
+        let Some(handler) = this.handler.as_mut() else {
+            return Poll::Ready(Err(ToolError::internal_message(
+                "a finished handler was polled again",
+            )));
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx))) {
+            Ok(Poll::Ready(outcome)) => return Poll::Ready(outcome),
+            Err(panic) => {
+                this.handler = None;
+                return Poll::Ready(Err(panicked(panic)));
+            }
+            Ok(Poll::Pending) => {}
+        }
+        let cancellation = &this.cancellation;
+        let cancelled = this
+            .cancelled
+            .get_or_insert_with(|| Box::pin(cancellation.clone().cancelled_owned()));
+        if cancelled.as_mut().poll(cx).is_ready() {
+            // Dropping the handler's future stops it.
+            this.handler = None;
+            return Poll::Ready(Err(ToolError::new(
+                codes::CANCELLED,
+                "The request was cancelled.",
+            )));
+        }
+        Poll::Pending
     }
 }
 

@@ -482,6 +482,7 @@ fn compile_action(
         presenter,
         error_actions,
         handler,
+        bare: chain.is_empty() && concurrency.is_none() && serial.is_none(),
         middleware: chain.into(),
         concurrency: concurrency.map(ConcurrencyGuard::new),
         serial,
@@ -882,6 +883,8 @@ pub(crate) struct Action {
     pub(crate) serial: Option<SerialGuard>,
     pub(crate) max_bytes: Option<usize>,
     pub(crate) toolset: Option<String>,
+    /// No middleware and no guard: nothing runs around the handler.
+    pub(crate) bare: bool,
     pub(crate) exposed_tool: Arc<str>,
     pub(crate) exposed_ref: String,
     pub(crate) sealed: Sealed,
@@ -1015,7 +1018,8 @@ impl Server {
         Ok(self.run_action(action, args, context).await)
     }
 
-    /// The core path only — handler, presenter, envelope — without access, middleware, guards,
+    /// The core path only — handler (stopped on cancellation), presenter, envelope — without
+    /// access, middleware, guards,
     /// audit, metrics or span: the yardstick that shows those stages cost nothing when unset.
     /// Flat tools only.
     #[doc(hidden)]
@@ -1035,14 +1039,8 @@ impl Server {
             return Err(UnknownTool(name.to_owned()));
         };
         let action = &inner.actions[index];
-        let call = Call {
-            context,
-            args: arguments.unwrap_or_default(),
-            layout: Arc::clone(&action.layout),
-            tool: Arc::clone(&action.exposed_tool),
-        };
         Ok(
-            match envelope::run_guarded(action.handler.as_ref(), call).await {
+            match handle(action, arguments.unwrap_or_default(), context).await {
                 Ok(presentation) => envelope::seal_success(self, action, presentation),
                 Err(error) => {
                     envelope::seal_error(self, &action.exposed_tool, &action.sealed, error)
@@ -1057,7 +1055,7 @@ impl Server {
         &self,
         action: &Action,
         args: JsonObject,
-        mut context: CallContext,
+        context: CallContext,
     ) -> CallToolResult {
         let inner = &*self.inner;
         let info = ActionInfo(action);
@@ -1079,36 +1077,19 @@ impl Server {
             &context,
         );
         let observed = Observed::start(inner, action, &span, &context, Some(&args));
-        let outcome = async {
-            for middleware in action.middleware.iter() {
-                middleware.before(&mut context, info).await?;
+        // Unset stages cost nothing: a bare action goes straight to its handler, and a span
+        // no subscriber wants is never entered.
+        let outcome = match (action.bare, span.is_disabled()) {
+            (true, true) => handle(action, args, context).await,
+            (true, false) => handle(action, args, context).instrument(span.clone()).await,
+            // Boxed: the guards' futures would otherwise make every call's future larger.
+            (false, true) => Box::pin(guarded(action, args, context)).await,
+            (false, false) => {
+                Box::pin(guarded(action, args, context))
+                    .instrument(span.clone())
+                    .await
             }
-            let _slot = match &action.concurrency {
-                Some(guard) => Some(guard.enter().await?),
-                None => None,
-            };
-            let _turn = match &action.serial {
-                Some(guard) => Some(guard.turn(&args).await),
-                None => None,
-            };
-            let cancellation = context.cancellation.clone();
-            let call = Call {
-                context,
-                args,
-                layout: Arc::clone(&action.layout),
-                tool: Arc::clone(&action.exposed_tool),
-            };
-            // A cancelled request stops its handler: the handler's future is dropped.
-            tokio::select! {
-                biased;
-                outcome = envelope::run_guarded(action.handler.as_ref(), call) => outcome,
-                () = cancellation.cancelled() => {
-                    Err(ToolError::new(codes::CANCELLED, "The request was cancelled."))
-                }
-            }
-        }
-        .instrument(span.clone())
-        .await;
+        };
         self.finish(action, outcome, &span, observed)
     }
 
@@ -1175,6 +1156,43 @@ impl Server {
         }
         Some((action.exposed_tool.to_string(), arguments))
     }
+}
+
+/// Middleware, then guards, then the handler.
+async fn guarded(
+    action: &Action,
+    args: JsonObject,
+    mut context: CallContext,
+) -> Result<crate::present::Presentation, ToolError> {
+    let info = ActionInfo(action);
+    for middleware in action.middleware.iter() {
+        middleware.before(&mut context, info).await?;
+    }
+    let _slot = match &action.concurrency {
+        Some(guard) => Some(guard.enter().await?),
+        None => None,
+    };
+    let _turn = match &action.serial {
+        Some(guard) => Some(guard.turn(&args).await),
+        None => None,
+    };
+    handle(action, args, context).await
+}
+
+/// The handler, stopped if the request is cancelled: its future is dropped.
+async fn handle(
+    action: &Action,
+    args: JsonObject,
+    context: CallContext,
+) -> Result<crate::present::Presentation, ToolError> {
+    let cancellation = context.cancellation.clone();
+    let call = Call {
+        context,
+        args,
+        layout: Arc::clone(&action.layout),
+        tool: Arc::clone(&action.exposed_tool),
+    };
+    envelope::Running::new(action.handler.as_ref(), call, cancellation).await
 }
 
 /// What a call measures when anyone listens: nothing at all when no span, metrics or audit sink
