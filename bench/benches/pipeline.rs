@@ -38,17 +38,25 @@ impl<'a> From<&'a Invoice> for View<'a> {
 fn handwritten_get(store: &Store, id: &str) -> (String, Value) {
     let invoice = store.get(billing::DEMO_TENANT, id).unwrap().unwrap();
     let view = View::from(&invoice);
-    (serde_json::to_string(&view).unwrap(), serde_json::to_value(&view).unwrap())
+    (
+        serde_json::to_string(&view).unwrap(),
+        serde_json::to_value(&view).unwrap(),
+    )
 }
 
 fn handwritten_list(store: &Store, limit: usize) -> (String, Value) {
     let invoices = store.list(billing::DEMO_TENANT, None, limit).unwrap();
     let views: Vec<View<'_>> = invoices.iter().map(View::from).collect();
-    (serde_json::to_string(&views).unwrap(), serde_json::to_value(&views).unwrap())
+    (
+        serde_json::to_string(&views).unwrap(),
+        serde_json::to_value(&views).unwrap(),
+    )
 }
 
 fn pipeline(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let store = Arc::new(Store::open_in_memory().unwrap());
     let server = billing::server(Arc::clone(&store), Exposition::Flat).unwrap();
     let tester = Tester::new(server).with_context(|call| {
@@ -60,19 +68,33 @@ fn pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("pipeline_get_invoice");
     group.bench_function("fusion", |b| {
         b.to_async(&runtime).iter(|| async {
-            black_box(tester.call_exposed("billing_get_invoice", get.clone()).await.unwrap())
+            black_box(
+                tester
+                    .call_exposed("billing_get_invoice", get.clone())
+                    .await
+                    .unwrap(),
+            )
         })
     });
-    group.bench_function("handwritten", |b| b.iter(|| black_box(handwritten_get(&store, "INV-7"))));
+    group.bench_function("handwritten", |b| {
+        b.iter(|| black_box(handwritten_get(&store, "INV-7")))
+    });
     group.finish();
 
     let mut group = c.benchmark_group("pipeline_list_invoices_50");
     group.bench_function("fusion", |b| {
         b.to_async(&runtime).iter(|| async {
-            black_box(tester.call_exposed("billing_list_invoices", list.clone()).await.unwrap())
+            black_box(
+                tester
+                    .call_exposed("billing_list_invoices", list.clone())
+                    .await
+                    .unwrap(),
+            )
         })
     });
-    group.bench_function("handwritten", |b| b.iter(|| black_box(handwritten_list(&store, 50))));
+    group.bench_function("handwritten", |b| {
+        b.iter(|| black_box(handwritten_list(&store, 50)))
+    });
     group.finish();
 }
 
