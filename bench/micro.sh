@@ -13,7 +13,8 @@ if [ "${1:-}" = "--quick" ]; then
 fi
 cargo bench -p fusion --bench micro -- "${args[@]}" >/dev/null
 cargo bench -p fusion-bench --bench pipeline -- "${args[@]}" >/dev/null
-python3 - <<'PY'
+mkdir -p bench/results
+python3 - <<'PY' | tee bench/results/micro.txt
 import json, os
 root = "target/criterion"
 def mean(group, bench):

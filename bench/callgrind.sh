@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Server instructions per call, Fusion billing vs the raw rmcp peer, counted by callgrind.
+#
+#   bench/callgrind.sh [--modes "stdio http-2026-07-28 http-2025-11-25"] [--short S] [--long S]
+#                      [--no-build] [--keep DIR]
+#
+# Instruction counts do not depend on what else the machine is doing, so these ratios are
+# repeatable on a shared 2-core machine where calls/s move by 2x from one minute to the next.
+# Each server runs under `valgrind --tool=callgrind` twice per mode, once for --short and once
+# for --long seconds of the usual load mix (same seed); the marginal cost
+#   (Ir_long - Ir_short) / (calls_long - calls_short)
+# cancels start-up (seeding the store, building the registry) and shut-down, leaving what one
+# call costs the server: transport, JSON-RPC, dispatch, handler, presenter, envelope.
+# With --keep DIR the long runs' callgrind files stay in DIR for callgrind_annotate.
+# The table is also written to bench/results/callgrind.txt.
+set -euo pipefail
+
+modes="stdio http-2026-07-28 http-2025-11-25"
+short=2
+long=6
+build=1
+keep=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --modes) modes="$2"; shift 2 ;;
+    --short) short="$2"; shift 2 ;;
+    --long) long="$2"; shift 2 ;;
+    --no-build) build=0; shift ;;
+    --keep) keep="$2"; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "callgrind.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed" >&2; exit 1; }
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+if [ "$build" = 1 ]; then
+  cargo build --release --quiet -p billing -p fusion-bench
+fi
+bin="${CARGO_TARGET_DIR:-$root/target}/release"
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill -KILL "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+[ -n "$keep" ] && mkdir -p "$keep"
+
+fusion_http_extra=()
+if "$bin/billing" --help 2>/dev/null | grep -q -- '--allow-anonymous'; then
+  fusion_http_extra=(--allow-anonymous)
+fi
+
+# measure TARGET MODE SECONDS: prints "<instructions> <calls>" for one run under callgrind.
+measure() {
+  local target="$1" mode="$2" seconds="$3" out="$work/$1-$2-$3.cg" line
+  local server=("$bin/billing" --in-memory)
+  local extra=("${fusion_http_extra[@]}")
+  if [ "$target" = raw ]; then
+    server=("$bin/raw-billing" --in-memory)
+    extra=()
+  fi
+  local vg=(valgrind --tool=callgrind --callgrind-out-file="$out")
+  local common=(--duration "$seconds" --warmup 0 --seed 7 --check-every 0)
+  case "$mode" in
+    stdio)
+      line="$("$bin/loadgen" --stdio "${vg[*]} ${server[*]}" --concurrency 16 "${common[@]}")" ;;
+    http-*)
+      "${vg[@]}" "${server[@]}" --http 127.0.0.1:0 "${extra[@]}" 2>"$work/stderr" &
+      server_pid=$!
+      local url=""
+      for _ in $(seq 1 600); do
+        url="$(grep -o 'listening on http://[^ ]*' "$work/stderr" | head -n1 | sed 's/^listening on //')" || true
+        [ -n "$url" ] && break
+        sleep 0.1
+      done
+      [ -n "$url" ] || { echo "callgrind.sh: $target did not start" >&2; cat "$work/stderr" >&2; exit 1; }
+      line="$("$bin/loadgen" --http "$url" --protocol "${mode#http-}" --clients 8 "${common[@]}")"
+      kill -INT "$server_pid"
+      wait "$server_pid" 2>/dev/null || true
+      server_pid="" ;;
+  esac
+  local calls ir
+  calls="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["calls"])' "$line")"
+  ir="$(grep '^summary:' "$out" | cut -d' ' -f2)"
+  if [ -n "$keep" ] && [ "$seconds" = "$long" ]; then cp "$out" "$keep/$target-$mode.callgrind"; fi
+  echo "$ir $calls"
+}
+
+table() {
+  printf '%-18s %14s %14s %7s\n' mode "fusion Ir/call" "raw Ir/call" ratio
+  for mode in $modes; do
+    declare -A per_call=()
+    for target in fusion raw; do
+      read -r ir_s calls_s < <(measure "$target" "$mode" "$short")
+      read -r ir_l calls_l < <(measure "$target" "$mode" "$long")
+      per_call[$target]="$(python3 -c "print(round(($ir_l - $ir_s) / max(1, $calls_l - $calls_s)))")"
+    done
+    printf '%-18s %14s %14s %7s\n' "$mode" "${per_call[fusion]}" "${per_call[raw]}" \
+      "$(python3 -c "print(f'{${per_call[fusion]} / ${per_call[raw]}:.3f}')")"
+  done
+}
+mkdir -p "$root/bench/results"
+table | tee "$root/bench/results/callgrind.txt"
