@@ -93,36 +93,167 @@ async fn success_envelope_and_text_blocks_have_the_documented_shape_and_order() 
     );
 }
 
-#[tokio::test]
-async fn every_success_result_validates_against_the_advertised_output_schema() {
-    let server = server();
-    let tester = Tester::new(server.clone());
-    let calls = [
-        ("billing.get_invoice", json!({"id": "INV-3"})),
-        ("billing.list_invoices", json!({})),
-        ("billing.list_invoices", json!({"status": "paid"})),
-        ("billing.summaries", json!({})),
-        ("billing.void_invoice", json!({"id": "INV-1"})),
+/// Calls covering every action of the test server, each with at least one success and one
+/// error: `(key, arguments, whether the call fails)`.
+fn calls_of_every_action() -> Vec<(&'static str, Value, bool)> {
+    vec![
+        ("billing.get_invoice", json!({"id": "INV-3"}), false),
+        ("billing.get_invoice", json!({"id": "INV-404"}), true),
+        ("billing.get_invoice", json!({}), true),
+        ("billing.list_invoices", json!({}), false),
+        ("billing.list_invoices", json!({"status": "paid"}), false),
+        ("billing.list_invoices", json!({"status": "lost"}), true),
+        ("billing.summaries", json!({}), false),
+        ("billing.summaries", json!({"id": "INV-1"}), true),
+        ("billing.void_invoice", json!({"id": "INV-1"}), false),
+        ("billing.void_invoice", json!({"id": "INV-1"}), true),
         (
             "billing.create_invoice",
             json!({"customer_id": "C-1", "total_cents": 1}),
+            false,
+        ),
+        (
+            "billing.create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 1, "tenant_id": "t_other"}),
+            true,
         ),
         (
             "billing.update_invoice",
             json!({"id": "INV-2", "memo": "updated"}),
+            false,
         ),
-        ("ops.health", json!({})),
-        ("ops.reindex", json!({"fail_with": "nothing"})),
-    ];
-    for (key, arguments) in calls {
-        let result = tester.call(key, arguments).await;
-        assert!(!result.is_error(), "{key}: {}", result.raw_text());
-        let tool = server
-            .tool(server.action(key).unwrap().exposed_tool())
-            .unwrap();
-        let schema = Value::Object((**tool.definition().output_schema.as_ref().unwrap()).clone());
+        (
+            "billing.update_invoice",
+            json!({"id": "INV-404", "memo": "x"}),
+            true,
+        ),
+        ("ops.health", json!({}), false),
+        ("ops.health", json!({"verbose": true}), true),
+        ("ops.reindex", json!({"fail_with": "nothing"}), false),
+        ("ops.reindex", json!({"fail_with": "io"}), true),
+        ("ops.reindex", json!({"fail_with": "busy"}), true),
+        ("ops.reindex", json!({"fail_with": "panic"}), true),
+    ]
+}
+
+fn output_schema(server: &fusion::Server, key: &str) -> Value {
+    let tool = server
+        .tool(server.action(key).unwrap().exposed_tool())
+        .unwrap();
+    Value::Object((**tool.definition().output_schema.as_ref().unwrap()).clone())
+}
+
+#[tokio::test]
+async fn every_result_validates_against_the_advertised_output_schema_in_both_expositions() {
+    for exposition in [fusion::Exposition::Flat, fusion::Exposition::Grouped] {
+        let server = server_with(exposition);
+        let tester = Tester::new(server.clone());
+        let calls = calls_of_every_action();
+        // The list covers every action, each with a success and an error.
+        for action in server.actions() {
+            for fails in [false, true] {
+                assert!(
+                    calls
+                        .iter()
+                        .any(|(key, _, f)| *key == action.key().to_string() && *f == fails),
+                    "{}: no call with is_error = {fails}",
+                    action.key()
+                );
+            }
+        }
+        for (key, arguments, fails) in calls {
+            let result = tester.call(key, arguments.clone()).await;
+            assert_eq!(
+                result.is_error(),
+                fails,
+                "{exposition:?} {key} {arguments}: {}",
+                result.raw_text()
+            );
+            let schema = output_schema(&server, key);
+            assert_valid(&schema, result.envelope());
+            // The schema is not vacuous: the same envelope with `ok` flipped matches neither
+            // the success nor the error branch.
+            let mut flipped = result.envelope().clone();
+            flipped["ok"] = json!(fails);
+            assert!(
+                !jsonschema::is_valid(&schema, &flipped),
+                "{exposition:?} {key}: {flipped} should not validate"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn grouped_errors_before_dispatch_validate_against_the_grouped_output_schema() {
+    let server = server_with(fusion::Exposition::Grouped);
+    let tester = Tester::new(server.clone());
+    let schema = Value::Object(
+        (**server
+            .tool("billing")
+            .unwrap()
+            .definition()
+            .output_schema
+            .as_ref()
+            .unwrap())
+        .clone(),
+    );
+    for arguments in [
+        json!({"action": "delete_everything"}),
+        json!({"id": "INV-1"}),
+        json!({"action": 3}),
+    ] {
+        let result = tester.call_exposed("billing", arguments).await.unwrap();
+        assert!(result.is_error());
         assert_valid(&schema, result.envelope());
     }
+}
+
+/// The schema of `data` in a success envelope schema.
+fn data_schema(envelope: &Value) -> &Value {
+    let success = envelope["oneOf"]
+        .as_array()
+        .and_then(|branches| {
+            branches
+                .iter()
+                .find(|b| b["properties"]["ok"]["const"] == true)
+        })
+        .unwrap_or(envelope);
+    &success["properties"]["data"]
+}
+
+#[test]
+fn grouped_output_schemas_describe_data_as_any_of_the_actions_views() {
+    let server = server_with(fusion::Exposition::Grouped);
+    for tool in server.tools() {
+        let grouped = Value::Object((**tool.definition().output_schema.as_ref().unwrap()).clone());
+        let shapes = data_schema(&grouped)["anyOf"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: data is anyOf the actions' data", tool.name()));
+        // Every action's own data schema is one of the shapes.
+        for action in tool.actions() {
+            let own = Value::Object(action.output_schema().clone());
+            assert!(
+                shapes.contains(data_schema(&own)),
+                "{}: {own} is not among {shapes:?}",
+                action.key()
+            );
+        }
+    }
+    // A summary is not an invoice view, and a hidden field is no shape at all.
+    let billing = output_schema(&server, "billing.get_invoice");
+    let matches = |instance: Value| {
+        let mut standalone = data_schema(&billing).clone();
+        standalone["$defs"] = billing["$defs"].clone();
+        jsonschema::is_valid(&standalone, &instance)
+    };
+    assert!(matches(json!([{"id": "INV-1", "status": "open"}])));
+    assert!(matches(
+        json!({"id": "INV-1", "customer_id": "C-1", "total_cents": 1000, "status": "open", "memo": null})
+    ));
+    assert!(!matches(json!({"id": "INV-1", "status": "open"})));
+    assert!(!matches(
+        json!({"id": "INV-1", "status": "open", "webhook_secret": "whsec_1"})
+    ));
 }
 
 #[tokio::test]
