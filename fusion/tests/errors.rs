@@ -110,6 +110,51 @@ async fn internal_errors_show_an_error_id_and_log_the_text_under_it() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn a_plain_std_error_from_a_handler_is_internal_and_logged_under_its_error_id() {
+    /// Reads the number of rows, failing like a broken disk.
+    #[fusion::tool(query, name = "ops.row_count")]
+    async fn row_count(fail: bool) -> Result<u32, std::io::Error> {
+        if fail {
+            Err(std::io::Error::other(
+                "read /srv/db/rows.bin: sector 7731 unreadable",
+            ))
+        } else {
+            Ok(7)
+        }
+    }
+    let server = fusion::ServerBuilder::new("s", "1")
+        .tool::<row_count>()
+        .build()
+        .unwrap();
+    let tester = Tester::new(server);
+    let ok = tester.call("ops.row_count", json!({"fail": false})).await;
+    assert_eq!(ok.data(), &json!(7));
+
+    let (result, logs) = logged(tester.call("ops.row_count", json!({"fail": true}))).await;
+    assert!(result.is_error());
+    assert_eq!(result.error_code(), Some("INTERNAL_ERROR"));
+    let error_id = result.error()["errorId"]
+        .as_str()
+        .expect("an errorId")
+        .to_owned();
+    assert_eq!(error_id.len(), 32);
+    assert!(result.texts()[0].contains(&format!("<error_id>{error_id}</error_id>")));
+    let raw = result.raw_text();
+    for internal in ["/srv/db/rows.bin", "sector 7731", "unreadable"] {
+        assert!(!raw.contains(internal), "`{internal}` leaked in {raw}");
+    }
+    // The text is logged, on the same line as the errorId the agent received.
+    let line = logs
+        .lines()
+        .find(|line| line.contains(&error_id))
+        .unwrap_or_else(|| panic!("no log line with {error_id}: {logs}"));
+    assert!(
+        line.contains("read /srv/db/rows.bin: sector 7731 unreadable"),
+        "{line}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn a_panicking_handler_yields_internal_error_and_the_server_keeps_serving() {
     let server = server();
     let tester = Tester::new(server.clone());
