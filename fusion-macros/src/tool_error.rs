@@ -20,8 +20,52 @@ struct VariantArgs {
     #[darling(default)]
     actions: StrList,
     retryable: Flag,
+    #[darling(default)]
+    retry_after: Option<RetryAfter>,
     internal: Flag,
     from: Flag,
+}
+
+/// `retry_after = "5s"`: a retry window of a whole number of `ms`, `s` or `m`, in milliseconds.
+struct RetryAfter {
+    millis: u64,
+    span: Span,
+}
+
+impl FromMeta for RetryAfter {
+    fn from_value(value: &syn::Lit) -> Result<Self> {
+        let syn::Lit::Str(text) = value else {
+            return Err(Error::custom(
+                "expected a retry window as a string, such as `retry_after = \"5s\"`",
+            )
+            .with_span(value));
+        };
+        parse_window(&text.value())
+            .map(|millis| RetryAfter {
+                millis,
+                span: text.span(),
+            })
+            .ok_or_else(|| {
+                Error::custom(format!(
+                    "malformed retry window `{}`: a whole number followed by `ms`, `s` or `m`, such as \"500ms\" or \"5s\"",
+                    text.value()
+                ))
+                .with_span(text)
+            })
+    }
+}
+
+/// `"500ms"`, `"5s"` or `"2m"` in milliseconds; `None` when malformed or too long.
+fn parse_window(text: &str) -> Option<u64> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = text.split_at(digits);
+    let factor = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        _ => return None,
+    };
+    number.parse::<u64>().ok()?.checked_mul(factor)
 }
 
 #[derive(FromMeta, Default)]
@@ -95,7 +139,7 @@ fn parse(input: &DeriveInput) -> Result<(Krate, Vec<Variant>)> {
 }
 
 /// A domain variant has a code and a message; an internal one wraps exactly one error whose
-/// text is only logged.
+/// text is only logged, and has no retry window (the agent is told not to retry blindly).
 fn check_variant(
     ident: &Ident,
     fields: &Fields,
@@ -118,6 +162,12 @@ fn check_variant(
                     "an `internal` variant wraps exactly one error: `Store(rusqlite::Error)`",
                 )
                 .with_span(ident),
+            );
+        }
+        if let Some(retry_after) = &args.retry_after {
+            errors.push(
+                Error::custom("an `internal` error has no retry window: the agent is told not to retry blindly")
+                    .with_span(&retry_after.span),
             );
         }
         return;
@@ -270,9 +320,14 @@ fn conversion_arm(private: &TokenStream, enum_ident: &Ident, variant: &Variant) 
         .retryable
         .is_present()
         .then(|| quote!(.with_retryable(true)));
+    // A retry window makes the error retryable too.
+    let retry_after = variant.args.retry_after.as_ref().map(|window| {
+        let millis = proc_macro2::Literal::u64_suffixed(window.millis);
+        quote!(.with_retry_after(::core::time::Duration::from_millis(#millis)))
+    });
     quote! {
         #pattern => #private::ToolError::new(#code, ::std::format!(#message))
-            #recovery #actions #retryable,
+            #recovery #actions #retryable #retry_after,
     }
 }
 
@@ -287,4 +342,31 @@ fn display_arm(enum_ident: &Ident, variant: &Variant) -> TokenStream {
     }
     let message = message(variant).unwrap_or_else(|| LitStr::new("", Span::call_site()));
     quote!(#pattern => f.write_fmt(::core::format_args!(#message)),)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_window;
+
+    #[test]
+    fn retry_windows_are_whole_numbers_of_ms_s_or_m() {
+        assert_eq!(parse_window("500ms"), Some(500));
+        assert_eq!(parse_window("5s"), Some(5_000));
+        assert_eq!(parse_window("2m"), Some(120_000));
+        assert_eq!(parse_window("0s"), Some(0));
+        for malformed in [
+            "",
+            "5",
+            "s",
+            "5 s",
+            "1.5s",
+            "-5s",
+            "5h",
+            "5sec",
+            "99999999999999999999ms",
+        ] {
+            assert_eq!(parse_window(malformed), None, "{malformed}");
+        }
+        assert_eq!(parse_window(&format!("{}m", u64::MAX / 60_000 + 1)), None);
+    }
 }

@@ -44,6 +44,69 @@ async fn a_domain_error_keeps_its_code_recovery_and_actions() {
 }
 
 #[tokio::test]
+async fn a_retry_window_reaches_the_envelope_and_the_text() {
+    #[derive(Debug, fusion::ToolError)]
+    enum ExportError {
+        #[tool_error(
+            code = "ExportThrottled",
+            message = "Too many exports.",
+            recovery = "Wait, then export again.",
+            retry_after = "5s"
+        )]
+        Throttled,
+        #[tool_error(code = "ExportQueued", message = "Queued.", retry_after = "250ms")]
+        Queued,
+        #[tool_error(code = "ExportFailed", message = "Failed.", retryable)]
+        Failed,
+    }
+    /// Exports the invoices.
+    #[fusion::tool(action, name = "billing.export")]
+    async fn export(how: String) -> Result<bool, ExportError> {
+        Err(match how.as_str() {
+            "throttled" => ExportError::Throttled,
+            "queued" => ExportError::Queued,
+            _ => ExportError::Failed,
+        })
+    }
+    let server = fusion::ServerBuilder::new("s", "1")
+        .tool::<export>()
+        .build()
+        .unwrap();
+    let tester = Tester::new(server);
+
+    let throttled = tester
+        .call("billing.export", json!({"how": "throttled"}))
+        .await;
+    assert_eq!(throttled.error_code(), Some("ExportThrottled"));
+    assert_eq!(throttled.error()["retryable"], true);
+    assert_eq!(throttled.error()["retryAfterMs"], 5000);
+    assert_eq!(
+        throttled.texts(),
+        [
+            "<tool_error code=\"ExportThrottled\">\n<message>Too many exports.</message>\n<recovery>Wait, then export again.</recovery>\n<retry_after>5000ms</retry_after>\n</tool_error>"
+        ]
+    );
+
+    let queued = tester
+        .call("billing.export", json!({"how": "queued"}))
+        .await;
+    assert_eq!(queued.error()["retryAfterMs"], 250);
+    assert!(
+        queued.texts()[0].contains("<retry_after>250ms</retry_after>"),
+        "{}",
+        queued.texts()[0]
+    );
+
+    // Retryable without a window: no window is invented.
+    let failed = tester
+        .call("billing.export", json!({"how": "failed"}))
+        .await;
+    assert_eq!(failed.error()["retryable"], true);
+    assert_eq!(failed.error().get("retryAfterMs"), None);
+    assert!(!failed.texts()[0].contains("<retry_after>"));
+}
+
+#[tokio::test]
 async fn error_text_is_xml_escaped() {
     let tester = Tester::new(server());
     let result = tester
