@@ -374,9 +374,12 @@ fn generate(model: &Model) -> TokenStream {
                 }
             }
 
-            // Conflicts with the blanket impl for `T: Serialize` if the model is serializable.
+            // Conflicts with the blanket impl for `T: Serialize` if the model is serializable;
+            // `Proof = Self` is what `Model` requires, and what no `Serialize` type has.
             #[automatically_derived]
-            impl #private::ModelsNeverImplementSerialize for #ident {}
+            impl #private::ModelsNeverImplementSerialize for #ident {
+                type Proof = Self;
+            }
 
             #(#field_access)*
         };

@@ -10,14 +10,20 @@ use serde::de::DeserializeOwned;
 
 /// A model: a struct whose fields reach the wire only through a presenter.
 ///
-/// A model never implements `serde::Serialize` (`#[model]` makes that a compile error), so
-/// there is no path on which its raw value can be serialized.
+/// A model never implements `serde::Serialize`, so there is no path on which its raw value
+/// can be serialized: not through a presenter (which serializes only its view) and not
+/// through the plain output path (which requires `Serialize`). This holds by construction,
+/// for hand-written implementations too: the supertrait
+/// `ModelsNeverImplementSerialize<Proof = Self>` is implemented with that `Proof` only by
+/// the impl `#[model]` emits, and that impl conflicts with the blanket one every
+/// `Serialize` type receives (whose `Proof` is never `Self`). So a type is a `Model` or
+/// `Serialize`, never both, whichever way either trait is implemented.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a model",
     label = "not a model",
     note = "declare it with `#[fusion::model]` on the struct"
 )]
-pub trait Model: Sized + Send + Sync + 'static {
+pub trait Model: ModelsNeverImplementSerialize<Proof = Self> + Sized + Send + Sync + 'static {
     /// The model's name, e.g. `Invoice`.
     const NAME: &'static str;
     /// Every field of the struct, in declaration order.
@@ -110,9 +116,31 @@ pub trait ArgumentGroup: DeserializeOwned + JsonSchema + Send + 'static {
     const FIELDS: &'static [&'static str];
 }
 
-/// Makes `Serialize` and `Model` mutually exclusive: `#[model]` implements this trait for the
-/// model, which conflicts with the blanket implementation below if the model is `Serialize`.
+/// Makes `Serialize` and `Model` mutually exclusive.
+///
+/// Every `Serialize` type implements it through the blanket impl below, with
+/// `Proof = SerializableTypesAreNeverModels<T>`. `#[model]` implements it for the model with
+/// `Proof = Self`, which coherence accepts only if the model is not `Serialize` (the two impls
+/// would overlap); and `Model` requires `Proof = Self`, which the blanket impl never gives.
 #[doc(hidden)]
-pub trait ModelsNeverImplementSerialize {}
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not declared with `#[fusion::model]`",
+    label = "a model implemented by hand",
+    note = "declare models with `#[fusion::model]` on the struct: it proves the model is never `Serialize`"
+)]
+pub trait ModelsNeverImplementSerialize {
+    /// `Self` for a model; [`SerializableTypesAreNeverModels<Self>`] for a `Serialize` type.
+    type Proof: ?Sized;
+}
 
-impl<T: ?Sized + serde::Serialize> ModelsNeverImplementSerialize for T {}
+/// The `Proof` of a type that is `Serialize`: never equal to the type itself. Its name is what
+/// the compiler shows when a `Serialize` type is declared a model by hand.
+#[doc(hidden)]
+pub struct SerializableTypesAreNeverModels<T: ?Sized>(core::marker::PhantomData<T>);
+
+// Not recommended: a type that is not a model should hear "declare it with `#[model]`", not
+// "implement `Serialize`".
+#[diagnostic::do_not_recommend]
+impl<T: ?Sized + serde::Serialize> ModelsNeverImplementSerialize for T {
+    type Proof = SerializableTypesAreNeverModels<T>;
+}
