@@ -1,12 +1,21 @@
-// `returns =` names a presenter.
-use fusion::{ToolError, tool};
+// `returns =` names a presenter: a model reaches the agent only through one.
+use fusion::{ToolError, model, tool};
 
-pub struct NotAPresenter;
+#[model]
+pub struct Invoice {
+    #[cast("Invoice id")]
+    pub id: String,
+    #[hidden]
+    pub webhook_secret: String,
+}
+
+/// Not a presenter: a plain struct that happens to sit next to the model.
+pub struct InvoiceSummary;
 
 /// Gets an invoice.
-#[tool(query, name = "billing.get_invoice", returns = NotAPresenter)]
-async fn get_invoice(id: String) -> Result<String, ToolError> {
-    Ok(id)
+#[tool(query, name = "billing.get_invoice", returns = InvoiceSummary)]
+async fn get_invoice(id: String) -> Result<Invoice, ToolError> {
+    Ok(Invoice { id, webhook_secret: "whsec_1".into() })
 }
 
 fn main() {}
