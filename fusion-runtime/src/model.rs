@@ -23,7 +23,9 @@ use serde::de::DeserializeOwned;
     label = "not a model",
     note = "declare it with `#[fusion::model]` on the struct"
 )]
-pub trait Model: ModelsNeverImplementSerialize<Proof = Self> + Sized + Send + Sync + 'static {
+pub trait Model:
+    ModelsNeverImplementSerialize<Proof = Self> + Sized + Send + Sync + 'static
+{
     /// The model's name, e.g. `Invoice`.
     const NAME: &'static str;
     /// Every field of the struct, in declaration order.
