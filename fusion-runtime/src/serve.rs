@@ -24,6 +24,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::State;
+use axum::middleware::Next;
+use axum::response::IntoResponse;
+use http::StatusCode;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -213,18 +217,28 @@ impl Mcp {
     }
 
     /// An axum router serving the endpoint at `options.path`, to merge into an existing
-    /// application next to its own routes, or to wrap in tower layers. With
-    /// [`HttpOptions::auth`], every request must carry a valid bearer token: 401 otherwise,
-    /// before anything reaches a tool.
+    /// application next to its own routes, or to wrap in more tower layers.
+    ///
+    /// Every request first has its `Host` and `Origin` checked against
+    /// [`HttpOptions::allowed_hosts`] and [`HttpOptions::allowed_origins`] (DNS-rebinding
+    /// protection: 403 otherwise, whether or not it carries a valid token), then, with
+    /// [`HttpOptions::auth`], must carry a valid bearer token (401 otherwise), before anything
+    /// reaches a tool.
     pub fn router(&self, options: &HttpOptions) -> axum::Router {
-        let router = axum::Router::new().route_service(&options.path, self.http_service(options));
-        match &options.auth {
-            Some(verifier) => router.layer(axum::middleware::from_fn_with_state(
+        let mut router =
+            axum::Router::new().route_service(&options.path, self.http_service(options));
+        if let Some(verifier) = &options.auth {
+            router = router.layer(axum::middleware::from_fn_with_state(
                 Authenticator::new(Arc::clone(verifier), options.resource_metadata.as_deref()),
                 crate::auth::authenticate,
-            )),
-            None => router,
+            ));
         }
+        // Outermost: rmcp checks the same lists inside the endpoint, but only after the
+        // layer above has run, so an unauthenticated foreign request would get 401, not 403.
+        router.layer(axum::middleware::from_fn_with_state(
+            HostOriginGuard::new(options),
+            check_host_and_origin,
+        ))
     }
 
     /// Binds `options.bind` and serves until Ctrl-C (or `options.shutdown` is cancelled),
@@ -272,6 +286,204 @@ impl Mcp {
             })
             .await
             .map_err(|error| ServeError(format!("HTTP server failed: {error}")))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DNS-rebinding protection, in front of everything else
+
+/// The `Host` and `Origin` allow-lists of [`HttpOptions`], parsed once. The same rules as
+/// rmcp's own check inside the endpoint: an allowed host without a port matches any port, an
+/// empty host list allows every host, an allowed origin ending in `:*` matches any port, a
+/// request without `Origin` passes, and with an empty origin list every `Origin` is refused.
+#[derive(Clone)]
+struct HostOriginGuard {
+    hosts: Arc<[Authority]>,
+    origins: Arc<[AllowedOrigin]>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Authority {
+    host: String,
+    port: Option<u16>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Origin {
+    Null,
+    Tuple {
+        scheme: String,
+        host: String,
+        port: Option<u16>,
+    },
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum AllowedOrigin {
+    Null,
+    Tuple {
+        scheme: String,
+        host: String,
+        /// `None`: any port (`:*`, or no port written).
+        port: Option<u16>,
+    },
+}
+
+impl HostOriginGuard {
+    fn new(options: &HttpOptions) -> Self {
+        HostOriginGuard {
+            hosts: options
+                .allowed_hosts
+                .iter()
+                .filter_map(|host| allowed_authority(host))
+                .collect(),
+            origins: options
+                .allowed_origins
+                .iter()
+                .filter_map(|origin| allowed_origin(origin))
+                .collect(),
+        }
+    }
+
+    fn check(&self, uri: &http::Uri, headers: &http::HeaderMap) -> Result<(), StatusCode> {
+        let host = match headers.get(http::header::HOST) {
+            Some(value) => value
+                .to_str()
+                .ok()
+                .and_then(|text| http::uri::Authority::try_from(text).ok())
+                .map(|authority| authority_of(authority.host(), authority.port_u16())),
+            // HTTP/2 carries the host in `:authority`.
+            None => uri
+                .authority()
+                .map(|authority| authority_of(authority.host(), authority.port_u16())),
+        };
+        let Some(host) = host else {
+            return Err(StatusCode::BAD_REQUEST);
+        };
+        if !self.hosts.is_empty()
+            && !self.hosts.iter().any(|allowed| {
+                allowed.host == host.host && allowed.port.is_none_or(|port| host.port == Some(port))
+            })
+        {
+            tracing::warn!(
+                ?host,
+                "refused a request with a foreign Host (DNS rebinding?)"
+            );
+            return Err(StatusCode::FORBIDDEN);
+        }
+        let Some(origin) = headers.get(http::header::ORIGIN) else {
+            return Ok(());
+        };
+        let allowed = origin
+            .to_str()
+            .ok()
+            .and_then(origin_of)
+            .is_some_and(|origin| {
+                self.origins
+                    .iter()
+                    .any(|allowed| origin_matches(allowed, &origin))
+            });
+        if allowed {
+            Ok(())
+        } else {
+            tracing::warn!(?origin, "refused a request with a foreign Origin");
+            Err(StatusCode::FORBIDDEN)
+        }
+    }
+}
+
+fn authority_of(host: &str, port: Option<u16>) -> Authority {
+    Authority {
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase(),
+        port,
+    }
+}
+
+fn allowed_authority(text: &str) -> Option<Authority> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    // `::1` is not an authority (`[::1]` is): take it as a bare host.
+    Some(match http::uri::Authority::try_from(text) {
+        Ok(authority) => authority_of(authority.host(), authority.port_u16()),
+        Err(_) => authority_of(text, None),
+    })
+}
+
+fn origin_of(text: &str) -> Option<Origin> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("null") {
+        return Some(Origin::Null);
+    }
+    let uri = http::Uri::try_from(text).ok()?;
+    let authority = uri.authority()?;
+    let Authority { host, port } = authority_of(authority.host(), authority.port_u16());
+    Some(Origin::Tuple {
+        scheme: uri.scheme_str()?.to_ascii_lowercase(),
+        host,
+        port,
+    })
+}
+
+fn allowed_origin(text: &str) -> Option<AllowedOrigin> {
+    let text = text.trim();
+    let (base, any_port) = match text.strip_suffix(":*") {
+        Some(base) => (base, true),
+        None => (text, false),
+    };
+    Some(match origin_of(base)? {
+        Origin::Null if !any_port => AllowedOrigin::Null,
+        Origin::Null => return None,
+        Origin::Tuple { port: Some(_), .. } if any_port => return None,
+        Origin::Tuple { scheme, host, port } => AllowedOrigin::Tuple { scheme, host, port },
+    })
+}
+
+fn origin_matches(allowed: &AllowedOrigin, origin: &Origin) -> bool {
+    match (allowed, origin) {
+        (AllowedOrigin::Null, Origin::Null) => true,
+        (
+            AllowedOrigin::Tuple { scheme, host, port },
+            Origin::Tuple {
+                scheme: origin_scheme,
+                host: origin_host,
+                port: origin_port,
+            },
+        ) => {
+            // An origin omits its scheme's default port (RFC 6454).
+            let default_port = match origin_scheme.as_str() {
+                "http" => Some(80),
+                "https" => Some(443),
+                _ => None,
+            };
+            scheme == origin_scheme
+                && host == origin_host
+                && port.is_none_or(|port| origin_port.or(default_port) == Some(port))
+        }
+        _ => false,
+    }
+}
+
+/// The axum middleware of [`HostOriginGuard`].
+async fn check_host_and_origin(
+    State(guard): State<HostOriginGuard>,
+    request: axum::extract::Request,
+    next: Next,
+) -> axum::response::Response {
+    match guard.check(request.uri(), request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(status) => {
+            let message = if status == StatusCode::FORBIDDEN {
+                "Forbidden: Host or Origin header is not allowed"
+            } else {
+                "Bad Request: invalid or missing Host header"
+            };
+            (status, message).into_response()
+        }
     }
 }
 

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use billing::Store;
 use fusion::Exposition;
+use fusion::auth::StaticTokens;
 use fusion::serve::{HttpOptions, Mcp, ServeError};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResult, ClientConfig, ErrorCode, JsonObject,
@@ -660,6 +661,91 @@ async fn shutdown_stops_serve_http_on_with_a_session_open() {
             "{address} still answers after shutdown: {refused:?}"
         );
         let _ = tokio::time::timeout(Duration::from_secs(5), session.cancel()).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Guards before authentication, the context factory, user layers
+
+/// The billing endpoint with bearer tokens required, and nothing else.
+fn billing_mcp_plain() -> Mcp {
+    let store = Store::open_in_memory().expect("in-memory store");
+    Mcp::new(billing::server(Arc::new(store), Exposition::Flat).expect("billing server"))
+}
+
+const TOKEN: &str = "http-test-token-5d1e";
+
+fn with_tokens() -> HttpOptions {
+    HttpOptions::default().auth(StaticTokens::new().with(TOKEN, billing::local_principal()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_host_or_origin_is_forbidden_before_authentication() {
+    within(async {
+        let served = Served::start(billing_mcp_plain(), with_tokens()).await;
+        let url = served.url();
+        let http = http_client();
+        let port = served.address.port();
+
+        // DNS-rebinding protection comes first: 403 whatever the token, never a 401 challenge
+        // that would tell a foreign page the endpoint is there and wants credentials.
+        for token in [None, Some(TOKEN), Some("not-a-token")] {
+            let with_token = |request: reqwest::RequestBuilder| match token {
+                Some(token) => request.bearer_auth(token),
+                None => request,
+            };
+            for origin in ["http://evil.example", "null"] {
+                let foreign =
+                    send(with_token(tools_list(&http, &url)).header("Origin", origin)).await;
+                assert_eq!(
+                    foreign.status, 403,
+                    "Origin {origin}, token {token:?}: {}",
+                    foreign.body
+                );
+                assert!(foreign.headers.get("www-authenticate").is_none());
+                assert!(!foreign.body.contains("\"result\""), "{}", foreign.body);
+            }
+            for host in ["evil.example".to_owned(), format!("evil.example:{port}")] {
+                let foreign =
+                    send(with_token(tools_list(&http, &url)).header("Host", host.as_str())).await;
+                assert_eq!(
+                    foreign.status, 403,
+                    "Host {host}, token {token:?}: {}",
+                    foreign.body
+                );
+                assert!(foreign.headers.get("www-authenticate").is_none());
+            }
+        }
+
+        // A local page without a token is asked for one.
+        let local = "http://localhost:5173";
+        let anonymous = send(tools_list(&http, &url).header("Origin", local)).await;
+        assert_eq!(anonymous.status, 401, "{}", anonymous.body);
+        let challenge = anonymous
+            .headers
+            .get("www-authenticate")
+            .expect("a WWW-Authenticate header")
+            .to_str()
+            .unwrap();
+        assert!(challenge.starts_with("Bearer realm=\"mcp\""), "{challenge}");
+        // And served with one.
+        let served_ok = send(
+            tools_list(&http, &url)
+                .header("Origin", local)
+                .bearer_auth(TOKEN),
+        )
+        .await;
+        assert_eq!(served_ok.status, 200, "{}", served_ok.body);
+        assert_eq!(
+            served_ok.json()["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .len(),
+            8
+        );
+
+        served.stop().await.expect("clean stop");
     })
     .await;
 }
