@@ -91,10 +91,37 @@ impl RequestInfo<'_> {
     pub fn client_info(&self) -> Option<Implementation> {
         self.context.client_info()
     }
+
+    /// The client's capabilities, when known (from the request's `_meta`, or the session's
+    /// `initialize`).
+    pub fn client_capabilities(&self) -> Option<rmcp::model::ClientCapabilities> {
+        self.context.client_capabilities()
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn request_id(&self) -> &rmcp::model::RequestId {
+        &self.context.id
+    }
+
+    /// The progress token the client sent, if it asked for progress.
+    pub fn progress_token(&self) -> Option<rmcp::model::ProgressToken> {
+        self.context.meta.get_progress_token()
+    }
+
+    /// Cancelled when the client cancels the request (the call's
+    /// [`CallContext::cancellation`] is the same token).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.context.ct
+    }
 }
 
 /// Runs once per request, before the tool: derives values for the call's context from what
 /// the transport knows (a verified principal, a tenant, a trace id…).
+///
+/// When it runs, the call already holds the request's `_meta`, its cancellation token and what
+/// the session knows (protocol version, client info). The transport's own values (the HTTP
+/// request parts, the verified [`Principal`]) are read from the [`RequestInfo`]; they are added
+/// to the call after the factory, over anything it inserted, so a factory cannot forge them.
 pub type ContextFactory = Arc<dyn Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync>;
 
 /// A [`Server`] ready to be served over MCP.
@@ -641,18 +668,31 @@ impl McpHandler {
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Principal>())
             .cloned();
-        if let Some(factory) = &self.shared.context_factory {
-            factory(&RequestInfo { context: &context }, &mut call);
+        match &self.shared.context_factory {
+            None => {
+                call.request = RequestFacts {
+                    peer: Some(context.peer),
+                };
+                call.meta = context.meta;
+                call.cancellation = context.ct;
+                call.extensions = context.extensions;
+            }
+            Some(factory) => {
+                // The factory sees a call that already knows its request.
+                call.request = RequestFacts {
+                    peer: Some(context.peer.clone()),
+                };
+                call.meta = context.meta.clone();
+                call.cancellation = context.ct.clone();
+                factory(&RequestInfo { context: &context }, &mut call);
+                // The transport's own extensions (the HTTP request parts) win over anything
+                // the factory added: a factory cannot forge them.
+                let mut extensions = std::mem::take(&mut call.extensions);
+                extensions.extend(context.extensions);
+                call.extensions = extensions;
+            }
         }
-        call.request = RequestFacts {
-            peer: Some(context.peer),
-        };
-        call.meta = context.meta;
-        call.cancellation = context.ct;
-        // The transport's own extensions (the HTTP request parts) and the verified principal
-        // win over anything the factory added: a factory cannot forge them.
-        let factory_values = std::mem::replace(&mut call.extensions, context.extensions);
-        call.extensions.extend(factory_values);
+        // And so does the verified principal.
         if let Some(principal) = principal {
             call.extensions.insert(principal);
         }

@@ -15,18 +15,20 @@
 
 mod support;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use billing::Store;
 use fusion::Exposition;
 use fusion::auth::StaticTokens;
 use fusion::serve::{HttpOptions, Mcp, ServeError};
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResult, ClientConfig, ErrorCode, JsonObject,
-    ProtocolVersion,
+    CacheScope, CallToolRequestParams, CallToolResult, ClientConfig, ErrorCode, Implementation,
+    JsonObject, ProgressToken, ProtocolVersion, RequestMetaObject,
 };
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -269,9 +271,26 @@ fn post_2026(
     id: u64,
     method: &str,
     name: Option<&str>,
-    mut params: Value,
+    params: Value,
 ) -> reqwest::RequestBuilder {
-    params["_meta"] = meta_2026();
+    post_2026_with_meta(client, url, id, method, name, params, json!({}))
+}
+
+/// [`post_2026`] with more keys in `_meta`.
+fn post_2026_with_meta(
+    client: &reqwest::Client,
+    url: &str,
+    id: u64,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+    extra_meta: Value,
+) -> reqwest::RequestBuilder {
+    let mut meta = meta_2026();
+    if let (Some(meta), Value::Object(extra)) = (meta.as_object_mut(), extra_meta) {
+        meta.extend(extra);
+    }
+    params["_meta"] = meta;
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     let mut request = client
         .post(url)
@@ -744,6 +763,165 @@ async fn a_foreign_host_or_origin_is_forbidden_before_authentication() {
                 .len(),
             8
         );
+
+        served.stop().await.expect("clean stop");
+    })
+    .await;
+}
+
+/// What the context factory saw of one request.
+#[derive(Debug, Clone)]
+struct FactorySaw {
+    /// `dev.test/trace` in `RequestInfo::meta` and, inside the factory, in `call.meta()`.
+    trace: Option<String>,
+    call_trace: Option<String>,
+    protocol: Option<ProtocolVersion>,
+    call_protocol: Option<ProtocolVersion>,
+    client: Option<String>,
+    call_client: Option<String>,
+    /// The `x-test-header` of the HTTP request.
+    header: Option<String>,
+    progress: Option<ProgressToken>,
+    call_progress: Option<ProgressToken>,
+    /// When the request asked for it (`dev.test/cancel`), the factory cancelled
+    /// `RequestInfo::cancellation` and looked at `call.cancellation()`.
+    call_cancelled: Option<bool>,
+}
+
+fn trace_of(meta: &RequestMetaObject) -> Option<String> {
+    meta.0
+        .get("dev.test/trace")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn recording_mcp(seen: &Arc<Mutex<Vec<FactorySaw>>>) -> Mcp {
+    let seen = Arc::clone(seen);
+    billing_mcp_plain().context(move |request, call| {
+        call.extensions_mut().insert(billing::local_principal());
+        let call_cancelled = request.meta().0.contains_key("dev.test/cancel").then(|| {
+            request.cancellation().cancel();
+            call.cancellation().is_cancelled()
+        });
+        seen.lock().unwrap().push(FactorySaw {
+            trace: trace_of(request.meta()),
+            call_trace: trace_of(call.meta()),
+            protocol: request.protocol_version(),
+            call_protocol: call.protocol_version(),
+            client: request.client_info().map(|client| client.name),
+            call_client: call.client_info().map(|client| client.name),
+            header: request
+                .http_request()
+                .and_then(|parts| parts.headers.get("x-test-header"))
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned),
+            progress: request.progress_token(),
+            call_progress: call.progress_token(),
+            call_cancelled,
+        });
+    })
+}
+
+/// The one recorded request carrying `trace`.
+fn saw(seen: &Arc<Mutex<Vec<FactorySaw>>>, trace: &str) -> FactorySaw {
+    let seen = seen.lock().unwrap();
+    let matching: Vec<&FactorySaw> = seen
+        .iter()
+        .filter(|saw| saw.trace.as_deref() == Some(trace))
+        .collect();
+    assert_eq!(matching.len(), 1, "{trace}: {seen:#?}");
+    matching[0].clone()
+}
+
+fn traced(trace: &str) -> RequestMetaObject {
+    serde_json::from_value(json!({"dev.test/trace": trace})).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_context_factory_sees_the_whole_request() {
+    within(async {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let served = Served::start(recording_mcp(&seen), HttpOptions::default()).await;
+        let url = served.url();
+
+        // A 2025-11-25 session: rmcp's client, with a header of its own on every request.
+        let headers = HashMap::from([(
+            HeaderName::from_static("x-test-header"),
+            HeaderValue::from_static("from-the-session"),
+        )]);
+        let transport = StreamableHttpClientTransport::with_client(
+            http_client(),
+            StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(headers),
+        );
+        let session = ClientConfig::new(
+            Default::default(),
+            Implementation::new("factory-session-client", "0.9.0"),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+        .serve(transport)
+        .await
+        .expect("initialize over HTTP");
+        let mut params = CallToolRequestParams::new("billing_get_invoice")
+            .with_arguments(object(json!({"id": "INV-7"})));
+        params.meta = Some(traced("session-call"));
+        let result = session.peer().call_tool(params).await.expect("tools/call");
+        assert_eq!(result.is_error, Some(false));
+        let call = saw(&seen, "session-call");
+        assert_eq!(call.call_trace.as_deref(), Some("session-call"), "{call:?}");
+        assert_eq!(call.protocol, Some(ProtocolVersion::V_2025_11_25));
+        assert_eq!(call.call_protocol, Some(ProtocolVersion::V_2025_11_25));
+        assert_eq!(call.client.as_deref(), Some("factory-session-client"));
+        assert_eq!(call.call_client.as_deref(), Some("factory-session-client"));
+        assert_eq!(call.header.as_deref(), Some("from-the-session"));
+        // rmcp's client always asks for progress.
+        assert!(call.progress.is_some(), "{call:?}");
+        assert_eq!(call.call_progress, call.progress);
+        assert_eq!(call.call_cancelled, None);
+
+        // The factory's call shares the request's cancellation.
+        let mut params = CallToolRequestParams::new("billing_get_invoice")
+            .with_arguments(object(json!({"id": "INV-7"})));
+        let mut meta = traced("cancelled-call");
+        meta.0.insert("dev.test/cancel".into(), json!(true));
+        params.meta = Some(meta);
+        let _ = session.peer().call_tool(params).await;
+        assert_eq!(saw(&seen, "cancelled-call").call_cancelled, Some(true));
+        session.cancel().await.expect("client stops");
+
+        // Stateless 2026-07-28 over raw HTTP: with a progress token, then without.
+        let http = http_client();
+        for (trace, progress) in [
+            ("stateless-progress", Some(json!("p-42"))),
+            ("stateless", None),
+        ] {
+            let mut meta = json!({"dev.test/trace": trace});
+            if let Some(token) = &progress {
+                meta["progressToken"] = token.clone();
+            }
+            let request = post_2026_with_meta(
+                &http,
+                &url,
+                7,
+                "tools/call",
+                Some("billing_get_invoice"),
+                json!({"name": "billing_get_invoice", "arguments": {"id": "INV-7"}}),
+                meta,
+            )
+            .header("x-test-header", "raw");
+            let answer = send(request).await;
+            assert_eq!(answer.status, 200, "{}", answer.body);
+            assert_eq!(answer.json()["result"]["isError"], false, "{}", answer.body);
+            let call = saw(&seen, trace);
+            assert_eq!(call.call_trace.as_deref(), Some(trace));
+            assert_eq!(call.protocol, Some(ProtocolVersion::V_2026_07_28));
+            assert_eq!(call.call_protocol, Some(ProtocolVersion::V_2026_07_28));
+            assert_eq!(call.client.as_deref(), Some("raw-http-test"));
+            assert_eq!(call.header.as_deref(), Some("raw"));
+            let expected: Option<ProgressToken> =
+                progress.map(|token| serde_json::from_value(token).unwrap());
+            assert_eq!(call.progress, expected, "{call:?}");
+            assert_eq!(call.call_progress, expected);
+        }
 
         served.stop().await.expect("clean stop");
     })
