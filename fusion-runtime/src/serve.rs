@@ -124,12 +124,16 @@ impl RequestInfo<'_> {
 /// to the call after the factory, over anything it inserted, so a factory cannot forge them.
 pub type ContextFactory = Arc<dyn Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync>;
 
+/// A tower layer added with [`Mcp::layer`], kept as what it does to the router.
+type RouterLayer = Arc<dyn Fn(axum::Router) -> axum::Router + Send + Sync>;
+
 /// A [`Server`] ready to be served over MCP.
 #[derive(Clone)]
 pub struct Mcp {
     server: Server,
     options: McpOptions,
     context_factory: Option<ContextFactory>,
+    layers: Vec<RouterLayer>,
 }
 
 impl Mcp {
@@ -139,6 +143,7 @@ impl Mcp {
             server,
             options: McpOptions::default(),
             context_factory: None,
+            layers: Vec::new(),
         }
     }
 
@@ -156,6 +161,44 @@ impl Mcp {
         factory: impl Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync + 'static,
     ) -> Self {
         self.context_factory = Some(Arc::new(factory));
+        self
+    }
+
+    /// Wraps the HTTP endpoint in a tower layer (tracing, CORS, compression, timeouts, extra
+    /// response headers…), wherever it is served: [`Mcp::router`], [`Mcp::serve_http`],
+    /// [`Mcp::serve_http_on`]. The serving defaults (`TCP_NODELAY`, graceful Ctrl-C) stay.
+    ///
+    /// As with [`axum::Router::layer`], the last layer added runs first. Every request meets,
+    /// in order: the `Host`/`Origin` check (a foreign one gets 403 before anything else runs),
+    /// your layers, the bearer-token check ([`HttpOptions::auth`]), then the MCP endpoint.
+    ///
+    /// ```no_run
+    /// # async fn run(server: fusion_runtime::Server) -> Result<(), fusion_runtime::serve::ServeError> {
+    /// use fusion_runtime::serve::{HttpOptions, Mcp};
+    ///
+    /// // Any tower layer whose service axum accepts, e.g. from tower-http:
+    /// // Mcp::new(server).layer(tower_http::trace::TraceLayer::new_for_http())
+    /// let logged = axum::middleware::map_request(|request: axum::extract::Request| async move {
+    ///     eprintln!("{} {}", request.method(), request.uri());
+    ///     request
+    /// });
+    /// Mcp::new(server).layer(logged).serve_http(HttpOptions::default()).await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+        L::Service: tower::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Response:
+            axum::response::IntoResponse + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Error:
+            Into<std::convert::Infallible> + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
+    {
+        self.layers.push(Arc::new(move |router: axum::Router| {
+            router.layer(layer.clone())
+        }));
         self
     }
 
@@ -248,9 +291,9 @@ impl Mcp {
     ///
     /// Every request first has its `Host` and `Origin` checked against
     /// [`HttpOptions::allowed_hosts`] and [`HttpOptions::allowed_origins`] (DNS-rebinding
-    /// protection: 403 otherwise, whether or not it carries a valid token), then, with
-    /// [`HttpOptions::auth`], must carry a valid bearer token (401 otherwise), before anything
-    /// reaches a tool.
+    /// protection: 403 otherwise, whether or not it carries a valid token), then goes through
+    /// the layers added with [`Mcp::layer`], then, with [`HttpOptions::auth`], must carry a
+    /// valid bearer token (401 otherwise), before anything reaches a tool.
     pub fn router(&self, options: &HttpOptions) -> axum::Router {
         let mut router =
             axum::Router::new().route_service(&options.path, self.http_service(options));
@@ -260,8 +303,11 @@ impl Mcp {
                 crate::auth::authenticate,
             ));
         }
+        for layer in &self.layers {
+            router = layer(router);
+        }
         // Outermost: rmcp checks the same lists inside the endpoint, but only after the
-        // layer above has run, so an unauthenticated foreign request would get 401, not 403.
+        // layers above have run, so an unauthenticated foreign request would get 401, not 403.
         router.layer(axum::middleware::from_fn_with_state(
             HostOriginGuard::new(options),
             check_host_and_origin,

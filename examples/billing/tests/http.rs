@@ -927,3 +927,44 @@ async fn the_context_factory_sees_the_whole_request() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_tower_layer_wraps_the_endpoint_and_the_defaults_stay() {
+    within(async {
+        let stamp = tower::util::MapResponseLayer::new(|mut response: axum::response::Response| {
+            response.headers_mut().insert(
+                "x-served-by",
+                axum::http::HeaderValue::from_static("fusion-test"),
+            );
+            response
+        });
+        let mcp = billing_mcp_plain().layer(stamp);
+        let served = Served::start(mcp, with_tokens()).await;
+        let url = served.url();
+        let http = http_client();
+
+        // MCP answers go through the layer, and so do refusals of the token check inside it.
+        let list = send(tools_list(&http, &url).bearer_auth(TOKEN)).await;
+        assert_eq!(list.status, 200, "{}", list.body);
+        assert_eq!(list.headers["x-served-by"], "fusion-test");
+        assert_eq!(list.json()["result"]["tools"].as_array().unwrap().len(), 8);
+        let anonymous = send(tools_list(&http, &url)).await;
+        assert_eq!(anonymous.status, 401);
+        assert_eq!(anonymous.headers["x-served-by"], "fusion-test");
+        // The Host/Origin check stays in front of it.
+        let foreign = send(tools_list(&http, &url).header("Origin", "http://evil.example")).await;
+        assert_eq!(foreign.status, 403);
+        assert!(foreign.headers.get("x-served-by").is_none());
+
+        // A session works through it too, and shutdown still ends it.
+        let transport = StreamableHttpClientTransport::with_client(
+            http_client(),
+            StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(TOKEN),
+        );
+        let session = ().serve(transport).await.expect("initialize through the layer");
+        exercise(session.peer()).await;
+        served.stop().await.expect("clean stop with a session open");
+        let _ = tokio::time::timeout(Duration::from_secs(5), session.cancel()).await;
+    })
+    .await;
+}
