@@ -1,5 +1,6 @@
 //! Production concerns over real HTTP (issue 4): the tenant comes from a verified bearer token,
-//! tenants never see each other's invoices, scopes gate writes, concurrent writes are
+//! tenants never see each other's invoices (stateless 2026-07-28 requests and 2025-11-25
+//! sessions alike), scopes gate writes, concurrent writes are
 //! serialized, and every successful write lands in the append-only audit trail.
 #![cfg(unix)]
 
@@ -8,6 +9,11 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use support::BillingHttp;
 
@@ -480,4 +486,100 @@ async fn successful_writes_land_in_the_append_only_audit_trail() {
             .is_err()
     );
     assert!(database.execute("DELETE FROM audit_events", []).is_err());
+}
+
+/// A 2025-11-25 session opened by rmcp's client with `initialize` and a bearer token, which it
+/// sends again on every request of the session.
+async fn session(server: &BillingHttp, token: &str) -> RunningService<RoleClient, ClientConfig> {
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("HTTP client");
+    let transport = StreamableHttpClientTransport::with_client(
+        http,
+        StreamableHttpClientTransportConfig::with_uri(server.url().to_owned()).auth_header(token),
+    );
+    let client = ClientConfig::new(
+        Default::default(),
+        Implementation::new("tenancy-session-test", "1.0.0"),
+    )
+    .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    .serve(transport)
+    .await
+    .expect("initialize with a bearer token");
+    let info = client.peer().peer_info().expect("initialize result");
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2025_11_25);
+    client
+}
+
+/// The envelope of a tool call made in a session.
+async fn session_call(
+    client: &RunningService<RoleClient, ClientConfig>,
+    tool: &str,
+    arguments: Value,
+) -> Value {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object");
+    };
+    let result = client
+        .peer()
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|error| panic!("{tool}: {error}"));
+    result.structured_content.expect("an envelope")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenants_stay_apart_in_2025_11_25_sessions_too() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let server = spawn_with_tokens(&["--in-memory"]);
+        let alpha = session(&server, ALPHA).await;
+        let beta = session(&server, BETA).await;
+
+        let created = session_call(
+            &beta,
+            "billing_create_invoice",
+            json!({"customer_id": "C-session", "total_cents": 700}),
+        )
+        .await;
+        assert_eq!(created["ok"], true, "{created}");
+        let beta_invoice = created["data"]["id"].as_str().unwrap().to_owned();
+
+        // Alpha's session neither reads nor changes beta's invoice, and the reverse.
+        for tool in ["billing_get_invoice", "billing_void_invoice"] {
+            let refused = session_call(&alpha, tool, json!({"id": beta_invoice})).await;
+            assert_eq!(refused["error"]["code"], "InvoiceNotFound", "{tool}: {refused}");
+        }
+        let refused = session_call(&beta, "billing_get_invoice", json!({"id": "INV-7"})).await;
+        assert_eq!(refused["error"]["code"], "InvoiceNotFound", "{refused}");
+        assert_eq!(
+            session_call(&alpha, "billing_get_invoice", json!({"id": "INV-7"})).await["data"]["id"],
+            "INV-7"
+        );
+        // Each session lists only its tenant's invoices.
+        let listed = session_call(&beta, "billing_list_invoices", json!({"limit": 50})).await;
+        assert_eq!(
+            listed["data"],
+            json!([{"id": beta_invoice, "customer_id": "C-session", "total_cents": 700, "status": "open"}])
+        );
+        let listed = session_call(&alpha, "billing_list_invoices", json!({"limit": 50})).await;
+        let ids: Vec<&Value> = listed["data"].as_array().unwrap().iter().map(|invoice| &invoice["id"]).collect();
+        assert_eq!(ids.len(), 50, "{listed}");
+        assert!(!ids.contains(&&json!(beta_invoice)));
+        // Beta's invoice is still open: alpha's void did nothing.
+        assert_eq!(
+            session_call(&beta, "billing_get_invoice", json!({"id": beta_invoice})).await["data"]["status"],
+            "open"
+        );
+
+        // Without a token, no session is opened at all.
+        let anonymous = StreamableHttpClientTransport::from_uri(server.url().to_owned());
+        assert!(().serve(anonymous).await.is_err(), "initialize without a token");
+
+        alpha.cancel().await.expect("client stops");
+        beta.cancel().await.expect("client stops");
+    })
+    .await
+    .expect("the test did not finish in time");
 }
