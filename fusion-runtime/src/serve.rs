@@ -16,7 +16,8 @@
 //!
 //! Defaults are the fast and safe configuration: the non-blocking stdio transport, `TCP_NODELAY`
 //! on every accepted socket, JSON (not SSE) responses for stateless requests, loopback binding,
-//! and `Host`/`Origin` checked against loopback allow-lists.
+//! and `Host`/`Origin` checked against loopback allow-lists, in front of everything else
+//! (bearer authentication and [`Mcp::layer`] layers included).
 
 use std::borrow::Cow;
 use std::fmt;
