@@ -849,3 +849,98 @@ impl ServerHandler for McpHandler {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(options: &HttpOptions, host: Option<&str>, origin: Option<&str>) -> Option<u16> {
+        let mut request = http::Request::builder().uri("/mcp");
+        if let Some(host) = host {
+            request = request.header(http::header::HOST, host);
+        }
+        if let Some(origin) = origin {
+            request = request.header(http::header::ORIGIN, origin);
+        }
+        let request = request.body(()).unwrap();
+        HostOriginGuard::new(options)
+            .check(request.uri(), request.headers())
+            .err()
+            .map(|status| status.as_u16())
+    }
+
+    #[test]
+    fn the_default_lists_accept_loopback_only() {
+        let options = HttpOptions::default();
+        for host in ["localhost:8080", "127.0.0.1:1", "[::1]:8080", "LOCALHOST"] {
+            assert_eq!(check(&options, Some(host), None), None, "{host}");
+        }
+        for host in ["evil.example", "localhost.evil.example:8080", "127.0.0.2"] {
+            assert_eq!(check(&options, Some(host), None), Some(403), "{host}");
+        }
+        assert_eq!(check(&options, Some("bad host"), None), Some(400));
+        assert_eq!(check(&options, None, None), Some(400));
+        for origin in [
+            "http://localhost:5173",
+            "http://[::1]:3000",
+            "https://127.0.0.1",
+            "HTTP://LocalHost:1",
+        ] {
+            assert_eq!(
+                check(&options, Some("localhost"), Some(origin)),
+                None,
+                "{origin}"
+            );
+        }
+        for origin in [
+            "http://evil.example",
+            "null",
+            "",
+            "localhost:5173",
+            "file://localhost",
+            "http://localhost.evil.example",
+        ] {
+            assert_eq!(
+                check(&options, Some("localhost"), Some(origin)),
+                Some(403),
+                "{origin:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn ports_in_the_lists_are_exact_and_an_empty_origin_list_refuses_every_origin() {
+        let options = HttpOptions {
+            allowed_hosts: vec!["api.example:8443".into()],
+            allowed_origins: vec!["https://app.example:443".into(), "null".into()],
+            ..HttpOptions::default()
+        };
+        assert_eq!(check(&options, Some("api.example:8443"), None), None);
+        assert_eq!(check(&options, Some("api.example:8080"), None), Some(403));
+        assert_eq!(check(&options, Some("api.example"), None), Some(403));
+        let host = Some("api.example:8443");
+        assert_eq!(check(&options, host, Some("https://app.example")), None);
+        assert_eq!(check(&options, host, Some("https://app.example:443")), None);
+        assert_eq!(check(&options, host, Some("null")), None);
+        assert_eq!(
+            check(&options, host, Some("https://app.example:444")),
+            Some(403)
+        );
+        assert_eq!(check(&options, host, Some("http://app.example")), Some(403));
+
+        let any_host = HttpOptions {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            ..HttpOptions::default()
+        };
+        assert_eq!(check(&any_host, Some("anything.example"), None), None);
+        assert_eq!(
+            check(
+                &any_host,
+                Some("anything.example"),
+                Some("http://localhost:1")
+            ),
+            Some(403)
+        );
+    }
+}
