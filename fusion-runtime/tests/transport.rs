@@ -606,6 +606,73 @@ async fn context_factory_runs_once_per_request_and_sees_meta() {
     .await;
 }
 
+/// What a context factory saw of one request, inside the factory.
+#[derive(Debug, Default)]
+struct FactoryView {
+    request_id: Option<Value>,
+    progress: Option<ProgressToken>,
+    call_progress: Option<ProgressToken>,
+    call_trace: Option<Value>,
+    /// The factory cancelled `RequestInfo::cancellation`; is `call.cancellation()` cancelled?
+    call_cancelled: bool,
+}
+
+#[tokio::test]
+async fn the_factory_sees_a_call_that_already_knows_its_request() {
+    within(async {
+        let probe = Arc::new(Probe::default());
+        let view = Arc::new(Mutex::new(FactoryView::default()));
+        let recorder = Arc::clone(&view);
+        let mcp = Mcp::new(demo_server(&probe)).context(move |request, call| {
+            let cancel = request.meta().0.contains_key("dev.test/cancel");
+            if cancel {
+                request.cancellation().cancel();
+            }
+            *recorder.lock().unwrap() = FactoryView {
+                request_id: Some(serde_json::to_value(request.request_id()).unwrap()),
+                progress: request.progress_token(),
+                call_progress: call.progress_token(),
+                call_trace: call.meta().0.get("dev.test/trace").cloned(),
+                call_cancelled: cancel && call.cancellation().is_cancelled(),
+            };
+        });
+        let connected = connect(&mcp).await;
+        let peer = connected.peer().clone();
+
+        let mut params = CallToolRequestParams::new("demo_seen").with_arguments(JsonObject::new());
+        params.meta = Some(serde_json::from_value(json!({"dev.test/trace": "t-1"})).unwrap());
+        let handle = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .expect("request sent");
+        let (id, token) = (handle.id.clone(), handle.progress_token.clone());
+        handle.await_response().await.expect("response");
+        {
+            let view = view.lock().unwrap();
+            assert_eq!(view.request_id, Some(serde_json::to_value(&id).unwrap()));
+            assert_eq!(
+                view.progress.as_ref(),
+                Some(&token),
+                "the client's own token"
+            );
+            assert_eq!(view.call_progress.as_ref(), Some(&token));
+            assert_eq!(view.call_trace, Some(json!("t-1")));
+            assert!(!view.call_cancelled);
+        }
+
+        // The call's cancellation is the request's.
+        let mut params = CallToolRequestParams::new("demo_seen").with_arguments(JsonObject::new());
+        params.meta = Some(serde_json::from_value(json!({"dev.test/cancel": true})).unwrap());
+        let _ = peer.call_tool(params).await;
+        assert!(view.lock().unwrap().call_cancelled);
+        connected.close().await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn progress_reaches_the_client_that_asked() {
     within(async {
