@@ -372,6 +372,9 @@ impl Mcp {
 /// request without `Origin` passes, and with an empty origin list every `Origin` is refused.
 #[derive(Clone)]
 struct HostOriginGuard {
+    /// Only an empty configured list allows every host: entries that do not parse (blank
+    /// ones) must not turn a restrictive list into an open one.
+    any_host: bool,
     hosts: Arc<[Authority]>,
     origins: Arc<[AllowedOrigin]>,
 }
@@ -406,6 +409,7 @@ enum AllowedOrigin {
 impl HostOriginGuard {
     fn new(options: &HttpOptions) -> Self {
         HostOriginGuard {
+            any_host: options.allowed_hosts.is_empty(),
             hosts: options
                 .allowed_hosts
                 .iter()
@@ -434,7 +438,7 @@ impl HostOriginGuard {
         let Some(host) = host else {
             return Err(StatusCode::BAD_REQUEST);
         };
-        if !self.hosts.is_empty()
+        if !self.any_host
             && !self.hosts.iter().any(|allowed| {
                 allowed.host == host.host && allowed.port.is_none_or(|port| host.port == Some(port))
             })
@@ -942,5 +946,15 @@ mod tests {
             ),
             Some(403)
         );
+    }
+
+    #[test]
+    fn a_list_of_blank_hosts_allows_no_host() {
+        let options = HttpOptions {
+            allowed_hosts: vec![" ".into(), String::new()],
+            ..HttpOptions::default()
+        };
+        assert_eq!(check(&options, Some("evil.example"), None), Some(403));
+        assert_eq!(check(&options, Some("localhost"), None), Some(403));
     }
 }
