@@ -34,7 +34,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -184,7 +185,85 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub(crate) struct Authenticator {
     pub(crate) verifier: Arc<dyn TokenVerifier>,
     pub(crate) challenge: HeaderValue,
+    sessions: Arc<SessionOwners>,
 }
+
+/// Who opened each 2025-11-25 session. A session id proves nothing about its bearer, and a
+/// session's SSE stream carries its owner's responses and notifications, so a request that
+/// presents another caller's session id (or one this layer never saw opened) is answered as
+/// if the session did not exist: 404, the answer rmcp gives for an unknown session.
+#[derive(Default)]
+struct SessionOwners {
+    state: Mutex<Owners>,
+}
+
+#[derive(Default)]
+struct Owners {
+    by_session: HashMap<Box<str>, Owner>,
+    /// The map is swept for sessions rmcp has already closed once it grows past this size.
+    sweep_at: usize,
+}
+
+struct Owner {
+    subject: Box<str>,
+    tenant: Option<Box<str>>,
+    last_seen: Instant,
+}
+
+/// rmcp closes a session idle for its keep-alive (five minutes by default); an owner entry
+/// idle for twice that belongs to a closed session.
+const OWNER_IDLE_LIMIT: Duration = Duration::from_secs(2 * 300);
+const MIN_SWEEP_SIZE: usize = 1024;
+
+impl Owner {
+    fn is(&self, principal: &Principal) -> bool {
+        *self.subject == *principal.subject && self.tenant.as_deref() == principal.tenant.as_deref()
+    }
+}
+
+impl SessionOwners {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Owners> {
+        // The map holds plain data: a panic elsewhere cannot leave it half-updated.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `principal` opened `session`; a session this layer never saw is nobody's.
+    fn owned_by(&self, session: &str, principal: &Principal) -> bool {
+        let mut owners = self.lock();
+        match owners.by_session.get_mut(session) {
+            Some(owner) if owner.is(principal) => {
+                owner.last_seen = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn open(&self, session: &str, principal: &Principal) {
+        let now = Instant::now();
+        let mut owners = self.lock();
+        if owners.by_session.len() >= owners.sweep_at.max(MIN_SWEEP_SIZE) {
+            owners
+                .by_session
+                .retain(|_, owner| now.duration_since(owner.last_seen) < OWNER_IDLE_LIMIT);
+            owners.sweep_at = owners.by_session.len() * 2;
+        }
+        owners.by_session.insert(
+            session.into(),
+            Owner {
+                subject: principal.subject.as_str().into(),
+                tenant: principal.tenant.as_deref().map(Into::into),
+                last_seen: now,
+            },
+        );
+    }
+
+    fn close(&self, session: &str) {
+        self.lock().by_session.remove(session);
+    }
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
 
 impl Authenticator {
     pub(crate) fn new(verifier: Arc<dyn TokenVerifier>, resource_metadata: Option<&str>) -> Self {
@@ -196,6 +275,7 @@ impl Authenticator {
             verifier,
             challenge: HeaderValue::from_str(&challenge)
                 .unwrap_or_else(|_| HeaderValue::from_static("Bearer realm=\"mcp\"")),
+            sessions: Arc::default(),
         }
     }
 
@@ -237,8 +317,45 @@ pub(crate) async fn authenticate(
     };
     match authenticator.verifier.verify(&token).await {
         Ok(principal) => {
-            request.extensions_mut().insert(principal);
-            next.run(request).await
+            let session = request
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            let sessions = &authenticator.sessions;
+            if let Some(session) = &session
+                && !sessions.owned_by(session, &principal)
+            {
+                tracing::info!(
+                    subject = %principal.subject,
+                    "refused a session id that this caller did not open"
+                );
+                let mut response = Response::new(Body::from("Not Found: Session not found"));
+                *response.status_mut() = StatusCode::NOT_FOUND;
+                return response;
+            }
+            let closing = request.method() == http::Method::DELETE;
+            request.extensions_mut().insert(principal.clone());
+            let response = next.run(request).await;
+            match &session {
+                None => {
+                    if let Some(opened) = response
+                        .headers()
+                        .get(SESSION_HEADER)
+                        .and_then(|value| value.to_str().ok())
+                    {
+                        sessions.open(opened, &principal);
+                    }
+                }
+                Some(session) => {
+                    if (closing && response.status().is_success())
+                        || response.status() == StatusCode::NOT_FOUND
+                    {
+                        sessions.close(session);
+                    }
+                }
+            }
+            response
         }
         Err(error) => {
             tracing::info!(%error, "refused a bearer token");

@@ -583,3 +583,139 @@ async fn tenants_stay_apart_in_2025_11_25_sessions_too() {
     .await
     .expect("the test did not finish in time");
 }
+
+/// One raw 2025-11-25 request in a session: the status and the body.
+async fn session_request(
+    server: &BillingHttp,
+    method: reqwest::Method,
+    token: &str,
+    session: Option<&str>,
+    body: Option<Value>,
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let opens_stream = method == reqwest::Method::GET;
+    let mut request = reqwest::Client::new()
+        .request(method, server.url())
+        .bearer_auth(token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25");
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    if let Some(body) = body {
+        request = request
+            .header("Content-Type", "application/json")
+            .body(body.to_string());
+    }
+    let response = tokio::time::timeout(Duration::from_secs(20), request.send())
+        .await
+        .expect("an answer within 20 s")
+        .expect("HTTP request");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    // A GET that succeeds opens an event stream that does not end: read no body for it.
+    let body = if opens_stream && status == 200 {
+        String::new()
+    } else {
+        response.text().await.expect("HTTP body")
+    };
+    (status, headers, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_answers_only_the_caller_who_opened_it() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let server = spawn_with_tokens(&["--in-memory"]);
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "session-owner-test", "version": "1.0.0"}}});
+        let (status, headers, body) = session_request(
+            &server,
+            reqwest::Method::POST,
+            ALPHA,
+            None,
+            Some(initialize),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let session = headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .expect("a session id")
+            .to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, body) = session_request(
+            &server,
+            reqwest::Method::POST,
+            ALPHA,
+            Some(&session),
+            Some(initialized),
+        )
+        .await;
+        assert_eq!(status, 202, "{body}");
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "billing_get_invoice", "arguments": {"id": "INV-7"}}});
+
+        // Another tenant's valid token with alpha's session id: as if the session did not
+        // exist, for calls, for the event stream and for closing it.
+        let (status, _, body) = session_request(
+            &server,
+            reqwest::Method::POST,
+            BETA,
+            Some(&session),
+            Some(call.clone()),
+        )
+        .await;
+        assert_eq!(status, 404, "{body}");
+        assert!(!body.contains("INV-7"), "{body}");
+        let (status, _, _) =
+            session_request(&server, reqwest::Method::GET, BETA, Some(&session), None).await;
+        assert_eq!(status, 404);
+        let (status, _, _) =
+            session_request(&server, reqwest::Method::DELETE, BETA, Some(&session), None).await;
+        assert_eq!(status, 404);
+        // A session id nobody opened is refused the same way.
+        let (status, _, _) = session_request(
+            &server,
+            reqwest::Method::POST,
+            ALPHA,
+            Some("not-a-session"),
+            Some(call.clone()),
+        )
+        .await;
+        assert_eq!(status, 404);
+
+        // The owner's session is untouched by all of that.
+        let (status, _, body) = session_request(
+            &server,
+            reqwest::Method::POST,
+            ALPHA,
+            Some(&session),
+            Some(call.clone()),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("INV-7"), "{body}");
+
+        // Once the owner closes it, nobody can use it.
+        let (status, _, body) = session_request(
+            &server,
+            reqwest::Method::DELETE,
+            ALPHA,
+            Some(&session),
+            None,
+        )
+        .await;
+        assert!((200..300).contains(&status), "{status}: {body}");
+        let (status, _, _) = session_request(
+            &server,
+            reqwest::Method::POST,
+            ALPHA,
+            Some(&session),
+            Some(call),
+        )
+        .await;
+        assert_eq!(status, 404);
+    })
+    .await
+    .expect("the test did not finish in time");
+}
