@@ -32,8 +32,6 @@ pub struct AuditRecord {
     pub outcome: &'static str,
     /// How long the call took.
     pub duration: Duration,
-    /// The error id, when the call logged an internal problem but succeeded.
-    pub error_id: Option<String>,
 }
 
 /// Why a sink could not record.
@@ -173,7 +171,8 @@ mod sqlite {
     /// An append-only audit table in an SQLite database (which may be the application's own).
     ///
     /// Triggers refuse `UPDATE` and `DELETE` on the table, so the trail can only grow through
-    /// this connection and any other.
+    /// this connection and any other. (Failed calls are not audited, so the table has no
+    /// error id; a table created by an earlier version keeps its `error_id` column, left NULL.)
     pub struct SqliteAuditSink {
         connection: Mutex<rusqlite::Connection>,
     }
@@ -201,8 +200,7 @@ mod sqlite {
                         tenant TEXT,
                         arguments_digest TEXT NOT NULL,
                         outcome TEXT NOT NULL,
-                        duration_us INTEGER NOT NULL,
-                        error_id TEXT
+                        duration_us INTEGER NOT NULL
                     );
                     CREATE TRIGGER IF NOT EXISTS audit_events_no_update BEFORE UPDATE ON audit_events
                     BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
@@ -238,8 +236,8 @@ mod sqlite {
                 connection
                     .prepare_cached(
                         "INSERT INTO audit_events (at_unix_ms, tool, action, principal, tenant, \
-                         arguments_digest, outcome, duration_us, error_id) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                         arguments_digest, outcome, duration_us) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                     )
                     .and_then(|mut insert| {
                         insert.execute(rusqlite::params![
@@ -251,7 +249,6 @@ mod sqlite {
                             record.arguments_digest,
                             record.outcome,
                             duration,
-                            record.error_id,
                         ])
                     })
                     .map(|_| ())

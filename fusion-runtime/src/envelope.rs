@@ -105,7 +105,7 @@ impl Running {
         let (handler, early) =
             match std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(call))) {
                 Ok(future) => (Some(future), None),
-                Err(panic) => (None, Some(panicked(panic))),
+                Err(panic) => (None, Some(panicked("the handler", panic))),
             };
         Running {
             handler,
@@ -133,7 +133,7 @@ impl Future for Running {
             Ok(Poll::Ready(outcome)) => return Poll::Ready(outcome),
             Err(panic) => {
                 this.handler = None;
-                return Poll::Ready(Err(panicked(panic)));
+                return Poll::Ready(Err(panicked("the handler", panic)));
             }
             Ok(Poll::Pending) => {}
         }
@@ -153,14 +153,64 @@ impl Future for Running {
     }
 }
 
+/// A future of the call's path (middleware and guards) whose panic becomes an `INTERNAL_ERROR`:
+/// the panic is logged under the error id and the server keeps serving. Only wrapped around
+/// calls that have middleware or guards; a bare call has [`Running`] alone.
+pub(crate) struct CatchPanic<F> {
+    future: Option<F>,
+    stage: &'static str,
+}
+
+impl<F> CatchPanic<F> {
+    pub(crate) fn new(future: F, stage: &'static str) -> Self {
+        CatchPanic {
+            future: Some(future),
+            stage,
+        }
+    }
+}
+
+impl<F> Future for CatchPanic<F>
+where
+    F: Future<Output = Result<Presentation, ToolError>> + Unpin,
+{
+    type Output = Result<Presentation, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let Some(future) = this.future.as_mut() else {
+            return Poll::Ready(Err(ToolError::internal_message(
+                "a finished call was polled again",
+            )));
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(future).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(outcome)) => {
+                this.future = None;
+                Poll::Ready(outcome)
+            }
+            Err(panic) => {
+                // Never polled again: dropped now, releasing whatever it held.
+                this.future = None;
+                Poll::Ready(Err(panicked(this.stage, panic)))
+            }
+        }
+    }
+}
+
+/// The `INTERNAL_ERROR` of a panic in `stage`; the panic's text is logged, never shown.
 #[cold]
-fn panicked(panic: Box<dyn Any + Send>) -> ToolError {
-    let text = panic
+pub(crate) fn panicked(stage: &str, panic: Box<dyn Any + Send>) -> ToolError {
+    ToolError::internal_message(format!("{stage} panicked: {}", panic_text(&*panic)))
+}
+
+/// The message of a panic payload.
+pub(crate) fn panic_text(panic: &(dyn Any + Send)) -> &str {
+    panic
         .downcast_ref::<&str>()
-        .map(|text| (*text).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string panic payload".to_owned());
-    ToolError::internal_message(format!("the handler panicked: {text}"))
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-string panic payload")
 }
 
 /// Seals a successful presentation.

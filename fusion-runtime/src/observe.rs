@@ -4,7 +4,8 @@
 //! Every call runs in a span `tool_call` (target `fusion::call`, level `DEBUG` unless
 //! [`ServerBuilder::call_span_level`](crate::ServerBuilder::call_span_level) says otherwise, as
 //! tower-http does for requests) with the fields `tool`,
-//! `action`, `outcome` (`ok` or the error code), `latency_us`, `error_id`, and — when the
+//! `action` (absent when a grouped tool was called without a valid action), `outcome` (`ok` or
+//! the error code), `latency_us`, `error_id`, and — when the
 //! request's `_meta` carries a W3C `traceparent` — `trace_id` and `parent_span_id`. With the
 //! `opentelemetry` feature, that remote span also becomes the span's OpenTelemetry parent.
 
@@ -20,8 +21,9 @@ use crate::error::ToolError;
 pub struct CallReport<'a> {
     /// The exposed tool name.
     pub tool: &'a str,
-    /// The canonical key.
-    pub action: &'a str,
+    /// The canonical key; `None` when the call named no action of a grouped tool
+    /// (`UNKNOWN_ACTION`, `MISSING_DISCRIMINATOR`).
+    pub action: Option<&'a str>,
     /// `ok`, or the error code.
     pub outcome: &'a str,
     /// Whether the call failed (`isError`).
@@ -230,7 +232,7 @@ impl FromContext for Option<TraceContext> {
 pub(crate) fn call_span(
     level: tracing::Level,
     tool: &str,
-    action: &str,
+    action: Option<&str>,
     context: &CallContext,
 ) -> tracing::Span {
     macro_rules! call_span {
@@ -325,7 +327,7 @@ mod tests {
         let stats = CallStats::new();
         let report = |outcome, is_error, micros| CallReport {
             tool: "t",
-            action: "a.t",
+            action: Some("a.t"),
             outcome,
             is_error,
             latency: Duration::from_micros(micros),

@@ -775,10 +775,19 @@ fn grouped_definition(
             .collect(),
     );
     let mut output = schema::envelope(data, &mut output_generator);
+    // Same rule as the input side: two actions may share a type only if it is the same type.
     let mut output_definitions = Map::new();
     for &index in members {
         if let Some(Value::Object(defs)) = actions[index].output_schema.get("$defs") {
-            output_definitions.extend(defs.clone());
+            for (def_name, def) in defs {
+                if let Some(existing) = output_definitions.insert(def_name.clone(), def.clone())
+                    && &existing != def
+                {
+                    problems.push(format!(
+                        "grouped tool `{name}`: actions return different types named `{def_name}`"
+                    ));
+                }
+            }
         }
     }
     if !output_definitions.is_empty() {
@@ -970,10 +979,18 @@ impl Server {
         };
         match &self.inner.access {
             None => true,
-            Some(policy) => tool
-                .actions()
-                .into_iter()
-                .any(|action| policy.allows(context, action)),
+            Some(policy) => tool.actions().into_iter().any(|action| {
+                match allows(policy.as_ref(), context, action) {
+                    Ok(allowed) => allowed,
+                    Err(_) => {
+                        tracing::error!(
+                            tool = name,
+                            "the access policy panicked: the tool is hidden"
+                        );
+                        false
+                    }
+                }
+            }),
         }
     }
 
@@ -1004,13 +1021,13 @@ impl Server {
                 Some(Value::String(action)) => match actions.get(&action) {
                     Some(index) => *index,
                     None => {
-                        return Ok(
-                            self.seal_tool_error(tool, unknown_action(&tool.name, &action, names))
-                        );
+                        let error = unknown_action(&tool.name, &action, names);
+                        return Ok(self.seal_tool_error(tool, error, &context));
                     }
                 },
                 Some(_) | None => {
-                    return Ok(self.seal_tool_error(tool, missing_discriminator(&tool.name, names)));
+                    let error = missing_discriminator(&tool.name, names);
+                    return Ok(self.seal_tool_error(tool, error, &context));
                 }
             },
         };
@@ -1058,34 +1075,43 @@ impl Server {
         context: CallContext,
     ) -> CallToolResult {
         let inner = &*self.inner;
-        let info = ActionInfo(action);
-        // Access comes first: a denied call never reaches the argument parser.
-        if let Some(policy) = &inner.access
-            && !policy.allows(&context, info)
-        {
-            let denied =
-                ToolError::forbidden(format!("You may not call `{}`.", action.exposed_tool))
-                    .with_recovery("Use another tool, or ask the operator for access.");
-            let span = tracing::Span::none();
-            let observed = Observed::start(inner, action, &span, &context, None);
-            return self.finish(action, Err(denied), &span, observed);
-        }
         let span = observe::call_span(
             inner.span_level,
             &action.exposed_tool,
-            action.key.as_str(),
+            Some(action.key.as_str()),
             &context,
         );
+        // Access comes first: a denied call never reaches the argument parser.
+        if let Some(policy) = &inner.access {
+            let refusal = match span
+                .in_scope(|| allows(policy.as_ref(), &context, ActionInfo(action)))
+            {
+                Ok(true) => None,
+                Ok(false) => Some(
+                    ToolError::forbidden(format!("You may not call `{}`.", action.exposed_tool))
+                        .with_recovery("Use another tool, or ask the operator for access."),
+                ),
+                Err(error) => Some(error),
+            };
+            if let Some(refusal) = refusal {
+                let observed = Observed::start(inner, action, &span, &context, None);
+                return self.finish(action, Err(refusal), &span, observed);
+            }
+        }
         let observed = Observed::start(inner, action, &span, &context, Some(&args));
         // Unset stages cost nothing: a bare action goes straight to its handler, and a span
         // no subscriber wants is never entered.
         let outcome = match (action.bare, span.is_disabled()) {
             (true, true) => handle(action, args, context).await,
             (true, false) => handle(action, args, context).instrument(span.clone()).await,
-            // Boxed: the guards' futures would otherwise make every call's future larger.
-            (false, true) => Box::pin(guarded(action, args, context)).await,
+            // Boxed: the guards' futures would otherwise make every call's future larger. The
+            // handler's own panics are caught around it; these catch the middleware's.
+            (false, true) => {
+                envelope::CatchPanic::new(Box::pin(guarded(action, args, context)), "a middleware")
+                    .await
+            }
             (false, false) => {
-                Box::pin(guarded(action, args, context))
+                envelope::CatchPanic::new(Box::pin(guarded(action, args, context)), "a middleware")
                     .instrument(span.clone())
                     .await
             }
@@ -1132,9 +1158,38 @@ impl Server {
         result
     }
 
-    fn seal_tool_error(&self, tool: &ExposedTool, error: ToolError) -> CallToolResult {
-        let sealed = Sealed::for_tool(&tool.name, &self.inner.version);
-        envelope::seal_error(self, &tool.name, &sealed, error)
+    /// A grouped tool called without a valid action: no action's pipeline runs, but the call
+    /// is spanned and counted like any other.
+    #[cold]
+    fn seal_tool_error(
+        &self,
+        tool: &ExposedTool,
+        mut error: ToolError,
+        context: &CallContext,
+    ) -> CallToolResult {
+        let inner = &*self.inner;
+        let span = observe::call_span(inner.span_level, &tool.name, None, context);
+        let started = (!span.is_disabled() || inner.metrics.is_some()).then(Instant::now);
+        error.assign_error_id(&tool.name);
+        let label = error.code().to_owned();
+        let error_id = error.error_id().map(str::to_owned);
+        let sealed = Sealed::for_tool(&tool.name, &inner.version);
+        let result = envelope::seal_error(self, &tool.name, &sealed, error);
+        if let Some(started) = started {
+            report_outcome(
+                inner,
+                &span,
+                &CallReport {
+                    tool: &tool.name,
+                    action: None,
+                    outcome: &label,
+                    is_error: true,
+                    latency: started.elapsed(),
+                },
+                error_id.as_deref(),
+            );
+        }
+        result
     }
 
     /// How the agent calls the tool with this canonical key, if it exists.
@@ -1249,25 +1304,18 @@ impl Observed {
         let inner = &*server.inner;
         let latency = self.started.elapsed();
         let is_error = result.is_error == Some(true);
-        if !span.is_disabled() {
-            span.record("outcome", label);
-            span.record(
-                "latency_us",
-                u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-            );
-            if let Some(error_id) = error_id {
-                span.record("error_id", error_id);
-            }
-        }
-        if let Some(metrics) = &inner.metrics {
-            metrics.call_finished(&CallReport {
+        report_outcome(
+            inner,
+            span,
+            &CallReport {
                 tool: &action.exposed_tool,
-                action: action.key.as_str(),
+                action: Some(action.key.as_str()),
                 outcome: label,
                 is_error,
                 latency,
-            });
-        }
+            },
+            error_id,
+        );
         // Only successful calls are audited.
         if let (Some(sink), Some(audit), false) = (&inner.audit, self.audit, is_error) {
             let record = AuditRecord {
@@ -1279,15 +1327,58 @@ impl Observed {
                 arguments_digest: audit.digest,
                 outcome: if cut { "ok_truncated" } else { "ok" },
                 duration: latency,
-                error_id: None,
             };
-            if let Err(error) = sink.record(&record) {
+            // A panicking sink is a failing sink: the write happened, the agent gets its result.
+            let recorded =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink.record(&record)))
+                    .unwrap_or_else(|panic| {
+                        Err(audit::AuditError(format!(
+                            "the audit sink panicked: {}",
+                            envelope::panic_text(&*panic)
+                        )))
+                    });
+            if let Err(error) = recorded {
                 audit::log_lost(&record, &error);
                 if let Some(metrics) = &inner.metrics {
                     metrics.audit_failed(action.key.as_str());
                 }
             }
         }
+    }
+}
+
+/// Whether `policy` lets the caller see and call `action`; a panicking policy refuses, with an
+/// `INTERNAL_ERROR` that logs the panic under its error id.
+fn allows(
+    policy: &dyn AccessPolicy,
+    context: &CallContext,
+    action: ActionInfo<'_>,
+) -> Result<bool, ToolError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        policy.allows(context, action)
+    }))
+    .map_err(|panic| envelope::panicked("the access policy", panic))
+}
+
+/// Records a finished call on its span and in the metrics, when anyone listens.
+fn report_outcome(
+    inner: &ServerInner,
+    span: &tracing::Span,
+    report: &CallReport<'_>,
+    error_id: Option<&str>,
+) {
+    if !span.is_disabled() {
+        span.record("outcome", report.outcome);
+        span.record(
+            "latency_us",
+            u64::try_from(report.latency.as_micros()).unwrap_or(u64::MAX),
+        );
+        if let Some(error_id) = error_id {
+            span.record("error_id", error_id);
+        }
+    }
+    if let Some(metrics) = &inner.metrics {
+        metrics.call_finished(report);
     }
 }
 

@@ -16,6 +16,7 @@ use fusion::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
+use tracing_subscriber::layer::SubscriberExt as _;
 
 /// A tenant derived by middleware; handlers take it as `Ext<Tenant>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,34 +217,56 @@ async fn serialized_mutations_let_exactly_one_of_fifty_concurrent_voids_win() {
     );
 }
 
+/// A rendezvous: each call waits until every other call is inside its handler too.
+struct Meeting {
+    barrier: tokio::sync::Barrier,
+    inside: AtomicUsize,
+}
+
+/// Waits for the others, serialized per `id`.
+#[tool(mutation, name = "ledger.meet", serialize = "id")]
+async fn meet(meeting: State<Meeting>, id: String) -> Result<usize, ToolError> {
+    meeting.inside.fetch_add(1, Ordering::SeqCst);
+    meeting.barrier.wait().await;
+    let _ = id;
+    Ok(meeting.inside.load(Ordering::SeqCst))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn keyed_serialization_does_not_serialize_different_keys() {
+    const CALLS: usize = 20;
     let server = ServerBuilder::new("s", "1")
-        .state(Ledger::default())
-        .tool::<void_entry>()
+        .state(Meeting {
+            barrier: tokio::sync::Barrier::new(CALLS),
+            inside: AtomicUsize::new(0),
+        })
+        .tool::<meet>()
         .build()
         .unwrap();
     let tester = Tester::new(server);
-    let started = std::time::Instant::now();
-    let tasks: Vec<_> = (0..20)
+    let tasks: Vec<_> = (0..CALLS)
         .map(|n| {
             let tester = tester.clone();
             tokio::spawn(async move {
                 tester
-                    .call("ledger.void", json!({"id": format!("E-{n}")}))
+                    .call("ledger.meet", json!({"id": format!("E-{n}")}))
                     .await
             })
         })
         .collect();
-    for task in tasks {
-        assert!(!task.await.unwrap().is_error());
-    }
-    // 20 calls of 2 ms on 20 different keys run side by side, not one after another (40 ms).
-    assert!(
-        started.elapsed() < Duration::from_millis(35),
-        "{:?}",
-        started.elapsed()
-    );
+    // Every handler passes the barrier only once all 20 are inside at the same time, which
+    // keyed serialization allows for 20 different keys; a lock shared by the keys would keep
+    // all but one outside forever. The timeout only turns that deadlock into a failure.
+    let all = async {
+        for task in tasks {
+            let result = task.await.unwrap();
+            assert!(!result.is_error(), "{}", result.raw_text());
+            assert_eq!(result.data(), &json!(CALLS));
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), all)
+        .await
+        .expect("different keys must not wait for each other");
 }
 
 /// Holds its slot until released.
@@ -539,13 +562,76 @@ async fn successful_writes_are_audited_and_reads_and_failures_are_not() {
 
     // A failing sink: the call still succeeds, the record goes to the log and the metric.
     recorder.failing.store(true, Ordering::SeqCst);
+    let events = Events::default();
+    let guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(events.clone()));
     assert!(
         !tester
             .call("ledger.void", json!({"id": "E-8"}))
             .await
             .is_error()
     );
+    drop(guard);
     assert_eq!(stats.snapshot().audit_failures, 1);
+    let events = events.0.lock().unwrap().clone();
+    let lost: Vec<_> = events
+        .iter()
+        .filter(|event| event.target == "fusion::audit" && event.level == tracing::Level::ERROR)
+        .collect();
+    assert_eq!(lost.len(), 1, "the lost record is logged once: {events:?}");
+    let fields = &lost[0].fields;
+    assert_eq!(fields["error"], "disk full");
+    assert_eq!(fields["action"], "ledger.void");
+    assert_eq!(fields["tenant"], "t_9");
+    assert_eq!(
+        fields["arguments_digest"],
+        fusion::audit::arguments_digest(&json!({"id": "E-8"}))
+    );
+    assert_eq!(fields["outcome"], "ok");
+    assert_eq!(
+        recorder.records.lock().unwrap().len(),
+        1,
+        "nothing reached the sink"
+    );
+}
+
+/// An event the subscriber saw.
+#[derive(Debug, Clone)]
+struct Event {
+    target: String,
+    level: tracing::Level,
+    fields: std::collections::BTreeMap<String, String>,
+}
+
+/// Collects every event.
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<Event>>>);
+
+struct Fields<'a>(&'a mut std::collections::BTreeMap<String, String>);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
+    fn on_event(
+        &self,
+        event: &tracing::Event<'_>,
+        _context: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut fields = std::collections::BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        self.0.lock().unwrap().push(Event {
+            target: event.metadata().target().to_owned(),
+            level: *event.metadata().level(),
+            fields,
+        });
+    }
 }
 
 #[tokio::test]
@@ -558,4 +644,237 @@ async fn without_hooks_nothing_is_measured() {
             .unwrap(),
     );
     assert!(!tester.call("admin.status", json!({})).await.is_error());
+}
+
+#[tokio::test]
+async fn denied_calls_and_calls_without_a_valid_action_are_counted_as_errors() {
+    let stats = Arc::new(CallStats::new());
+    let server = ServerBuilder::new("s", "1")
+        .exposition(fusion::Exposition::Grouped)
+        .tool::<purge>()
+        .tool::<status>()
+        .access(scoped)
+        .metrics(stats.clone())
+        .build()
+        .unwrap();
+    let reader = Tester::new(server).with_context(|call| {
+        call.extensions_mut().insert(Principal::new("reader"));
+    });
+    let denied = reader.call("admin.purge", json!({"target": "x"})).await;
+    assert_eq!(denied.error_code(), Some("FORBIDDEN"));
+    let unknown = reader
+        .call_exposed("admin", json!({"action": "explode"}))
+        .await
+        .unwrap();
+    assert_eq!(unknown.error_code(), Some("UNKNOWN_ACTION"));
+    let missing = reader.call_exposed("admin", json!({})).await.unwrap();
+    assert_eq!(missing.error_code(), Some("MISSING_DISCRIMINATOR"));
+    assert!(!reader.call("admin.status", json!({})).await.is_error());
+    let snapshot = stats.snapshot();
+    assert_eq!((snapshot.calls, snapshot.errors), (4, 3), "{snapshot:?}");
+    assert_eq!(snapshot.latency_buckets.iter().sum::<u64>(), 4);
+    let count = |outcome: &str| {
+        snapshot
+            .by_outcome
+            .iter()
+            .find(|(name, _)| name == outcome)
+            .map_or(0, |(_, count)| *count)
+    };
+    assert_eq!(
+        [
+            count("ok"),
+            count("FORBIDDEN"),
+            count("UNKNOWN_ACTION"),
+            count("MISSING_DISCRIMINATOR")
+        ],
+        [1, 1, 1, 1]
+    );
+}
+
+/// Panics as soon as it is called, for the principal `boom`.
+fn panics_at_once() -> impl Middleware {
+    from_fn(|call, _action| {
+        if call
+            .principal()
+            .is_some_and(|principal| principal.subject == "boom")
+        {
+            panic!("middleware exploded with secret-token-1");
+        }
+        Ok(())
+    })
+}
+
+/// Panics after it has had to wait, for the principal `later`.
+struct PanicsAfterWaiting;
+
+impl Middleware for PanicsAfterWaiting {
+    fn before<'a>(
+        &'a self,
+        call: &'a mut CallContext,
+        _action: ActionInfo<'a>,
+    ) -> MiddlewareFuture<'a> {
+        Box::pin(async move {
+            let later = call
+                .principal()
+                .is_some_and(|principal| principal.subject == "later");
+            tokio::task::yield_now().await;
+            if later {
+                panic!("middleware exploded with secret-token-2");
+            }
+            Ok(())
+        })
+    }
+}
+
+fn as_principal(subject: &'static str) -> impl Fn(&mut CallContext) + Send + Sync + 'static {
+    move |call| {
+        call.extensions_mut().insert(Principal::new(subject));
+    }
+}
+
+fn assert_internal_error(result: &fusion::testing::TestResult) {
+    assert_eq!(
+        result.error_code(),
+        Some("INTERNAL_ERROR"),
+        "{}",
+        result.raw_text()
+    );
+    let error_id = result.error()["errorId"].as_str().expect("an error id");
+    assert_eq!(error_id.len(), 32);
+    assert!(
+        !result.raw_text().contains("secret-token"),
+        "{}",
+        result.raw_text()
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_middleware_gives_internal_error_and_the_server_keeps_serving() {
+    let stats = Arc::new(CallStats::new());
+    let server = ServerBuilder::new("s", "1")
+        .middleware(panics_at_once())
+        .router(
+            Router::new("admin")
+                .middleware(PanicsAfterWaiting)
+                .tool::<status>(),
+        )
+        .metrics(stats.clone())
+        .build()
+        .unwrap();
+    let at_once = Tester::new(server.clone()).with_context(as_principal("boom"));
+    assert_internal_error(&at_once.call("admin.status", json!({})).await);
+    let after_waiting = Tester::new(server.clone()).with_context(as_principal("later"));
+    assert_internal_error(&after_waiting.call("admin.status", json!({})).await);
+    // The same server still answers.
+    let fine = Tester::new(server).with_context(as_principal("fine"));
+    assert_eq!(
+        fine.call("admin.status", json!({})).await.data(),
+        &json!(true)
+    );
+    let snapshot = stats.snapshot();
+    assert_eq!((snapshot.calls, snapshot.errors), (3, 2));
+}
+
+#[tokio::test]
+async fn a_panicking_access_policy_gives_internal_error_and_the_server_keeps_serving() {
+    let server = ServerBuilder::new("s", "1")
+        .tool::<status>()
+        .access(|call: &CallContext, _action: ActionInfo<'_>| {
+            if call
+                .principal()
+                .is_some_and(|principal| principal.subject == "boom")
+            {
+                panic!("policy exploded with secret-token-3");
+            }
+            true
+        })
+        .build()
+        .unwrap();
+    let boom = Tester::new(server.clone()).with_context(as_principal("boom"));
+    assert_internal_error(&boom.call("admin.status", json!({})).await);
+    // Listing asks the same policy: a tool it cannot decide about is not shown.
+    let mut context = server.new_context();
+    as_principal("boom")(&mut context);
+    assert!(!server.is_visible("admin_status", &context));
+    let fine = Tester::new(server).with_context(as_principal("fine"));
+    assert_eq!(
+        fine.call("admin.status", json!({})).await.data(),
+        &json!(true)
+    );
+}
+
+mod cents {
+    /// Money, as integer cents.
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    pub(crate) struct Money {
+        pub(crate) cents: i64,
+    }
+}
+
+mod text {
+    /// Money, as text.
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    pub(crate) struct Money {
+        pub(crate) amount: String,
+    }
+}
+
+/// A balance in cents.
+#[tool(query, name = "wallet.balance")]
+async fn balance() -> Result<cents::Money, ToolError> {
+    Ok(cents::Money { cents: 1 })
+}
+
+/// A balance as text: another type with the same name.
+#[tool(query, name = "wallet.balance_text")]
+async fn balance_text() -> Result<text::Money, ToolError> {
+    Ok(text::Money {
+        amount: "0.01".into(),
+    })
+}
+
+/// The same balance again: the same type under the same name.
+#[tool(query, name = "wallet.balance_again")]
+async fn balance_again() -> Result<cents::Money, ToolError> {
+    Ok(cents::Money { cents: 1 })
+}
+
+#[test]
+fn grouped_actions_returning_different_types_of_one_name_are_refused() {
+    let error = ServerBuilder::new("s", "1")
+        .exposition(fusion::Exposition::Grouped)
+        .tool::<balance>()
+        .tool::<balance_text>()
+        .build()
+        .err()
+        .expect("a conflict in the output `$defs`");
+    assert_eq!(
+        error.problems(),
+        ["grouped tool `wallet`: actions return different types named `Money`"]
+    );
+    // One type shared by two actions is fine, and flat tools keep their own schemas.
+    let shared = ServerBuilder::new("s", "1")
+        .exposition(fusion::Exposition::Grouped)
+        .tool::<balance>()
+        .tool::<balance_again>()
+        .build()
+        .unwrap();
+    let output = shared
+        .tool("wallet")
+        .unwrap()
+        .definition()
+        .output_schema
+        .clone();
+    let output = serde_json::to_value(output).unwrap();
+    assert_eq!(
+        output["$defs"]["Money"]["properties"]["cents"]["type"], "integer",
+        "{output}"
+    );
+    assert!(
+        ServerBuilder::new("s", "1")
+            .tool::<balance>()
+            .tool::<balance_text>()
+            .build()
+            .is_ok()
+    );
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use fusion::rmcp::model::RequestMetaObject;
 use fusion::testing::Tester;
-use fusion::{ServerBuilder, ToolError, tool};
+use fusion::{ActionInfo, CallContext, Exposition, ServerBuilder, ToolError, tool};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::json;
@@ -114,6 +114,53 @@ async fn every_call_has_a_span_with_its_outcome_latency_and_trace_context() {
         failed.error()["errorId"].as_str().unwrap()
     );
     assert!(!second.contains_key("trace_id"));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn denied_calls_and_calls_without_a_valid_action_are_spanned_as_errors() {
+    let spans = Spans::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let server = ServerBuilder::new("s", "1")
+        .exposition(Exposition::Grouped)
+        .tool::<answer>()
+        .access(|call: &CallContext, _action: ActionInfo<'_>| call.principal().is_some())
+        .build()
+        .unwrap();
+    let tester = Tester::new(server);
+    let denied = tester.call("probe.answer", json!({"fail": false})).await;
+    assert_eq!(denied.error_code(), Some("FORBIDDEN"));
+    let unknown = tester
+        .call_exposed("probe", json!({"action": "explode"}))
+        .await
+        .unwrap();
+    assert_eq!(unknown.error_code(), Some("UNKNOWN_ACTION"));
+    let missing = tester
+        .call_exposed("probe", json!({"fail": true}))
+        .await
+        .unwrap();
+    assert_eq!(missing.error_code(), Some("MISSING_DISCRIMINATOR"));
+    let recorded = spans.0.lock().unwrap().clone();
+    assert_eq!(recorded.len(), 3, "{recorded:?}");
+    let denied = &recorded[0];
+    assert_eq!(
+        (denied["tool"].as_str(), denied["action"].as_str()),
+        ("probe", "probe.answer")
+    );
+    assert_eq!(denied["outcome"], "FORBIDDEN");
+    assert!(denied["latency_us"].parse::<u64>().is_ok());
+    for (span, outcome) in recorded[1..]
+        .iter()
+        .zip(["UNKNOWN_ACTION", "MISSING_DISCRIMINATOR"])
+    {
+        assert_eq!(span["tool"], "probe");
+        assert!(
+            !span.contains_key("action"),
+            "no valid action was named: {span:?}"
+        );
+        assert_eq!(span["outcome"], outcome);
+        assert!(span["latency_us"].parse::<u64>().is_ok());
+    }
 }
 
 #[tokio::test(flavor = "current_thread")]
