@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::error::{ToolError, codes};
-use crate::present::{Presentation, Suggestion};
+use crate::present::{Presentation, Suggestion, Truncation};
 use crate::registry::{Action, Server};
 use crate::tool::{Call, Handler, HandlerFuture, Verb};
 use crate::xml;
@@ -213,12 +213,17 @@ pub(crate) fn panic_text(panic: &(dyn Any + Send)) -> &str {
         .unwrap_or("a non-string panic payload")
 }
 
-/// Seals a successful presentation.
+/// Seals a successful presentation, and fits it to `budget` bytes when there is one (SPEC G3,
+/// see [`fit_budget`]). `offset` is the call's `offset` argument (0 when absent) when the action
+/// pages by offset: the truncation notice then says which offset shows the next items.
+/// Returns the result and whether the budget cut anything.
 pub(crate) fn seal_success(
     server: &Server,
     action: &Action,
     presentation: Presentation,
-) -> CallToolResult {
+    budget: Option<usize>,
+    offset: Option<u64>,
+) -> (CallToolResult, bool) {
     let Presentation {
         data,
         data_text,
@@ -234,26 +239,11 @@ pub(crate) fn seal_success(
     ));
     let mut meta = sealed.meta.clone();
     if let Some(truncation) = truncation {
-        let (reason, advice) = if truncation.by_budget {
-            (
-                "budget",
-                "The result was cut to fit the response size limit. Ask for fewer items (a smaller limit, or filters) to see the others.",
-            )
-        } else {
-            (
-                "limit",
-                "Narrow the request with filters to see the others.",
-            )
-        };
-        content.push(ContentBlock::text(format!(
-            "<truncation shown=\"{}\" total=\"{}\" reason=\"{reason}\">Only {} of {} items are shown. {advice}</truncation>",
-            truncation.shown, truncation.total, truncation.shown, truncation.total
-        )));
-        meta.insert(
-            "truncated".into(),
-            json!({"shown": truncation.shown, "total": truncation.total, "reason": reason}),
-        );
+        let notice = Notice::new(&truncation, offset);
+        content.push(ContentBlock::text(notice.text(&action.exposed_tool)));
+        meta.insert("truncated".into(), notice.meta());
     }
+    let ui_blocks = ui.len();
     for block in &ui {
         content.push(ContentBlock::text(block.render()));
     }
@@ -293,62 +283,256 @@ pub(crate) fn seal_success(
     envelope.insert("meta".into(), Value::Object(meta));
     let mut result = CallToolResult::success(content);
     result.structured_content = Some(Value::Object(envelope));
-    result
+    let cut = budget.is_some_and(|budget| {
+        fit_budget(&mut result, action, budget, truncation, ui_blocks, offset)
+    });
+    (result, cut)
 }
 
-/// Cuts a collection at item boundaries so that its data fits in `budget` bytes of JSON (SPEC
-/// G3). The data stays a valid array, the agent is told to ask for less, and `isError` is not
-/// touched. UI blocks, computed from the items before the cut, are dropped with it. Returns
-/// whether anything was cut; a result that is not a collection is never cut.
-pub(crate) fn apply_budget(presentation: &mut Presentation, budget: usize) -> bool {
-    let Value::Array(items) = &mut presentation.data else {
-        return false;
-    };
-    let sizes: Vec<usize> = items.iter().map(json_size).collect();
-    let total_size = 2 + sizes.iter().sum::<usize>() + sizes.len().saturating_sub(1);
-    if total_size <= budget {
+/// What the agent is told about a cut collection (SPEC P3, G3): how many items were shown,
+/// how many hidden, and how to see the others.
+struct Notice {
+    shown: usize,
+    total: usize,
+    hidden: usize,
+    by_budget: bool,
+    /// The `offset` that shows the next items, when the action pages by offset.
+    next_offset: Option<u64>,
+}
+
+impl Notice {
+    fn new(truncation: &Truncation, offset: Option<u64>) -> Self {
+        Notice {
+            shown: truncation.shown,
+            total: truncation.total,
+            hidden: truncation.hidden(),
+            by_budget: truncation.by_budget,
+            next_offset: offset.map(|offset| offset.saturating_add(truncation.shown as u64)),
+        }
+    }
+
+    fn reason(&self) -> &'static str {
+        if self.by_budget { "budget" } else { "limit" }
+    }
+
+    fn text(&self, tool: &str) -> String {
+        let Notice {
+            shown,
+            total,
+            hidden,
+            ..
+        } = *self;
+        let reason = self.reason();
+        let mut text = format!(
+            "<truncation shown=\"{shown}\" total=\"{total}\" hidden=\"{hidden}\" reason=\"{reason}\""
+        );
+        if let Some(next) = self.next_offset {
+            let _ = write!(text, " next_offset=\"{next}\"");
+        }
+        if self.by_budget {
+            let _ = write!(
+                text,
+                ">Only {shown} of {total} items fit in the response size limit; {hidden} are hidden."
+            );
+        } else {
+            let _ = write!(
+                text,
+                ">Only {shown} of {total} items are shown; {hidden} are hidden."
+            );
+        }
+        match (self.next_offset, self.by_budget) {
+            (Some(next), true) => {
+                let _ = write!(
+                    text,
+                    " Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones, or ask for fewer items."
+                );
+            }
+            (Some(next), false) => {
+                let _ = write!(
+                    text,
+                    " Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones, or narrow the request with filters."
+                );
+            }
+            (None, true) => text
+                .push_str(" Ask for fewer items (a smaller limit, or filters) to see the others."),
+            (None, false) => text.push_str(" Narrow the request with filters to see the others."),
+        }
+        text.push_str("</truncation>");
+        text
+    }
+
+    fn meta(&self) -> Value {
+        let mut meta = json!({
+            "shown": self.shown,
+            "total": self.total,
+            "hidden": self.hidden,
+            "reason": self.reason(),
+        });
+        if let Some(next) = self.next_offset {
+            meta["nextOffset"] = next.into();
+        }
+        meta
+    }
+}
+
+/// Fits a sealed success to `budget` bytes (SPEC G3).
+///
+/// **What is counted:** the whole result as it goes on the wire — the compact JSON of the
+/// `CallToolResult`: every `content` text block (JSON-escaped, so the data's text copy counts
+/// with its escapes), `structuredContent` (the envelope with `data` and `meta`) and `isError`.
+/// The data is therefore counted twice, as it is sent twice. Only the JSON-RPC frame around
+/// the result is not.
+///
+/// **What is cut, in order:** the UI blocks first (they render the data, which matters more);
+/// then, for a collection, whole items from the end, so both copies of the data stay the same
+/// valid JSON array, and the truncation notice says how many were shown and hidden and, when
+/// the action pages by `offset`, which offset shows the next ones. `isError` is never touched.
+/// A result that is not a collection cannot be cut at item boundaries: if it is still over the
+/// budget without its UI blocks it is sent whole, and a warning (target `fusion::egress`) tells
+/// the operator. Returns whether anything was dropped.
+fn fit_budget(
+    result: &mut CallToolResult,
+    action: &Action,
+    budget: usize,
+    truncation: Option<Truncation>,
+    ui_blocks: usize,
+    offset: Option<u64>,
+) -> bool {
+    if json_size(&*result) <= budget {
         return false;
     }
-    let mut used = 2;
+    // The data block, then the notice if any, then the UI blocks.
+    let first_ui = 1 + usize::from(truncation.is_some());
+    result.content.drain(first_ui..first_ui + ui_blocks);
+    let size = json_size(&*result);
+    if size <= budget {
+        return ui_blocks > 0;
+    }
+    let Some(Value::Object(envelope)) = result.structured_content.as_mut() else {
+        return ui_blocks > 0;
+    };
+    let Some(Value::Array(items)) = envelope.get_mut("data") else {
+        tracing::warn!(
+            target: "fusion::egress",
+            tool = %action.exposed_tool,
+            action = %action.key,
+            budget,
+            size,
+            "the result is over its egress budget but is not a collection: sent whole"
+        );
+        return ui_blocks > 0;
+    };
+    let items = std::mem::take(items);
+    let total = truncation.map_or(items.len(), |truncation| truncation.total);
+    let mut notice = Notice {
+        // The largest numbers the notice can hold, so that what is measured is an upper bound.
+        shown: total,
+        total,
+        hidden: total,
+        by_budget: true,
+        next_offset: offset.map(|offset| offset.saturating_add(total as u64)),
+    };
+    set_cut(result, action, &[], &notice, truncation.is_some());
+    let mut used = json_size(&*result);
     let mut keep = 0;
-    for size in &sizes {
-        let needed = size + usize::from(keep > 0);
+    for item in &items {
+        // Once in `structuredContent`, once escaped in the text block, each after a comma.
+        let (size, escapes) = json_size_and_escapes(item);
+        let needed = 2 * size + escapes + if keep > 0 { 2 } else { 0 };
         if used + needed > budget {
             break;
         }
         used += needed;
         keep += 1;
     }
-    let total = presentation
-        .truncation
-        .map_or(items.len(), |truncation| truncation.total);
-    items.truncate(keep);
-    presentation.data_text = None;
-    presentation.ui.clear();
-    presentation.truncation = Some(crate::present::Truncation {
-        shown: keep,
-        total,
-        by_budget: true,
-    });
+    // The estimate used the notice's largest numbers: check it with the real ones, and take
+    // one more item while it fits (shrinking only guards the estimate).
+    let mut fits = |keep: usize, result: &mut CallToolResult| {
+        notice.shown = keep;
+        notice.hidden = total - keep;
+        notice.next_offset = offset.map(|offset| offset.saturating_add(keep as u64));
+        set_cut(result, action, &items[..keep], &notice, true);
+        json_size(&*result) <= budget
+    };
+    while !fits(keep, result) && keep > 0 {
+        keep -= 1;
+    }
+    while keep < items.len() && fits(keep + 1, result) {
+        keep += 1;
+    }
+    if keep < items.len() {
+        // The last try did not fit: put back the last one that did.
+        fits(keep, result);
+    }
     true
 }
 
-/// The length of a value's compact JSON, without building it.
-fn json_size(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
+/// Puts `items` in both copies of the data and `notice` in its block and in the meta. The
+/// notice block is at index 1 when `has_notice`; it is inserted there otherwise.
+fn set_cut(
+    result: &mut CallToolResult,
+    action: &Action,
+    items: &[Value],
+    notice: &Notice,
+    has_notice: bool,
+) {
+    let mut data_text = String::from("[");
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            data_text.push(',');
         }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
+        data_text.push_str(&item.to_string());
+    }
+    data_text.push(']');
+    result.content[0] = ContentBlock::text(data_text);
+    let block = ContentBlock::text(notice.text(&action.exposed_tool));
+    if has_notice {
+        result.content[1] = block;
+    } else {
+        result.content.insert(1, block);
+    }
+    if let Some(Value::Object(envelope)) = result.structured_content.as_mut() {
+        envelope.insert("data".into(), Value::Array(items.to_vec()));
+        if let Some(Value::Object(meta)) = envelope.get_mut("meta") {
+            meta.insert("truncated".into(), notice.meta());
         }
     }
-    let mut counter = Counter(0);
+}
+
+/// Counts bytes written, and the bytes a JSON string escapes (`"` and `\`).
+#[derive(Default)]
+struct Counter {
+    bytes: usize,
+    escapes: usize,
+}
+
+impl std::io::Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.bytes += bytes.len();
+        self.escapes += bytes
+            .iter()
+            .filter(|&&byte| byte == b'"' || byte == b'\\')
+            .count();
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The length of a value's compact JSON, without building it.
+fn json_size<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+    json_size_and_escapes(value).0
+}
+
+/// The length of a value's compact JSON, and how many more bytes it takes inside a JSON
+/// string (serde_json escapes only `"`, `\` and control characters, which compact JSON
+/// already writes as escapes).
+fn json_size_and_escapes<T: serde::Serialize + ?Sized>(value: &T) -> (usize, usize) {
+    let mut counter = Counter::default();
     // Writing to a counter cannot fail.
     let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
+    (counter.bytes, counter.escapes)
 }
 
 /// Keeps the suggestions that name a declared, existing tool, as (exposed tool, arguments,

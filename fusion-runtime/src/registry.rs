@@ -450,6 +450,14 @@ fn compile_action(
     if problems.len() > before {
         return None;
     }
+    // An integer `offset` argument pages the results: a cut collection (agent limit or egress
+    // budget) tells the agent the offset of the next items.
+    let max_bytes = max_bytes.or(context.max_bytes);
+    let can_cut = max_bytes.is_some()
+        || presenter
+            .as_ref()
+            .is_some_and(|presenter| presenter.limit.is_some());
+    let pages_by_offset = can_cut && takes_integer(&input_schema, "offset");
     let input_schema = Arc::new(input_schema);
     let layout = Arc::new(params.layout(Arc::new(Value::Object((*input_schema).clone()))));
     let annotations = annotations(verb, title.as_deref(), idempotent, destructive, open_world);
@@ -486,12 +494,28 @@ fn compile_action(
         middleware: chain.into(),
         concurrency: concurrency.map(ConcurrencyGuard::new),
         serial,
-        max_bytes: max_bytes.or(context.max_bytes),
+        max_bytes,
+        pages_by_offset,
         toolset: toolset.map(|toolset| toolset.into_owned()),
         exposed_tool: Arc::from(""),
         exposed_ref: String::new(),
         sealed: Sealed::default(),
     })
+}
+
+/// Whether an input schema has an integer (or optional integer) property `name`.
+fn takes_integer(input_schema: &JsonObject, name: &str) -> bool {
+    let Some(property) = input_schema
+        .get("properties")
+        .and_then(|properties| properties.get(name))
+    else {
+        return false;
+    };
+    match property.get("type") {
+        Some(Value::String(kind)) => kind == "integer",
+        Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "integer"),
+        _ => false,
+    }
 }
 
 fn annotations(
@@ -891,6 +915,8 @@ pub(crate) struct Action {
     pub(crate) concurrency: Option<ConcurrencyGuard>,
     pub(crate) serial: Option<SerialGuard>,
     pub(crate) max_bytes: Option<usize>,
+    /// Takes an integer `offset` and can be cut: the truncation notice names the next offset.
+    pub(crate) pages_by_offset: bool,
     pub(crate) toolset: Option<String>,
     /// No middleware and no guard: nothing runs around the handler.
     pub(crate) bare: bool,
@@ -1058,7 +1084,9 @@ impl Server {
         let action = &inner.actions[index];
         Ok(
             match handle(action, arguments.unwrap_or_default(), context).await {
-                Ok(presentation) => envelope::seal_success(self, action, presentation),
+                Ok(presentation) => {
+                    envelope::seal_success(self, action, presentation, None, None).0
+                }
                 Err(error) => {
                     envelope::seal_error(self, &action.exposed_tool, &action.sealed, error)
                 }
@@ -1095,9 +1123,13 @@ impl Server {
             };
             if let Some(refusal) = refusal {
                 let observed = Observed::start(inner, action, &span, &context, None);
-                return self.finish(action, Err(refusal), &span, observed);
+                return self.finish(action, Err(refusal), &span, observed, None);
             }
         }
+        // Read before the handler takes the arguments, only where a cut can happen.
+        let offset = action
+            .pages_by_offset
+            .then(|| args.get("offset").and_then(Value::as_u64).unwrap_or(0));
         let observed = Observed::start(inner, action, &span, &context, Some(&args));
         // Unset stages cost nothing: a bare action goes straight to its handler, and a span
         // no subscriber wants is never entered.
@@ -1116,7 +1148,7 @@ impl Server {
                     .await
             }
         };
-        self.finish(action, outcome, &span, observed)
+        self.finish(action, outcome, &span, observed, offset)
     }
 
     /// Seals the outcome and reports it to the span, the audit sink and the metrics.
@@ -1126,13 +1158,12 @@ impl Server {
         outcome: Result<crate::present::Presentation, ToolError>,
         span: &tracing::Span,
         observed: Option<Observed>,
+        offset: Option<u64>,
     ) -> CallToolResult {
         let (result, label, error_id, cut) = match outcome {
-            Ok(mut presentation) => {
-                let cut = action
-                    .max_bytes
-                    .is_some_and(|budget| envelope::apply_budget(&mut presentation, budget));
-                let result = envelope::seal_success(self, action, presentation);
+            Ok(presentation) => {
+                let (result, cut) =
+                    envelope::seal_success(self, action, presentation, action.max_bytes, offset);
                 (result, Cow::Borrowed("ok"), None, cut)
             }
             Err(mut error) => {

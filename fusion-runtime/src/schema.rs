@@ -128,10 +128,12 @@ fn meta_schema() -> Value {
                 "properties": {
                     "shown": {"type": "integer", "minimum": 0},
                     "total": {"type": "integer", "minimum": 0},
-                    "reason": {"enum": ["limit", "budget"]}
+                    "hidden": {"type": "integer", "minimum": 0},
+                    "reason": {"enum": ["limit", "budget"]},
+                    "nextOffset": {"type": "integer", "minimum": 0, "description": "The `offset` argument that shows the next items."}
                 },
                 "required": ["shown", "total"],
-                "description": "The collection was cut to the agent limit."
+                "description": "The collection was cut to the agent limit or the egress budget."
             },
             "cache": {"enum": ["immutable", "volatile"]}
         },

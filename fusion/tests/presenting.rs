@@ -155,3 +155,60 @@ async fn a_suggestion_the_presenter_did_not_declare_is_dropped_never_shown() {
     assert_eq!(suggestions.len(), 1, "{suggestions:?}");
     assert_eq!(suggestions[0]["reason"], "declared");
 }
+
+#[tokio::test]
+async fn the_agent_is_told_how_many_items_were_shown_and_how_many_hidden() {
+    let tester = Tester::new(server());
+    let result = tester.call("billing.list_invoices", json!({})).await;
+    assert_eq!(result.data().as_array().map(Vec::len), Some(3));
+    let truncated = &result.meta()["truncated"];
+    assert_eq!(
+        (
+            &truncated["shown"],
+            &truncated["total"],
+            &truncated["hidden"]
+        ),
+        (&json!(3), &json!(10), &json!(7))
+    );
+    assert_eq!(truncated["reason"], "limit");
+    let notice = result
+        .texts()
+        .into_iter()
+        .find(|text| text.starts_with("<truncation"))
+        .expect("a truncation notice");
+    assert!(notice.contains("hidden=\"7\""), "{notice}");
+    assert!(
+        notice.contains("Only 3 of 10 items are shown; 7 are hidden."),
+        "{notice}"
+    );
+    // The tool takes no `offset`: the notice does not invent one.
+    assert!(!notice.contains("offset"), "{notice}");
+    assert!(truncated.get("nextOffset").is_none());
+}
+
+#[tokio::test]
+async fn over_the_budget_the_ui_blocks_go_before_any_item() {
+    let list = |server| async move {
+        Tester::new(server)
+            .call("billing.list_invoices", json!({"status": "paid"}))
+            .await
+    };
+    let whole = list(server()).await;
+    assert!(!whole.ui_blocks().is_empty());
+    assert_eq!(whole.truncation(), None);
+    let size = serde_json::to_string(whole.raw()).unwrap().len();
+    // One byte short: dropping the UI blocks is enough, every item stays.
+    let tight = tools(
+        ServerBuilder::new("billing", "1.4.0")
+            .state(Db::seeded())
+            .max_bytes(size - 1),
+    )
+    .build()
+    .unwrap();
+    let cut = list(tight).await;
+    assert!(!cut.is_error());
+    assert!(cut.ui_blocks().is_empty());
+    assert_eq!(cut.data(), whole.data());
+    assert_eq!(cut.truncation(), None);
+    assert!(serde_json::to_string(cut.raw()).unwrap().len() < size);
+}

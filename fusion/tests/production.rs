@@ -330,15 +330,39 @@ struct Row {
     text: String,
 }
 
-/// Lists big rows.
-#[tool(query, name = "rows.list", max_bytes = 300)]
-async fn rows(count: u32) -> Result<Vec<Row>, ToolError> {
-    Ok((0..count)
+/// The egress budget of the `rows` tools, in bytes of the whole serialized result.
+const BUDGET: usize = 1500;
+
+fn row_list(from: u32, count: u32) -> Vec<Row> {
+    (from..count)
         .map(|id| Row {
             id,
-            text: "x".repeat(40),
+            text: "x\"y".repeat(10),
         })
-        .collect())
+        .collect()
+}
+
+/// Lists big rows.
+#[tool(query, name = "rows.list", max_bytes = 1500)]
+async fn rows(count: u32) -> Result<Vec<Row>, ToolError> {
+    Ok(row_list(0, count))
+}
+
+/// Lists big rows from an offset.
+#[tool(query, name = "rows.page", max_bytes = 1500)]
+async fn rows_page(count: u32, offset: Option<u32>) -> Result<Vec<Row>, ToolError> {
+    Ok(row_list(offset.unwrap_or(0), count))
+}
+
+/// One big text, which no item boundary can cut.
+#[tool(query, name = "rows.blob", max_bytes = 1500)]
+async fn blob() -> Result<String, ToolError> {
+    Ok("z".repeat(4000))
+}
+
+/// The size of what the result carries: `content` and `structuredContent`, as sent.
+fn wire_size(result: &fusion::testing::TestResult) -> usize {
+    serde_json::to_string(result.raw()).unwrap().len()
 }
 
 #[tokio::test]
@@ -347,25 +371,108 @@ async fn the_egress_budget_cuts_at_item_boundaries_without_flipping_is_error() {
     let small = tester.call("rows.list", json!({"count": 2})).await;
     assert_eq!(small.data().as_array().unwrap().len(), 2);
     assert_eq!(small.truncation(), None);
+    assert!(wire_size(&small) <= BUDGET);
     let big = tester.call("rows.list", json!({"count": 50})).await;
     assert!(!big.is_error());
     let kept = big.data().as_array().unwrap();
     assert!(!kept.is_empty() && kept.len() < 50);
-    assert!(serde_json::to_string(big.data()).unwrap().len() <= 300);
+    // The whole result fits, though the data goes out twice (text block and structuredContent).
+    assert!(wire_size(&big) <= BUDGET, "{} bytes", wire_size(&big));
+    // And it is not cut more than needed: one more item (twice, escaped once) would not fit.
+    let item = serde_json::to_string(&kept[0]).unwrap();
+    let escaped = serde_json::to_string(&item).unwrap().len() - 2;
+    assert!(wire_size(&big) + item.len() + escaped + 2 > BUDGET);
     assert_eq!(
         kept.last().unwrap()["id"],
         kept.len() - 1,
         "whole items, in order"
     );
     assert_eq!(big.truncation(), Some((kept.len() as u64, 50)));
+    assert_eq!(big.meta()["truncated"]["hidden"], 50 - kept.len());
     assert_eq!(big.meta()["truncated"]["reason"], "budget");
     // The text block is still the data, as valid JSON.
     let text: Value = serde_json::from_str(big.texts()[0]).unwrap();
     assert_eq!(&text, big.data());
+    let notice = big
+        .texts()
+        .into_iter()
+        .find(|text| text.starts_with("<truncation"))
+        .expect("a truncation notice");
     assert!(
-        big.texts()
-            .iter()
-            .any(|text| text.contains("reason=\"budget\"") && text.contains("fewer items"))
+        notice.contains("reason=\"budget\"") && notice.contains("fewer items"),
+        "{notice}"
+    );
+    assert!(
+        notice.contains(&format!("{} are hidden", 50 - kept.len())),
+        "{notice}"
+    );
+}
+
+#[tokio::test]
+async fn a_cut_result_names_the_offset_of_the_next_items() {
+    let tester = Tester::new(
+        ServerBuilder::new("s", "1")
+            .tool::<rows_page>()
+            .build()
+            .unwrap(),
+    );
+    let mut seen = Vec::new();
+    let mut arguments = json!({"count": 50});
+    let mut pages = 0;
+    loop {
+        let page = tester.call("rows.page", arguments.clone()).await;
+        assert!(!page.is_error(), "{}", page.raw_text());
+        assert!(wire_size(&page) <= BUDGET);
+        seen.extend(
+            page.data()
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| row["id"].as_u64().unwrap()),
+        );
+        pages += 1;
+        assert!(pages < 50, "the pages must make progress");
+        let Some(next) = page.meta()["truncated"]["nextOffset"].as_u64() else {
+            break;
+        };
+        assert_eq!(next, seen.len() as u64);
+        let notice = page
+            .texts()
+            .into_iter()
+            .find(|text| text.starts_with("<truncation"))
+            .unwrap()
+            .to_owned();
+        assert!(
+            notice.contains(&format!("\"offset\": {next}")) && notice.contains("rows_page"),
+            "{notice}"
+        );
+        arguments["offset"] = next.into();
+    }
+    assert!(pages > 1);
+    assert_eq!(
+        seen,
+        (0..50).collect::<Vec<u64>>(),
+        "every item, once, in order"
+    );
+}
+
+#[tokio::test]
+async fn a_result_that_is_not_a_collection_is_sent_whole_and_logged() {
+    let tester = Tester::new(ServerBuilder::new("s", "1").tool::<blob>().build().unwrap());
+    let events = Events::default();
+    let guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(events.clone()));
+    let result = tester.call("rows.blob", json!({})).await;
+    drop(guard);
+    assert!(!result.is_error());
+    assert_eq!(result.data().as_str().map(str::len), Some(4000));
+    assert_eq!(result.truncation(), None);
+    let events = events.0.lock().unwrap().clone();
+    assert!(
+        events.iter().any(|event| event.target == "fusion::egress"
+            && event.level == tracing::Level::WARN
+            && event.fields["tool"] == "rows_blob"),
+        "{events:?}"
     );
 }
 
