@@ -288,9 +288,13 @@ pub async fn list_invoices(
     filter: Filter<Invoice>,
     /// How many invoices to return (default 20; at most 50 are shown).
     limit: Option<u32>,
+    /// How many matching invoices to skip first (default 0). A cut list says which offset
+    /// shows the next ones.
+    offset: Option<u32>,
 ) -> Result<Vec<Invoice>, BillingError> {
     let limit = limit.unwrap_or(20) as usize;
-    Ok(store.list(&tenant.0, filter.status, limit)?)
+    let offset = offset.unwrap_or(0) as usize;
+    Ok(store.list_from(&tenant.0, filter.status, offset, limit)?)
 }
 
 /// Voids an invoice so that it can no longer be paid.

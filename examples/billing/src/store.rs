@@ -90,12 +90,12 @@ const SQL_GET: &str = concat!(
 const SQL_LIST_ALL: &str = concat!(
     "SELECT ",
     invoice_columns!(),
-    " FROM invoices WHERE tenant_id = ?1 ORDER BY number LIMIT ?2"
+    " FROM invoices WHERE tenant_id = ?1 ORDER BY number LIMIT ?2 OFFSET ?3"
 );
 const SQL_LIST_STATUS: &str = concat!(
     "SELECT ",
     invoice_columns!(),
-    " FROM invoices WHERE tenant_id = ?1 AND status = ?2 ORDER BY number LIMIT ?3"
+    " FROM invoices WHERE tenant_id = ?1 AND status = ?2 ORDER BY number LIMIT ?3 OFFSET ?4"
 );
 const SQL_COUNT_ALL: &str = "SELECT COUNT(*) FROM invoices WHERE tenant_id = ?1";
 const SQL_COUNT_STATUS: &str = "SELECT COUNT(*) FROM invoices WHERE tenant_id = ?1 AND status = ?2";
@@ -340,17 +340,37 @@ impl Store {
         status: Option<Status>,
         limit: usize,
     ) -> Result<Vec<Invoice>, StoreError> {
+        self.list_from(tenant, status, 0, limit)
+    }
+
+    /// Like [`Store::list`], after skipping the first `offset` matching invoices: the page
+    /// that starts where a cut list stopped.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Sqlite`] if SQLite fails.
+    pub fn list_from(
+        &self,
+        tenant: &str,
+        status: Option<Status>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<Invoice>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
         let conn = self.reader();
         let run = || -> rusqlite::Result<Vec<Invoice>> {
             match status {
                 None => conn
                     .prepare_cached(SQL_LIST_ALL)?
-                    .query_map(params![tenant, limit], invoice_from_row)?
+                    .query_map(params![tenant, limit, offset], invoice_from_row)?
                     .collect(),
                 Some(status) => conn
                     .prepare_cached(SQL_LIST_STATUS)?
-                    .query_map(params![tenant, status.as_str(), limit], invoice_from_row)?
+                    .query_map(
+                        params![tenant, status.as_str(), limit, offset],
+                        invoice_from_row,
+                    )?
                     .collect(),
             }
         };
@@ -824,6 +844,14 @@ mod tests {
             ["INV-1", "INV-4", "INV-7", "INV-10"]
         );
         assert!(store.list("t_777", None, 0).unwrap().is_empty());
+        assert_eq!(
+            ids(store.list_from("t_777", Some(Status::Open), 2, 3).unwrap()),
+            ["INV-9", "INV-12", "INV-15"]
+        );
+        assert_eq!(
+            ids(store.list_from("t_777", None, 10, 2).unwrap()),
+            ["INV-11", "INV-12"]
+        );
         let voided = store
             .list("t_777", Some(Status::Voided), usize::MAX)
             .unwrap();
@@ -1009,8 +1037,8 @@ mod tests {
         let conn = store.reader();
         let cases: [(&str, &[&dyn rusqlite::ToSql]); 6] = [
             (SQL_GET, &[&"INV-1", &"t_777"]),
-            (SQL_LIST_ALL, &[&"t_777", &10]),
-            (SQL_LIST_STATUS, &[&"t_777", &"open", &10]),
+            (SQL_LIST_ALL, &[&"t_777", &10, &20]),
+            (SQL_LIST_STATUS, &[&"t_777", &"open", &10, &20]),
             (SQL_COUNT_ALL, &[&"t_777"]),
             (SQL_COUNT_STATUS, &[&"t_777", &"open"]),
             (SQL_TOTALS, &[&"t_777"]),
