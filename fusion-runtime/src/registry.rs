@@ -1409,7 +1409,17 @@ fn report_outcome(
         }
     }
     if let Some(metrics) = &inner.metrics {
-        metrics.call_finished(report);
+        // The call is done: a panicking hook loses its count, not the agent's result.
+        let counted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            metrics.call_finished(report)
+        }));
+        if let Err(panic) = counted {
+            tracing::error!(
+                tool = report.tool,
+                panic = envelope::panic_text(&*panic),
+                "the metrics hook panicked: this call is not counted"
+            );
+        }
     }
 }
 

@@ -270,55 +270,65 @@ async fn keyed_serialization_does_not_serialize_different_keys() {
 }
 
 /// Holds its slot until released.
-#[derive(Default)]
 struct Gate {
     entered: AtomicUsize,
-    open: tokio::sync::Notify,
+    open: tokio::sync::Semaphore,
 }
 
 /// Waits at the gate.
 #[tool(query, name = "slow.wait", concurrency(max = 2, queue = 1))]
 async fn slow(gate: State<Gate>) -> Result<bool, ToolError> {
     gate.entered.fetch_add(1, Ordering::SeqCst);
-    gate.open.notified().await;
+    gate.open.acquire().await.unwrap().forget();
     Ok(true)
+}
+
+/// Polls `future` exactly once.
+async fn poll_once<F: std::future::Future + Unpin>(future: &mut F) -> std::task::Poll<F::Output> {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut *future).poll(cx)))
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn beyond_active_and_queued_calls_get_server_busy_at_once() {
     let server = ServerBuilder::new("s", "1")
-        .state(Gate::default())
+        .state(Gate {
+            entered: AtomicUsize::new(0),
+            open: tokio::sync::Semaphore::new(0),
+        })
         .tool::<slow>()
         .build()
         .unwrap();
     let gate = server.new_context().state::<Gate>().unwrap();
     let tester = Tester::new(server);
-    let running: Vec<_> = (0..3)
+    let running: Vec<_> = (0..2)
         .map(|_| {
             let tester = tester.clone();
             tokio::spawn(async move { tester.call("slow.wait", json!({})).await })
         })
         .collect();
-    // Two run, one waits in the queue.
+    // Two run...
     while gate.entered.load(Ordering::SeqCst) < 2 {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let refused = tokio::time::timeout(
-        Duration::from_millis(200),
-        tester.call("slow.wait", json!({})),
-    )
-    .await
-    .expect("refused at once, not stalled");
+    // ...one waits in the queue...
+    let mut queued = Box::pin(tester.call("slow.wait", json!({})));
+    assert!(
+        poll_once(&mut queued).await.is_pending(),
+        "the third call is queued"
+    );
+    // ...and the fourth is refused on its first poll: at once, never stalled.
+    let mut fourth = Box::pin(tester.call("slow.wait", json!({})));
+    let std::task::Poll::Ready(refused) = poll_once(&mut fourth).await else {
+        panic!("the fourth call must be refused at once, not wait");
+    };
     assert_eq!(refused.error_code(), Some("SERVER_BUSY"));
     assert_eq!(refused.error()["retryable"], true);
     assert_eq!(refused.error()["retryAfterMs"], 1000);
     // Release everyone: the queued call runs too.
-    while gate.entered.load(Ordering::SeqCst) < 3 {
-        gate.open.notify_waiters();
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    gate.open.notify_waiters();
+    gate.open.add_permits(3);
+    assert!(!queued.await.is_error());
+    assert_eq!(gate.entered.load(Ordering::SeqCst), 3);
     for task in running {
         assert!(!task.await.unwrap().is_error());
     }
@@ -984,4 +994,47 @@ fn grouped_actions_returning_different_types_of_one_name_are_refused() {
             .build()
             .is_ok()
     );
+}
+
+/// Hooks that panic.
+struct Exploding;
+
+impl AuditSink for Exploding {
+    fn record(&self, _record: &AuditRecord) -> Result<(), AuditError> {
+        panic!("the audit sink exploded");
+    }
+}
+
+impl fusion::Metrics for Exploding {
+    fn call_finished(&self, _report: &fusion::observe::CallReport<'_>) {
+        panic!("the metrics hook exploded");
+    }
+}
+
+#[tokio::test]
+async fn panicking_hooks_do_not_take_the_result_or_the_server_down() {
+    let server = ServerBuilder::new("s", "1")
+        .state(Ledger::default())
+        .tool::<void_entry>()
+        .audit(Exploding)
+        .metrics(Arc::new(Exploding))
+        .build()
+        .unwrap();
+    let tester = Tester::new(server);
+    let events = Events::default();
+    let guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(events.clone()));
+    // The write happened: the agent gets its result, the lost audit record goes to the log.
+    let first = tester.call("ledger.void", json!({"id": "E-1"})).await;
+    let second = tester.call("ledger.void", json!({"id": "E-2"})).await;
+    drop(guard);
+    assert_eq!(first.data(), &json!("E-1"));
+    assert_eq!(second.data(), &json!("E-2"));
+    let events = events.0.lock().unwrap().clone();
+    let lost: Vec<_> = events
+        .iter()
+        .filter(|event| event.target == "fusion::audit" && event.level == tracing::Level::ERROR)
+        .collect();
+    assert_eq!(lost.len(), 2, "{events:?}");
+    assert!(lost[0].fields["error"].contains("the audit sink exploded"));
 }
