@@ -387,9 +387,10 @@ impl Notice {
 /// then, for a collection, whole items from the end, so both copies of the data stay the same
 /// valid JSON array, and the truncation notice says how many were shown and hidden and, when
 /// the action pages by `offset`, which offset shows the next ones. `isError` is never touched.
-/// A result that is not a collection cannot be cut at item boundaries: if it is still over the
-/// budget without its UI blocks it is sent whole, and a warning (target `fusion::egress`) tells
-/// the operator. Returns whether anything was dropped.
+/// A result that is not a collection (or an empty one) cannot be cut at item boundaries: if it
+/// is still over the budget without its UI blocks it is sent whole, and a warning (target
+/// `fusion::egress`) tells the operator, as it does when not even one item fits. Returns
+/// whether anything was dropped.
 fn fit_budget(
     result: &mut CallToolResult,
     action: &Action,
@@ -411,15 +412,11 @@ fn fit_budget(
     let Some(Value::Object(envelope)) = result.structured_content.as_mut() else {
         return ui_blocks > 0;
     };
-    let Some(Value::Array(items)) = envelope.get_mut("data") else {
-        tracing::warn!(
-            target: "fusion::egress",
-            tool = %action.exposed_tool,
-            action = %action.key,
-            budget,
-            size,
-            "the result is over its egress budget but is not a collection: sent whole"
-        );
+    let Some(Value::Array(items)) = envelope
+        .get_mut("data")
+        .filter(|data| data.as_array().is_some_and(|items| !items.is_empty()))
+    else {
+        over_budget(action, budget, size, "it has no items to cut: sent whole");
         return ui_blocks > 0;
     };
     let items = std::mem::take(items);
@@ -464,7 +461,26 @@ fn fit_budget(
         // The last try did not fit: put back the last one that did.
         fits(keep, result);
     }
+    if keep == 0 {
+        let size = json_size(&*result);
+        if size > budget {
+            over_budget(action, budget, size, "even without any item");
+        }
+    }
     true
+}
+
+/// Tells the operator that a result could not be brought within its budget.
+#[cold]
+fn over_budget(action: &Action, budget: usize, size: usize, why: &str) {
+    tracing::warn!(
+        target: "fusion::egress",
+        tool = %action.exposed_tool,
+        action = %action.key,
+        budget,
+        size,
+        "the result is over its egress budget: {why}"
+    );
 }
 
 /// Puts `items` in both copies of the data and `notice` in its block and in the meta. The
