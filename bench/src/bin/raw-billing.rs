@@ -162,6 +162,9 @@ struct ListArgs {
     status: Option<Status>,
     /// How many invoices to return (default 20; at most 50 are shown).
     limit: Option<u32>,
+    /// How many matching invoices to skip first (default 0). A cut list says which offset
+    /// shows the next ones.
+    offset: Option<u32>,
 }
 
 /// `billing_create_invoice`.
@@ -446,7 +449,7 @@ fn present_one(
 }
 
 /// A list of invoices, presented: at most 50, a table, a chart, rules and one suggestion.
-fn present_list(tool: &str, invoices: &[Invoice]) -> CallToolResult {
+fn present_list(tool: &str, invoices: &[Invoice], offset: u32) -> CallToolResult {
     let total = invoices.len();
     let shown = &invoices[..total.min(LIST_LIMIT)];
     let views: Vec<InvoiceOut<'_>> = shown.iter().map(InvoiceOut::from).collect();
@@ -457,13 +460,14 @@ fn present_list(tool: &str, invoices: &[Invoice]) -> CallToolResult {
     let mut content = Vec::with_capacity(6);
     content.push(ContentBlock::text(data_text));
     if total > shown.len() {
+        let (shown, hidden) = (shown.len(), total - shown.len());
+        let next = u64::from(offset) + shown as u64;
         content.push(ContentBlock::text(format!(
-            "<truncation shown=\"{0}\" total=\"{total}\" reason=\"limit\">Only {0} of {total} items are shown. Narrow the request with filters to see the others.</truncation>",
-            shown.len()
+            "<truncation shown=\"{shown}\" total=\"{total}\" hidden=\"{hidden}\" reason=\"limit\" next_offset=\"{next}\">Only {shown} of {total} items are shown; {hidden} are hidden. Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones, or narrow the request with filters.</truncation>"
         )));
         meta.insert(
             "truncated".into(),
-            json!({"shown": shown.len(), "total": total, "reason": "limit"}),
+            json!({"shown": shown, "total": total, "hidden": hidden, "reason": "limit", "nextOffset": next}),
         );
     }
     if shown.is_empty() {
@@ -641,8 +645,9 @@ impl RawBilling {
                     Err(error) => Failure::invalid(LIST, &error).into_result(meta),
                     Ok(args) => {
                         let limit = args.limit.unwrap_or(20) as usize;
-                        match store.list(tenant, args.status, limit) {
-                            Ok(invoices) => present_list(LIST, &invoices),
+                        let offset = args.offset.unwrap_or(0);
+                        match store.list_from(tenant, args.status, offset as usize, limit) {
+                            Ok(invoices) => present_list(LIST, &invoices, offset),
                             Err(error) => Failure::store(LIST, &error).into_result(meta),
                         }
                     }
