@@ -399,7 +399,7 @@ fn fit_budget(
     ui_blocks: usize,
     offset: Option<u64>,
 ) -> bool {
-    if json_size(&*result) <= budget {
+    if size_upper_bound(result) <= budget || json_size(&*result) <= budget {
         return false;
     }
     // The data block, then the notice if any, then the UI blocks.
@@ -536,9 +536,76 @@ impl std::io::Write for Counter {
     }
 }
 
+/// Counts bytes, nothing else: the whole-result measure needs no escape count.
+#[derive(Default)]
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The length of a value's compact JSON, without building it.
 fn json_size<T: serde::Serialize + ?Sized>(value: &T) -> usize {
-    json_size_and_escapes(value).0
+    let mut counter = ByteCounter::default();
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+/// A bound on [`json_size`] of a result that does not scan its text blocks, so that results
+/// far below their budget (nearly all of them) are not serialized twice: JSON escaping turns
+/// a byte into at most six (`\u001f`), and a text block's own JSON around its text is far
+/// less than [`BLOCK_OVERHEAD`].
+fn size_upper_bound(result: &CallToolResult) -> usize {
+    const BLOCK_OVERHEAD: usize = 64;
+    const RESULT_OVERHEAD: usize = 128;
+    let mut bound = RESULT_OVERHEAD;
+    for block in &result.content {
+        bound += BLOCK_OVERHEAD
+            + match block.as_text() {
+                Some(text) if text.meta.is_none() && text.annotations.is_none() => {
+                    6 * text.text.len()
+                }
+                // Not a plain text block (Fusion writes none): measure it.
+                _ => json_size(block),
+            };
+    }
+    if result.meta.is_some() {
+        bound += json_size(&result.meta);
+    }
+    bound
+        + result
+            .structured_content
+            .as_ref()
+            .map_or(0, value_size_bound)
+}
+
+/// A bound on a JSON value's compact size from a walk that formats nothing: a string takes at
+/// most six bytes per byte plus its quotes, a number at most 24 bytes.
+fn value_size_bound(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(text) => 2 + 6 * text.len(),
+        Value::Array(items) => {
+            2 + items
+                .iter()
+                .map(|item| value_size_bound(item) + 1)
+                .sum::<usize>()
+        }
+        Value::Object(entries) => {
+            2 + entries
+                .iter()
+                .map(|(key, value)| 2 + 6 * key.len() + 1 + value_size_bound(value) + 1)
+                .sum::<usize>()
+        }
+    }
 }
 
 /// The length of a value's compact JSON, and how many more bytes it takes inside a JSON
@@ -683,4 +750,35 @@ pub(crate) fn seal_error(
     let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
     result.structured_content = Some(Value::Object(envelope));
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_bound_is_never_below_the_size_on_the_wire() {
+        let texts = [
+            String::new(),
+            "plain text".to_owned(),
+            "\u{1}\u{1f}\"\\\n\t".repeat(40),
+            "ünïcödé ✓ 𝄞".repeat(10),
+            serde_json::to_string(&serde_json::json!([{"id": "a\"b", "n": 1}])).unwrap(),
+        ];
+        for text in &texts {
+            let mut result = CallToolResult::success(vec![
+                ContentBlock::text(text.clone()),
+                ContentBlock::text(format!("<rules>{text}</rules>")),
+            ]);
+            result.structured_content = Some(serde_json::json!({
+                "ok": true, "data": [text, {"k": text, text: [u64::MAX, i64::MIN, -1.7976931348623157e308, null, false]}],
+                "meta": {"tool": "t", "version": "1"}
+            }));
+            let exact = serde_json::to_string(&result).unwrap().len();
+            assert_eq!(json_size(&result), exact);
+            assert!(size_upper_bound(&result) >= exact, "{text:?}");
+            let structured = result.structured_content.as_ref().unwrap();
+            assert!(value_size_bound(structured) >= json_size(structured));
+        }
+    }
 }

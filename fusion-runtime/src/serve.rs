@@ -25,8 +25,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::middleware::Next;
 use axum::response::IntoResponse;
 use http::StatusCode;
 use rmcp::model::{
@@ -275,15 +273,24 @@ impl Mcp {
     }
 
     /// The Streamable HTTP endpoint as a tower service, to mount at a path of your choice.
+    /// It checks `Host` and `Origin` itself (rmcp's check), but has no bearer authentication:
+    /// [`Mcp::router`] adds that.
     pub fn http_service(
         &self,
         options: &HttpOptions,
+    ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
+        self.endpoint(options.rmcp_config())
+    }
+
+    fn endpoint(
+        &self,
+        config: StreamableHttpServerConfig,
     ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
         let handler = self.handler();
         StreamableHttpService::new(
             move || Ok(handler.clone()),
             Arc::new(LocalSessionManager::default()),
-            options.rmcp_config(),
+            config,
         )
     }
 
@@ -296,8 +303,16 @@ impl Mcp {
     /// the layers added with [`Mcp::layer`], then, with [`HttpOptions::auth`], must carry a
     /// valid bearer token (401 otherwise), before anything reaches a tool.
     pub fn router(&self, options: &HttpOptions) -> axum::Router {
-        let mut router =
-            axum::Router::new().route_service(&options.path, self.http_service(options));
+        // The Host/Origin layer below runs in front of everything, so rmcp's own copy of the
+        // check is left out: rmcp clones its configuration, lists included, several times per
+        // request.
+        let endpoint = self.endpoint(
+            options
+                .rmcp_config()
+                .disable_allowed_hosts()
+                .disable_allowed_origins(),
+        );
+        let mut router = axum::Router::new().route_service(&options.path, endpoint);
         if let Some(verifier) = &options.auth {
             router = router.layer(axum::middleware::from_fn_with_state(
                 Authenticator::new(Arc::clone(verifier), options.resource_metadata.as_deref()),
@@ -307,12 +322,9 @@ impl Mcp {
         for layer in &self.layers {
             router = layer(router);
         }
-        // Outermost: rmcp checks the same lists inside the endpoint, but only after the
-        // layers above have run, so an unauthenticated foreign request would get 401, not 403.
-        router.layer(axum::middleware::from_fn_with_state(
-            HostOriginGuard::new(options),
-            check_host_and_origin,
-        ))
+        // Outermost, so that a foreign request gets 403 before the bearer check could answer
+        // 401 (which would tell a rebinding page that the endpoint exists).
+        router.layer(HostOriginLayer(HostOriginGuard::new(options)))
     }
 
     /// Binds `options.bind` and serves until Ctrl-C (or `options.shutdown` is cancelled),
@@ -546,21 +558,60 @@ fn origin_matches(allowed: &AllowedOrigin, origin: &Origin) -> bool {
     }
 }
 
-/// The axum middleware of [`HostOriginGuard`].
-async fn check_host_and_origin(
-    State(guard): State<HostOriginGuard>,
-    request: axum::extract::Request,
-    next: Next,
-) -> axum::response::Response {
-    match guard.check(request.uri(), request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(status) => {
-            let message = if status == StatusCode::FORBIDDEN {
-                "Forbidden: Host or Origin header is not allowed"
-            } else {
-                "Bad Request: invalid or missing Host header"
-            };
-            (status, message).into_response()
+/// [`HostOriginGuard`] as a tower layer. The check is synchronous, so unlike an
+/// `axum::middleware::from_fn` layer it calls the inner service directly, without cloning it
+/// for every request.
+#[derive(Clone)]
+struct HostOriginLayer(HostOriginGuard);
+
+impl<S> tower::Layer<S> for HostOriginLayer {
+    type Service = HostOriginService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        HostOriginService {
+            guard: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct HostOriginService<S> {
+    guard: HostOriginGuard,
+    inner: S,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for HostOriginService<S>
+where
+    S: tower::Service<http::Request<B>, Response = axum::response::Response>,
+{
+    type Response = axum::response::Response;
+    type Error = S::Error;
+    type Future = futures::future::Either<
+        std::future::Ready<Result<axum::response::Response, S::Error>>,
+        S::Future,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(context)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        match self.guard.check(request.uri(), request.headers()) {
+            Ok(()) => futures::future::Either::Right(self.inner.call(request)),
+            Err(status) => {
+                let message = if status == StatusCode::FORBIDDEN {
+                    "Forbidden: Host or Origin header is not allowed"
+                } else {
+                    "Bad Request: invalid or missing Host header"
+                };
+                futures::future::Either::Left(std::future::ready(Ok(
+                    (status, message).into_response()
+                )))
+            }
         }
     }
 }
