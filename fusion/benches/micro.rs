@@ -223,9 +223,11 @@ fn hooks(c: &mut Criterion) {
 }
 
 fn build(c: &mut Criterion) {
-    c.bench_function("build/registry_1000_tools", |b| {
+    let mut group = c.benchmark_group("build");
+    group.bench_function("registry_1000_tools", |b| {
         b.iter(|| black_box(registry(1000)))
     });
+    group.finish();
 }
 
 fn checks(_: &mut Criterion) {
