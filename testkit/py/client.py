@@ -220,6 +220,11 @@ async def exercise(client: Any, args: argparse.Namespace, plan: dict[str, Any], 
     report["toolPages"] = pages
     report["tools"] = len(tools)
     c.check(len(tools) > 0, "tools/list returns at least one tool", "no tools listed")
+    if plan.get("callEveryTool"):
+        # A tool added to the server but not to the plan would otherwise go untested.
+        called = {spec["tool"] for spec in plan.get("calls", [])}
+        uncalled = [name for name in tools if name not in called]
+        c.check(not uncalled, "plan calls every listed tool", "never called: " + ", ".join(uncalled))
 
     for name, t in tools.items():
         for which in ("inputSchema", "outputSchema"):

@@ -309,6 +309,12 @@ try {
 }
 report.tools = tools.size;
 check(tools.size > 0, 'tools/list returns at least one tool', 'no tools listed');
+if (plan.callEveryTool) {
+  // A tool added to the server but not to the plan would otherwise go untested.
+  const called = new Set((plan.calls ?? []).map((c) => c.tool));
+  const uncalled = [...tools.keys()].filter((name) => !called.has(name));
+  check(uncalled.length === 0, 'plan calls every listed tool', `never called: ${uncalled.join(', ')}`);
+}
 
 for (const [name, t] of tools) {
   for (const which of ['inputSchema', 'outputSchema']) {
