@@ -240,7 +240,10 @@ impl SessionOwners {
     }
 
     fn open(&self, session: &str, principal: &Principal) {
-        let now = Instant::now();
+        self.open_at(session, principal, Instant::now());
+    }
+
+    fn open_at(&self, session: &str, principal: &Principal, now: Instant) {
         let mut owners = self.lock();
         if owners.by_session.len() >= owners.sweep_at.max(MIN_SWEEP_SIZE) {
             owners
@@ -361,5 +364,53 @@ pub(crate) async fn authenticate(
             tracing::info!(%error, "refused a bearer token");
             authenticator.refuse("invalid_token", "the bearer token is not valid")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(subject: &str, tenant: &str) -> Principal {
+        Principal::new(subject).with_tenant(tenant)
+    }
+
+    #[test]
+    fn a_session_is_its_openers_alone() {
+        let sessions = SessionOwners::default();
+        let alpha = owner("alpha", "t_1");
+        sessions.open("s-1", &alpha);
+        assert!(sessions.owned_by("s-1", &alpha));
+        // The same subject with other scopes is the same caller; another tenant is not.
+        assert!(sessions.owned_by("s-1", &alpha.clone().with_scopes(["read".to_owned()])));
+        assert!(!sessions.owned_by("s-1", &owner("alpha", "t_2")));
+        assert!(!sessions.owned_by("s-1", &owner("beta", "t_1")));
+        assert!(!sessions.owned_by("s-unknown", &alpha));
+        sessions.close("s-1");
+        assert!(!sessions.owned_by("s-1", &alpha));
+    }
+
+    #[test]
+    fn the_sweep_forgets_only_sessions_idle_past_the_limit() {
+        let sessions = SessionOwners::default();
+        let alpha = owner("alpha", "t_1");
+        for index in 0..MIN_SWEEP_SIZE {
+            sessions.open(&format!("s-{index}"), &alpha);
+        }
+        // Later, half of them have been idle for longer than rmcp keeps a session.
+        let later = Instant::now() + OWNER_IDLE_LIMIT + Duration::from_secs(1);
+        for (index, owner) in sessions.lock().by_session.iter_mut() {
+            if index[2..].parse::<usize>().unwrap() % 2 == 1 {
+                owner.last_seen = later;
+            }
+        }
+        // Opening one more sweeps the map first.
+        sessions.open_at("s-new", &alpha, later);
+        let owners = sessions.lock();
+        assert_eq!(owners.by_session.len(), MIN_SWEEP_SIZE / 2 + 1);
+        assert!(owners.by_session.contains_key("s-1"));
+        assert!(!owners.by_session.contains_key("s-0"));
+        assert!(owners.by_session.contains_key("s-new"));
+        assert_eq!(owners.sweep_at, MIN_SWEEP_SIZE);
     }
 }
