@@ -170,6 +170,25 @@ fn check_variant(
                     .with_span(&retry_after.span),
             );
         }
+        // The agent sees only INTERNAL_ERROR and an errorId: anything else would be dropped.
+        if args.retryable.is_present() {
+            errors.push(
+                Error::custom("an `internal` error is never retryable: the agent is told not to retry blindly")
+                    .with_span(&args.retryable.span()),
+            );
+        }
+        if let Some(recovery) = &args.recovery {
+            errors.push(
+                Error::custom("an `internal` error has no recovery of its own: the agent sees INTERNAL_ERROR")
+                    .with_span(recovery),
+            );
+        }
+        if let Some(action) = args.actions.0.first() {
+            errors.push(
+                Error::custom("an `internal` error lists no actions: the agent sees INTERNAL_ERROR")
+                    .with_span(action),
+            );
+        }
         return;
     }
     if args.from.is_present() {
