@@ -179,14 +179,18 @@ fn check_variant(
         }
         if let Some(recovery) = &args.recovery {
             errors.push(
-                Error::custom("an `internal` error has no recovery of its own: the agent sees INTERNAL_ERROR")
-                    .with_span(recovery),
+                Error::custom(
+                    "an `internal` error has no recovery of its own: the agent sees INTERNAL_ERROR",
+                )
+                .with_span(recovery),
             );
         }
         if let Some(action) = args.actions.0.first() {
             errors.push(
-                Error::custom("an `internal` error lists no actions: the agent sees INTERNAL_ERROR")
-                    .with_span(action),
+                Error::custom(
+                    "an `internal` error lists no actions: the agent sees INTERNAL_ERROR",
+                )
+                .with_span(action),
             );
         }
         return;
