@@ -388,7 +388,8 @@ struct HostOriginGuard {
     /// ones) must not turn a restrictive list into an open one.
     any_host: bool,
     hosts: Arc<[Authority]>,
-    origins: Arc<[AllowedOrigin]>,
+    /// An allowed origin's `port` is `None` for any port (`:*`, or no port written).
+    origins: Arc<[Origin]>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -397,6 +398,7 @@ struct Authority {
     port: Option<u16>,
 }
 
+/// An origin as written: a request's has `port: None` when it omits its scheme's default.
 #[derive(Debug, PartialEq, Eq)]
 enum Origin {
     Null,
@@ -407,15 +409,26 @@ enum Origin {
     },
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum AllowedOrigin {
-    Null,
-    Tuple {
-        scheme: String,
-        host: String,
-        /// `None`: any port (`:*`, or no port written).
-        port: Option<u16>,
-    },
+impl Origin {
+    /// The origin with its scheme's default port made explicit (RFC 6454), so that
+    /// `https://app.example` and `https://app.example:443` are the same origin.
+    fn with_default_port(self) -> Origin {
+        match self {
+            Origin::Tuple { scheme, host, port } => {
+                let default_port = match scheme.as_str() {
+                    "http" => Some(80),
+                    "https" => Some(443),
+                    _ => None,
+                };
+                Origin::Tuple {
+                    port: port.or(default_port),
+                    scheme,
+                    host,
+                }
+            }
+            Origin::Null => Origin::Null,
+        }
+    }
 }
 
 impl HostOriginGuard {
@@ -425,12 +438,14 @@ impl HostOriginGuard {
             hosts: options
                 .allowed_hosts
                 .iter()
-                .filter_map(|host| allowed_authority(host))
+                .map(String::as_str)
+                .filter_map(allowed_authority)
                 .collect(),
             origins: options
                 .allowed_origins
                 .iter()
-                .filter_map(|origin| allowed_origin(origin))
+                .map(String::as_str)
+                .filter_map(allowed_origin)
                 .collect(),
         }
     }
@@ -468,6 +483,7 @@ impl HostOriginGuard {
             .to_str()
             .ok()
             .and_then(origin_of)
+            .map(Origin::with_default_port)
             .is_some_and(|origin| {
                 self.origins
                     .iter()
@@ -519,40 +535,34 @@ fn origin_of(text: &str) -> Option<Origin> {
     })
 }
 
-fn allowed_origin(text: &str) -> Option<AllowedOrigin> {
+/// An allowed origin: as written, with `:*` (any port) kept as no port.
+fn allowed_origin(text: &str) -> Option<Origin> {
     let text = text.trim();
     let (base, any_port) = match text.strip_suffix(":*") {
         Some(base) => (base, true),
         None => (text, false),
     };
-    Some(match origin_of(base)? {
-        Origin::Null if !any_port => AllowedOrigin::Null,
-        Origin::Null => return None,
-        Origin::Tuple { port: Some(_), .. } if any_port => return None,
-        Origin::Tuple { scheme, host, port } => AllowedOrigin::Tuple { scheme, host, port },
-    })
+    match origin_of(base)? {
+        Origin::Null | Origin::Tuple { port: Some(_), .. } if any_port => None,
+        origin => Some(origin),
+    }
 }
 
-fn origin_matches(allowed: &AllowedOrigin, origin: &Origin) -> bool {
+/// Whether a request's `origin` (its default port explicit) is the `allowed` one.
+fn origin_matches(allowed: &Origin, origin: &Origin) -> bool {
     match (allowed, origin) {
-        (AllowedOrigin::Null, Origin::Null) => true,
+        (Origin::Null, Origin::Null) => true,
         (
-            AllowedOrigin::Tuple { scheme, host, port },
+            Origin::Tuple { scheme, host, port },
             Origin::Tuple {
                 scheme: origin_scheme,
                 host: origin_host,
                 port: origin_port,
             },
         ) => {
-            // An origin omits its scheme's default port (RFC 6454).
-            let default_port = match origin_scheme.as_str() {
-                "http" => Some(80),
-                "https" => Some(443),
-                _ => None,
-            };
             scheme == origin_scheme
                 && host == origin_host
-                && port.is_none_or(|port| origin_port.or(default_port) == Some(port))
+                && port.is_none_or(|port| *origin_port == Some(port))
         }
         _ => false,
     }
