@@ -340,22 +340,21 @@ impl Notice {
                 ">Only {shown} of {total} items are shown; {hidden} are hidden."
             );
         }
-        match (self.next_offset, self.by_budget) {
-            (Some(next), true) => {
+        match self.next_offset {
+            Some(next) => {
+                let instead = if self.by_budget {
+                    "ask for fewer items"
+                } else {
+                    "narrow the request with filters"
+                };
                 let _ = write!(
                     text,
-                    " Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones, or ask for fewer items."
+                    " Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones, or {instead}."
                 );
             }
-            (Some(next), false) => {
-                let _ = write!(
-                    text,
-                    " Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones, or narrow the request with filters."
-                );
-            }
-            (None, true) => text
+            None if self.by_budget => text
                 .push_str(" Ask for fewer items (a smaller limit, or filters) to see the others."),
-            (None, false) => text.push_str(" Narrow the request with filters to see the others."),
+            None => text.push_str(" Narrow the request with filters to see the others."),
         }
         text.push_str("</truncation>");
         text
@@ -515,9 +514,10 @@ fn set_cut(
     }
 }
 
-/// Counts bytes written, and the bytes a JSON string escapes (`"` and `\`).
+/// Counts bytes written and, when asked, the bytes a JSON string escapes (`"` and `\`).
 #[derive(Default)]
 struct Counter {
+    count_escapes: bool,
     bytes: usize,
     escapes: usize,
 }
@@ -525,10 +525,12 @@ struct Counter {
 impl std::io::Write for Counter {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         self.bytes += bytes.len();
-        self.escapes += bytes
-            .iter()
-            .filter(|&&byte| byte == b'"' || byte == b'\\')
-            .count();
+        if self.count_escapes {
+            self.escapes += bytes
+                .iter()
+                .filter(|&&byte| byte == b'"' || byte == b'\\')
+                .count();
+        }
         Ok(bytes.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -536,26 +538,28 @@ impl std::io::Write for Counter {
     }
 }
 
-/// Counts bytes, nothing else: the whole-result measure needs no escape count.
-#[derive(Default)]
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// Writes `value`'s compact JSON into a [`Counter`] without building it.
+fn measure<T: serde::Serialize + ?Sized>(value: &T, count_escapes: bool) -> Counter {
+    let mut counter = Counter {
+        count_escapes,
+        ..Counter::default()
+    };
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter
 }
 
 /// The length of a value's compact JSON, without building it.
 fn json_size<T: serde::Serialize + ?Sized>(value: &T) -> usize {
-    let mut counter = ByteCounter::default();
-    // Writing to a counter cannot fail.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
+    measure(value, false).bytes
+}
+
+/// The length of a value's compact JSON, and how many more bytes it takes inside a JSON
+/// string (serde_json escapes only `"`, `\` and control characters, which compact JSON
+/// already writes as escapes).
+fn json_size_and_escapes<T: serde::Serialize + ?Sized>(value: &T) -> (usize, usize) {
+    let counter = measure(value, true);
+    (counter.bytes, counter.escapes)
 }
 
 /// A bound on [`json_size`] of a result that does not scan its text blocks, so that results
@@ -606,16 +610,6 @@ fn value_size_bound(value: &Value) -> usize {
                 .sum::<usize>()
         }
     }
-}
-
-/// The length of a value's compact JSON, and how many more bytes it takes inside a JSON
-/// string (serde_json escapes only `"`, `\` and control characters, which compact JSON
-/// already writes as escapes).
-fn json_size_and_escapes<T: serde::Serialize + ?Sized>(value: &T) -> (usize, usize) {
-    let mut counter = Counter::default();
-    // Writing to a counter cannot fail.
-    let _ = serde_json::to_writer(&mut counter, value);
-    (counter.bytes, counter.escapes)
 }
 
 /// Keeps the suggestions that name a declared, existing tool, as (exposed tool, arguments,
