@@ -164,34 +164,30 @@ fn check_variant(
                 .with_span(ident),
             );
         }
-        if let Some(retry_after) = &args.retry_after {
-            errors.push(
-                Error::custom("an `internal` error has no retry window: the agent is told not to retry blindly")
-                    .with_span(&retry_after.span),
-            );
-        }
-        // The agent sees only INTERNAL_ERROR and an errorId: anything else would be dropped.
-        if args.retryable.is_present() {
-            errors.push(
-                Error::custom("an `internal` error is never retryable: the agent is told not to retry blindly")
-                    .with_span(&args.retryable.span()),
-            );
-        }
-        if let Some(recovery) = &args.recovery {
-            errors.push(
-                Error::custom(
-                    "an `internal` error has no recovery of its own: the agent sees INTERNAL_ERROR",
-                )
-                .with_span(recovery),
-            );
-        }
-        if let Some(action) = args.actions.0.first() {
-            errors.push(
-                Error::custom(
-                    "an `internal` error lists no actions: the agent sees INTERNAL_ERROR",
-                )
-                .with_span(action),
-            );
+        // The agent sees only INTERNAL_ERROR and an errorId: anything meant for it would be
+        // dropped, so it does not compile.
+        let agent_facing = [
+            (
+                args.retry_after.as_ref().map(|window| window.span),
+                "an `internal` error has no retry window: the agent is told not to retry blindly",
+            ),
+            (
+                args.retryable.is_present().then(|| args.retryable.span()),
+                "an `internal` error is never retryable: the agent is told not to retry blindly",
+            ),
+            (
+                args.recovery.as_ref().map(LitStr::span),
+                "an `internal` error has no recovery of its own: the agent sees INTERNAL_ERROR",
+            ),
+            (
+                args.actions.0.first().map(LitStr::span),
+                "an `internal` error lists no actions: the agent sees INTERNAL_ERROR",
+            ),
+        ];
+        for (span, message) in agent_facing {
+            if let Some(span) = span {
+                errors.push(Error::custom(message).with_span(&span));
+            }
         }
         return;
     }
