@@ -1137,15 +1137,17 @@ impl Server {
             (true, true) => handle(action, args, context).await,
             (true, false) => handle(action, args, context).instrument(span.clone()).await,
             // Boxed: the guards' futures would otherwise make every call's future larger. The
-            // handler's own panics are caught around it; these catch the middleware's.
-            (false, true) => {
-                envelope::CatchPanic::new(Box::pin(guarded(action, args, context)), "a middleware")
-                    .await
-            }
-            (false, false) => {
-                envelope::CatchPanic::new(Box::pin(guarded(action, args, context)), "a middleware")
-                    .instrument(span.clone())
-                    .await
+            // handler's own panics are caught around it; this catches the middleware's.
+            (false, disabled) => {
+                let guarded = envelope::CatchPanic::new(
+                    Box::pin(guarded(action, args, context)),
+                    "a middleware",
+                );
+                if disabled {
+                    guarded.await
+                } else {
+                    guarded.instrument(span.clone()).await
+                }
             }
         };
         self.finish(action, outcome, &span, observed, offset)
