@@ -48,16 +48,14 @@ cleanup() {
 trap cleanup EXIT
 [ -n "$keep" ] && mkdir -p "$keep"
 
-fusion_http_extra=()
-if "$bin/billing" --help 2>/dev/null | grep -q -- '--allow-anonymous'; then
-  fusion_http_extra=(--allow-anonymous)
-fi
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 
 # measure TARGET MODE SECONDS: prints "<instructions> <calls>" for one run under callgrind.
 measure() {
   local target="$1" mode="$2" seconds="$3" out="$work/$1-$2-$3.cg" line
   local server=("$bin/billing" --in-memory)
-  local extra=("${fusion_http_extra[@]}")
+  local extra=(--allow-anonymous)
   if [ "$target" = raw ]; then
     server=("$bin/raw-billing" --in-memory)
     extra=()
@@ -68,19 +66,10 @@ measure() {
     stdio)
       line="$("$bin/loadgen" --stdio "${vg[*]} ${server[*]}" --concurrency 16 "${common[@]}")" ;;
     http-*)
-      "${vg[@]}" "${server[@]}" --http 127.0.0.1:0 "${extra[@]}" 2>"$work/stderr" &
-      server_pid=$!
-      local url=""
-      for _ in $(seq 1 600); do
-        url="$(grep -o 'listening on http://[^ ]*' "$work/stderr" | head -n1 | sed 's/^listening on //')" || true
-        [ -n "$url" ] && break
-        sleep 0.1
-      done
-      [ -n "$url" ] || { echo "callgrind.sh: $target did not start" >&2; cat "$work/stderr" >&2; exit 1; }
-      line="$("$bin/loadgen" --http "$url" --protocol "${mode#http-}" --clients 8 "${common[@]}")"
-      kill -INT "$server_pid"
-      wait "$server_pid" 2>/dev/null || true
-      server_pid="" ;;
+      # valgrind starts slowly and writes its profile on the way out.
+      start_http "$work/stderr" 60 "${vg[@]}" "${server[@]}" --http 127.0.0.1:0 "${extra[@]}"
+      line="$("$bin/loadgen" --http "$server_url" --protocol "${mode#http-}" --clients 8 "${common[@]}")"
+      stop_http 120 ;;
   esac
   local calls ir
   calls="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["calls"])' "$line")"

@@ -81,34 +81,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_http NAME CMD...: starts a server on 127.0.0.1:0, sets server_pid and server_url.
-start_http() {
-  local name="$1"; shift
-  local log="$logs/$name.stderr"
-  "$@" 2>"$log" &
-  server_pid=$!
-  server_url=""
-  for _ in $(seq 1 200); do
-    server_url="$(grep -o 'listening on http://[^ ]*' "$log" 2>/dev/null | head -n1 | sed 's/^listening on //')" || true
-    [ -n "$server_url" ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "compare.sh: $name did not start; its stderr:" >&2
-  cat "$log" >&2
-  return 1
-}
-
-stop_http() {
-  kill -INT "$server_pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill -KILL "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=""
-}
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 
 common=(--duration "$duration" --warmup "$warmup" --mix "$mix")
 
@@ -126,12 +100,12 @@ run_one() {
       line="$("$bin/loadgen" --target "$target" --stdio "${server[*]}" \
         --concurrency "$concurrency" "${common[@]}" 2>"$logs/loadgen.stderr")" ;;
     http-2026-07-28|http-2025-11-25)
-      start_http "$target" "${server[@]}" --http 127.0.0.1:0 "${http_extra[@]}"
+      start_http "$logs/$target.stderr" 10 "${server[@]}" --http 127.0.0.1:0 "${http_extra[@]}"
       line="$("$bin/loadgen" --target "$target" --http "$server_url" --server-pid "$server_pid" \
         --protocol "${mode#http-}" --clients "$clients" "${auth_header[@]}" "${common[@]}" \
         2>"$logs/loadgen.stderr")" \
-        || { stop_http; cat "$logs/loadgen.stderr" >&2; return 1; }
-      stop_http ;;
+        || { stop_http 5; cat "$logs/loadgen.stderr" >&2; return 1; }
+      stop_http 5 ;;
     *) echo "compare.sh: unknown mode $mode" >&2; return 2 ;;
   esac
   if [ -s "$logs/loadgen.stderr" ]; then sed 's/^/  /' "$logs/loadgen.stderr" >&2; fi
