@@ -60,9 +60,7 @@ async fn billing_binary() -> BillingHttp {
 /// The billing MCP endpoint, in-process, as the binary builds it: every call acts for the
 /// demo tenant.
 fn billing_mcp() -> Mcp {
-    let store = Store::open_in_memory().expect("in-memory store");
-    let server = billing::server(Arc::new(store), Exposition::Flat).expect("billing server");
-    Mcp::new(server).context(|_request, call| {
+    billing_mcp_plain().context(|_request, call| {
         call.extensions_mut().insert(billing::local_principal());
     })
 }
@@ -687,7 +685,7 @@ async fn shutdown_stops_serve_http_on_with_a_session_open() {
 // ---------------------------------------------------------------------------------------------
 // Guards before authentication, the context factory, user layers
 
-/// The billing endpoint with bearer tokens required, and nothing else.
+/// The billing endpoint with no context factory: the caller comes from the transport.
 fn billing_mcp_plain() -> Mcp {
     let store = Store::open_in_memory().expect("in-memory store");
     Mcp::new(billing::server(Arc::new(store), Exposition::Flat).expect("billing server"))
