@@ -3,6 +3,8 @@
 use darling::{Error, FromMeta};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::ext::IdentExt as _;
+use syn::spanned::Spanned as _;
 use syn::{Attribute, Field, Fields, Ident, ItemStruct, LitStr, Type};
 
 use crate::common::{IdentList, Krate, fnv1a, meta_list, unknown_field};
@@ -41,6 +43,11 @@ struct ModelField {
 }
 
 impl ModelField {
+    /// The field's name as serde and the agent know it (`r#type` is `type`).
+    fn name(&self) -> String {
+        self.ident.unraw().to_string()
+    }
+
     fn presentable(&self) -> bool {
         self.label.is_some() && !self.hidden
     }
@@ -212,7 +219,7 @@ fn flag(attr: &Attribute, set: &mut bool, errors: &mut darling::error::Accumulat
 
 /// Runs every check; what fails is reported and left out of the generated code.
 fn check(model: &mut Model, errors: &mut darling::error::Accumulator) {
-    check_not_serialize(model, errors);
+    check_derives(model, errors);
     let mut profiles = std::mem::take(&mut model.profiles);
     for profile in &mut profiles {
         check_profile(model, profile, errors);
@@ -220,10 +227,12 @@ fn check(model: &mut Model, errors: &mut darling::error::Accumulator) {
     model.profiles = profiles;
 }
 
-/// A model must never be serializable: only its presenters' views reach the wire. The
-/// generated `ModelsNeverImplementSerialize` impl enforces this for any `Serialize` impl; this
-/// check only makes the common case, a derive, read clearly.
-fn check_not_serialize(model: &mut Model, errors: &mut darling::error::Accumulator) {
+/// A model's raw value never crosses the wire in either direction and has no schema of its
+/// own: deriving `Serialize`, `Deserialize` or `JsonSchema` on it is refused here with the
+/// right tool named (the impls `#[model]` emits would conflict with any such derive anyway;
+/// this makes the common case read clearly). `Debug` is generated with hidden fields redacted,
+/// so a derived one is dropped in its favour.
+fn check_derives(model: &mut Model, errors: &mut darling::error::Accumulator) {
     for attr in &mut model.item.attrs {
         if !attr.path().is_ident("derive") {
             continue;
@@ -233,31 +242,46 @@ fn check_not_serialize(model: &mut Model, errors: &mut darling::error::Accumulat
         ) else {
             continue;
         };
-        let (serialize, kept): (Vec<syn::Path>, Vec<syn::Path>) =
-            paths.into_iter().partition(|path| {
-                path.segments
-                    .last()
-                    .is_some_and(|segment| segment.ident == "Serialize")
-            });
-        if serialize.is_empty() {
-            continue;
-        }
-        // Dropped from the output, so that the mistake is reported once, here.
-        *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
-        for path in serialize {
-            errors.push(
-                Error::custom(
+        let mut kept = Vec::new();
+        for path in paths {
+            let name = path
+                .segments
+                .last()
+                .map(|segment| segment.ident.to_string())
+                .unwrap_or_default();
+            let refusal = match name.as_str() {
+                "Serialize" => Some(
                     "a model cannot derive `Serialize`: its raw value would reach the wire; \
                      declare a `#[presenter]` that lists the fields the agent may see",
-                )
-                .with_span(&path),
-            );
+                ),
+                "Deserialize" => Some(
+                    "a model cannot derive `Deserialize`: an agent would set every field, guarded \
+                     ones included; declare a fillable profile (`#[model(fillable(create = [...]))]`) \
+                     and take `fusion::Create<Model>`",
+                ),
+                "JsonSchema" => Some(
+                    "a model cannot derive `JsonSchema`: its schema would list its hidden fields; \
+                     a presenter's view and a fillable profile have schemas of their own",
+                ),
+                // Generated instead, with hidden fields shown as `[hidden]`.
+                "Debug" => {
+                    continue;
+                }
+                _ => None,
+            };
+            match refusal {
+                Some(message) => errors.push(Error::custom(message).with_span(&path)),
+                None => kept.push(path),
+            }
         }
+        // Refused derives are dropped from the output, so that each mistake is reported once.
+        *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
     }
 }
 
 /// Every field named by a fillable profile exists, is cast (its label describes the
-/// argument), is not guarded (a guarded field never comes in from an agent) and appears once.
+/// argument), is not guarded (a guarded field never comes in from an agent), is not hidden in a
+/// filter (matching results would reveal its value) and appears once.
 fn check_profile(model: &Model, profile: &mut Profile, errors: &mut darling::error::Accumulator) {
     let owner = model.item.ident.to_string();
     let mut valid: Vec<Ident> = Vec::new();
@@ -293,6 +317,14 @@ fn check_profile(model: &Model, profile: &mut Profile, errors: &mut darling::err
                 ))
                 .with_span(ident),
             );
+        } else if field.hidden && profile.kind == ProfileKind::Filter {
+            errors.push(
+                Error::custom(format!(
+                    "`{ident}` is hidden: a filter on it would let an agent guess its value one query at a time; \
+                     filter on a field the agent may see"
+                ))
+                .with_span(ident),
+            );
         } else if field.label.is_none() {
             errors.push(
                 Error::custom(format!(
@@ -318,7 +350,7 @@ fn generate(model: &Model) -> TokenStream {
     let name = ident.to_string();
 
     let field_infos = model.fields.iter().map(|field| {
-        let field_name = field.ident.to_string();
+        let field_name = field.name();
         let label = match &field.label {
             Some(label) => quote!(#private::Some(#label)),
             None => quote!(#private::None),
@@ -350,10 +382,57 @@ fn generate(model: &Model) -> TokenStream {
             }
         });
 
+    // `#[hidden]` and `Hidden<T>` agree: the attribute decides the model's facts, the type
+    // carries the hidden-ness with the value. Spanned on the field's type.
+    let hidden_checks = model.fields.iter().map(|field| {
+        let ty = &field.ty;
+        if field.hidden {
+            quote_spanned!(ty.span()=> #private::model_kinds::hidden_field::<#ty>();)
+        } else {
+            quote_spanned!(ty.span()=> (&&#private::model_kinds::FieldProbe::<#ty>::NEW).__fusion_unmarked().check();)
+        }
+    });
+
+    let debug_fields = model.fields.iter().map(|field| {
+        let field_ident = &field.ident;
+        let field_name = field.name();
+        if field.hidden {
+            quote!(debug.field(#field_name, &#private::model_kinds::Redacted);)
+        } else {
+            quote!(debug.field(#field_name, (&&#private::model_kinds::DebugField(&self.#field_ident)).__fusion_debug());)
+        }
+    });
+
+    // `Box`, `&`, `&mut` and `Pin` are fundamental: a `Serialize` impl for the model behind
+    // one of them is allowed by the orphan rules. Each gets the proof impl, which conflicts
+    // with any such `Serialize` (or `Deserialize`) impl.
+    let wrappers = [
+        quote!(&'__fusion #ident),
+        quote!(&'__fusion mut #ident),
+        quote!(#private::Box<#ident>),
+        quote!(#private::Pin<#ident>),
+        quote!(#private::Pin<&'__fusion #ident>),
+        quote!(#private::Pin<&'__fusion mut #ident>),
+        quote!(#private::Pin<#private::Box<#ident>>),
+    ];
+    let wrapper_proofs = wrappers.iter().map(|wrapper| {
+        quote! {
+            #[automatically_derived]
+            impl<'__fusion> #private::ModelsNeverImplementSerialize for #wrapper {
+                type Proof = Self;
+            }
+            #[automatically_derived]
+            impl<'__fusion> #private::ModelsNeverImplementDeserialize for #wrapper {
+                type Proof = Self;
+            }
+        }
+    });
+
     let profiles = model
         .profiles
         .iter()
         .map(|profile| generate_profile(model, profile));
+    let reserved_markers = generate_reserved_markers(model);
     let descriptor_ident = descriptor_ident(model);
     let descriptor = generate_descriptor(model, &descriptor_ident);
 
@@ -361,8 +440,11 @@ fn generate(model: &Model) -> TokenStream {
         #item
 
         #[doc(hidden)]
-        #[allow(non_upper_case_globals, unused_qualifications)]
+        #[allow(non_upper_case_globals, unused_qualifications, clippy::needless_borrow)]
         const _: () = {
+            use #private::model_kinds::{ViaDebug as _, ViaNoDebug as _};
+            use #private::model_kinds::{ViaUnhidden as _, ViaUnmarkedHidden as _};
+
             #[automatically_derived]
             impl #private::Model for #ident {
                 const NAME: &'static str = #name;
@@ -374,15 +456,77 @@ fn generate(model: &Model) -> TokenStream {
                 }
             }
 
+            fn __fusion_check_hidden_fields() {
+                #(#hidden_checks)*
+            }
+
+            // Hidden fields show as `[hidden]`, whatever their type; a field whose type has no
+            // `Debug` shows as `..`.
+            #[automatically_derived]
+            impl #private::fmt::Debug for #ident {
+                fn fmt(&self, f: &mut #private::fmt::Formatter<'_>) -> #private::fmt::Result {
+                    let mut debug = f.debug_struct(#name);
+                    #(#debug_fields)*
+                    debug.finish()
+                }
+            }
+
             // Conflicts with the blanket impl for `T: Serialize` if the model is serializable;
             // `Proof = Self` is what `Model` requires, and what no `Serialize` type has.
             #[automatically_derived]
             impl #private::ModelsNeverImplementSerialize for #ident {
                 type Proof = Self;
             }
+            #[automatically_derived]
+            impl #private::ModelsNeverImplementDeserialize for #ident {
+                type Proof = Self;
+            }
+            #(#wrapper_proofs)*
+
+            // The model has serde's traits and schemars' in name only: the bounds never hold.
+            // No other impl of them can be written (it would conflict), and any use of one is
+            // reported with a message that names presenters and profiles.
+            #[automatically_derived]
+            impl<'__fusion> #private::serde::Serialize for #ident
+            where
+                #private::TheWire: #private::CarriesRawModel<'__fusion, #ident>,
+            {
+                fn serialize<S>(&self, _: S) -> #private::Result<S::Ok, S::Error>
+                where
+                    S: #private::serde::Serializer,
+                {
+                    #private::unreachable_model_impl()
+                }
+            }
+            #[automatically_derived]
+            impl<'de> #private::serde::Deserialize<'de> for #ident
+            where
+                #private::TheWire: #private::AcceptsRawModel<'de, #ident>,
+            {
+                fn deserialize<D>(_: D) -> #private::Result<Self, D::Error>
+                where
+                    D: #private::serde::Deserializer<'de>,
+                {
+                    #private::unreachable_model_impl()
+                }
+            }
+            #[automatically_derived]
+            impl<'__fusion> #private::schemars::JsonSchema for #ident
+            where
+                #private::TheWire: #private::DescribesRawModel<'__fusion, #ident>,
+            {
+                fn schema_name() -> #private::Cow<'static, str> {
+                    #private::unreachable_model_impl()
+                }
+                fn json_schema(_: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
+                    #private::unreachable_model_impl()
+                }
+            }
 
             #(#field_access)*
         };
+
+        #reserved_markers
 
         #(#profiles)*
 
@@ -390,6 +534,46 @@ fn generate(model: &Model) -> TokenStream {
         #[doc(hidden)]
         #[allow(unused_imports)]
         #vis use #descriptor_ident as #ident;
+    }
+}
+
+/// The marker of a guarded or hidden field, `{Model}_{field}`: a tool's plain argument that
+/// takes the field's name is reported with this type's name.
+fn reserved_marker(model: &Model, field: &ModelField) -> Ident {
+    format_ident!("{}_{}", model.item.ident, field.name())
+}
+
+/// The module holding the markers of the model's guarded and hidden fields.
+fn reserved_module(model: &Model) -> Ident {
+    format_ident!("__fusion_never_set_by_agents_{}", model.item.ident)
+}
+
+fn generate_reserved_markers(model: &Model) -> TokenStream {
+    let markers: Vec<Ident> = model
+        .fields
+        .iter()
+        .filter(|field| field.guarded || field.hidden)
+        .map(|field| reserved_marker(model, field))
+        .collect();
+    if markers.is_empty() {
+        return TokenStream::new();
+    }
+    let module = reserved_module(model);
+    let vis = &model.item.vis;
+    let doc = format!(
+        "The fields of `{}` that an agent never sets (guarded or hidden).",
+        model.item.ident
+    );
+    quote! {
+        #[doc = #doc]
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, non_snake_case, dead_code)]
+        #vis mod #module {
+            #(
+                #[doc(hidden)]
+                pub struct #markers;
+            )*
+        }
     }
 }
 
@@ -415,7 +599,11 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
         }
     );
     let description = format!("The `{}` arguments of {model_ident}.", profile.kind.name());
-    let names: Vec<String> = profile.fields.iter().map(Ident::to_string).collect();
+    let names: Vec<String> = profile
+        .fields
+        .iter()
+        .map(|ident| ident.unraw().to_string())
+        .collect();
     let listed: Vec<(&Ident, &LitStr, TokenStream)> = profile
         .fields
         .iter()
@@ -430,6 +618,23 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
             Some((ident, field.label.as_ref()?, ty))
         })
         .collect();
+    // The guarded and hidden fields this profile leaves out: no other argument of a tool that
+    // takes it may have their names (`#[tool]` checks it with these impls).
+    let module = reserved_module(model);
+    let reserves = model
+        .fields
+        .iter()
+        .filter(|field| (field.guarded || field.hidden) && !profile.fields.contains(&field.ident))
+        .map(|field| {
+            let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&field.name()]));
+            let marker = reserved_marker(model, field);
+            quote! {
+                #[automatically_derived]
+                impl #private::kinds::ReservesName<#hash> for #input_ident {
+                    type Field = #module::#marker;
+                }
+            }
+        });
     let fields = listed.iter().map(|(ident, label, ty)| {
         let default = (!required).then(|| quote!(#[serde(default)]));
         quote_spanned! {ident.span()=>
@@ -439,7 +644,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
         }
     });
     let schema_properties = listed.iter().map(|(ident, label, ty)| {
-        let key = ident.to_string();
+        let key = ident.unraw().to_string();
         let require = required.then(|| {
             quote! {
                 if #private::is_required::<#ty>() {
@@ -484,7 +689,11 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
             #[automatically_derived]
             impl #private::ArgumentGroup for #input_ident {
                 const FIELDS: &'static [&'static str] = &[#(#names),*];
+                const MODEL: #private::Option<#private::ModelFields> =
+                    #private::Some(#private::ModelFields::of::<#model_ident>());
             }
+
+            #(#reserves)*
 
             #[automatically_derived]
             impl #private::Fillable<#private::profile::#profile_type> for #model_ident {

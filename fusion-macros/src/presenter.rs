@@ -10,9 +10,11 @@ use darling::{Error, FromMeta};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned as _;
 use syn::{Ident, ItemStruct, LitBool, LitInt, LitStr, Path, Token};
 
-use crate::common::{IdentList, Krate, StrList, check_key, unknown_field};
+use crate::common::{Krate, StrList, check_key, unknown_field};
+use syn::ext::IdentExt as _;
 
 // ---------------------------------------------------------------------------------------------
 // Stage 1: the attribute hands over to the model's descriptor.
@@ -127,9 +129,62 @@ fn keyword(input: ParseStream<'_>, expected: &str) -> syn::Result<()> {
     }
 }
 
+/// `fields(id, total, customer = CustomerView)`: the presented fields, each presented as it is
+/// or, after `=`, through a presenter of its own.
+#[derive(Default)]
+struct FieldList(Vec<ListedField>);
+
+struct ListedField {
+    ident: Ident,
+    nested: Option<Path>,
+}
+
+impl FromMeta for FieldList {
+    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
+        let mut errors = Error::accumulator();
+        let mut fields = Vec::new();
+        for item in items {
+            match item {
+                NestedMeta::Meta(syn::Meta::Path(path)) if path.get_ident().is_some() => {
+                    fields.extend(path.get_ident().map(|ident| ListedField {
+                        ident: ident.clone(),
+                        nested: None,
+                    }));
+                }
+                NestedMeta::Meta(syn::Meta::NameValue(pair)) if pair.path.get_ident().is_some() => {
+                    match &pair.value {
+                        syn::Expr::Path(presenter) => fields.extend(pair.path.get_ident().map(
+                            |ident| ListedField {
+                                ident: ident.clone(),
+                                nested: Some(presenter.path.clone()),
+                            },
+                        )),
+                        other => errors.push(
+                            Error::custom(
+                                "expected a presenter: `customer = CustomerView` presents the field through `CustomerView`",
+                            )
+                            .with_span(other),
+                        ),
+                    }
+                }
+                other => errors.push(
+                    Error::custom("expected a field name, or `field = ItsPresenter`").with_span(other),
+                ),
+            }
+        }
+        errors.finish_with(FieldList(fields))
+    }
+}
+
+impl FieldList {
+    fn idents(&self) -> impl Iterator<Item = &Ident> {
+        self.0.iter().map(|field| &field.ident)
+    }
+}
+
 #[derive(FromMeta)]
 struct PresenterArgs {
-    fields: IdentList,
+    fields: FieldList,
     #[darling(default)]
     limit: Option<LitInt>,
     #[darling(default)]
@@ -220,7 +275,7 @@ fn parse(input: CallbackInput, errors: &mut darling::error::Accumulator) -> Opti
 /// The listed fields exist, are cast and are not hidden, once each: the view can never contain
 /// a hidden field.
 fn check_fields(presenter: &Presenter, errors: &mut darling::error::Accumulator) {
-    let listed = &presenter.args.fields.0;
+    let listed: Vec<&Ident> = presenter.args.fields.idents().collect();
     if listed.is_empty() {
         errors.push(Error::custom(
             "a presenter lists at least one field: `fields(id, total)`",
@@ -235,7 +290,7 @@ fn check_fields(presenter: &Presenter, errors: &mut darling::error::Accumulator)
             .model
             .fields
             .iter()
-            .find(|field| field.ident == *ident)
+            .find(|field| field.ident == **ident)
         else {
             let names: Vec<String> = presenter
                 .model
@@ -308,61 +363,117 @@ fn generate(presenter: &Presenter) -> TokenStream {
         .clone()
         .unwrap_or_else(|| format_ident!("{}Item", ident));
     let name = ident.to_string();
-    let fields: Vec<&FieldFacts> = presenter
+    // Each listed field with its facts, in the presenter's order.
+    let fields: Vec<(&ListedField, &FieldFacts)> = presenter
         .args
         .fields
         .0
         .iter()
         .filter_map(|listed| {
-            presenter
+            let facts = presenter
                 .model
                 .fields
                 .iter()
-                .find(|field| field.ident == *listed)
+                .find(|field| field.ident == listed.ident)?;
+            Some((listed, facts))
         })
         .collect();
-    // Spans of the presenter's own tokens, so type errors point at the listed field.
-    let listed: Vec<&Ident> = presenter.args.fields.0.iter().collect();
     let count = fields.len();
+    // Spanned on the listed field (or its nested presenter), where type errors belong.
+    let field_type = |listed: &ListedField, facts: &FieldFacts| {
+        let index = facts.index;
+        let span = listed
+            .nested
+            .as_ref()
+            .map_or_else(|| listed.ident.span(), |nested| nested.span());
+        quote_spanned!(span=> <#model as #private::FieldAt<#index>>::Type)
+    };
 
-    let view_fields = fields.iter().zip(&listed).map(|(field, listed)| {
-        let index = field.index;
-        let label = field.label.as_ref().map(LitStr::value).unwrap_or_default();
-        quote_spanned! {listed.span()=>
-            #[doc = #label]
-            pub #listed: &'a <#model as #private::FieldAt<#index>>::Type
+    // Spans of the presenter's own tokens, so type errors point at the listed field.
+    let view_fields = fields.iter().map(|(listed, facts)| {
+        let ident = &listed.ident;
+        let ty = field_type(listed, facts);
+        let label = facts.label.as_ref().map(LitStr::value).unwrap_or_default();
+        match &listed.nested {
+            None => quote_spanned! {ident.span()=>
+                #[doc = #label]
+                pub #ident: &'a #ty
+            },
+            Some(nested) => quote_spanned! {nested.span()=>
+                #[doc = #label]
+                pub #ident: #private::Nested<'a, #nested, #ty>
+            },
         }
     });
-    let constructor = fields.iter().zip(&listed).map(|(field, listed)| {
-        let index = field.index;
-        quote_spanned! {listed.span()=>
-            #listed: <#model as #private::FieldAt<#index>>::field(model)
+    let constructor = fields.iter().map(|(listed, facts)| {
+        let ident = &listed.ident;
+        let index = facts.index;
+        let value = quote!(<#model as #private::FieldAt<#index>>::field(model));
+        match &listed.nested {
+            None => quote_spanned!(ident.span()=> #ident: #value),
+            Some(nested) => quote_spanned!(nested.span()=> #ident: #private::Nested::new(#value)),
         }
     });
-    let serialize_fields = listed.iter().map(|listed| {
-        let key = listed.to_string();
-        quote_spanned! {listed.span()=>
-            #private::serde::ser::SerializeStruct::serialize_field(&mut state, #key, self.#listed)?;
+    let serialize_fields = fields.iter().map(|(listed, facts)| {
+        let ident = &listed.ident;
+        let key = ident.unraw().to_string();
+        // Through the presenting trait, so that a field that cannot be presented is reported
+        // once, on the field, and its serialization does not fail a second time.
+        let ty = field_type(listed, facts);
+        let value = match &listed.nested {
+            None => quote_spanned!(ident.span()=> &#private::PresentedField(self.#ident)),
+            Some(nested) => quote_spanned!(nested.span()=>
+                &<#nested as #private::PresenterOf<#ty>>::wire(self.#ident.__fusion_value())
+            ),
+        };
+        let span = listed
+            .nested
+            .as_ref()
+            .map_or_else(|| ident.span(), |nested| nested.span());
+        quote_spanned! {span=>
+            #private::serde::ser::SerializeStruct::serialize_field(&mut state, #key, #value)?;
         }
     });
-    let schema_fields = fields.iter().zip(&listed).map(|(field, listed)| {
-        let index = field.index;
-        let key = listed.to_string();
-        let label = field.label.as_ref().map(LitStr::value).unwrap_or_default();
-        quote_spanned! {listed.span()=>
+    let schema_fields = fields.iter().map(|(listed, facts)| {
+        let ident = &listed.ident;
+        let key = ident.unraw().to_string();
+        let ty = field_type(listed, facts);
+        let label = facts.label.as_ref().map(LitStr::value).unwrap_or_default();
+        let schema = match &listed.nested {
+            None => {
+                quote_spanned!(ident.span()=> #private::presented_value_schema::<#ty>(generator))
+            }
+            Some(nested) => quote_spanned!(nested.span()=>
+                <#nested as #private::PresenterOf<#ty>>::views_schema(generator)
+            ),
+        };
+        quote! {
             {
-                let mut schema = generator.subschema_for::<<#model as #private::FieldAt<#index>>::Type>();
+                let mut schema = #schema;
                 schema.insert("description".into(), #label.into());
                 properties.insert(#key.into(), schema.to_value());
             }
         }
     });
-    let keys: Vec<String> = listed.iter().map(|listed| listed.to_string()).collect();
+    let nested = fields.iter().filter_map(|(listed, _)| {
+        let nested = listed.nested.as_ref()?;
+        let key = listed.ident.unraw().to_string();
+        Some(quote_spanned! {nested.span()=>
+            #private::NestedPresenter {
+                field: #key,
+                presenter: #private::PresenterInfo::of::<#nested>,
+            }
+        })
+    });
+    let keys: Vec<String> = fields
+        .iter()
+        .map(|(listed, _)| listed.ident.unraw().to_string())
+        .collect();
     let rules: Vec<String> = fields
         .iter()
-        .map(|field| {
-            let label = field.label.as_ref().map(LitStr::value).unwrap_or_default();
-            format!("{}: {}", field.ident, label)
+        .map(|(listed, facts)| {
+            let label = facts.label.as_ref().map(LitStr::value).unwrap_or_default();
+            format!("{}: {}", listed.ident.unraw(), label)
         })
         .chain(presenter.args.rules.0.iter().map(LitStr::value))
         .collect();
@@ -412,6 +523,57 @@ fn generate(presenter: &Presenter) -> TokenStream {
             }
 
             #[automatically_derived]
+            impl #private::PresenterOf<#model> for #ident {
+                type Views<'a> = #item_ident<'a>;
+                fn views(value: &#model) -> #item_ident<'_> {
+                    #private::nested::one::<Self>(value)
+                }
+                fn serialize_views<S>(value: &#model, serializer: S) -> #private::Result<S::Ok, S::Error>
+                where
+                    S: #private::serde::Serializer,
+                {
+                    #private::nested::serialize_one::<Self, S>(value, serializer)
+                }
+                fn views_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
+                    #private::nested::one_schema::<Self>(generator)
+                }
+            }
+
+            #[automatically_derived]
+            impl #private::PresenterOf<#private::Option<#model>> for #ident {
+                type Views<'a> = #private::Option<#item_ident<'a>>;
+                fn views(value: &#private::Option<#model>) -> #private::Option<#item_ident<'_>> {
+                    #private::nested::option::<Self>(value)
+                }
+                fn serialize_views<S>(value: &#private::Option<#model>, serializer: S) -> #private::Result<S::Ok, S::Error>
+                where
+                    S: #private::serde::Serializer,
+                {
+                    #private::nested::serialize_option::<Self, S>(value, serializer)
+                }
+                fn views_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
+                    #private::nested::option_schema::<Self>(generator)
+                }
+            }
+
+            #[automatically_derived]
+            impl #private::PresenterOf<#private::Vec<#model>> for #ident {
+                type Views<'a> = #private::Vec<#item_ident<'a>>;
+                fn views(value: &#private::Vec<#model>) -> #private::Vec<#item_ident<'_>> {
+                    #private::nested::vec::<Self>(value)
+                }
+                fn serialize_views<S>(value: &#private::Vec<#model>, serializer: S) -> #private::Result<S::Ok, S::Error>
+                where
+                    S: #private::serde::Serializer,
+                {
+                    #private::nested::serialize_vec::<Self, S>(value, serializer)
+                }
+                fn views_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
+                    #private::nested::vec_schema::<Self>(generator)
+                }
+            }
+
+            #[automatically_derived]
             impl #private::Presenter for #ident {
                 type Model = #model;
                 type Item<'a> = #item_ident<'a>;
@@ -420,6 +582,7 @@ fn generate(presenter: &Presenter) -> TokenStream {
                 const RULES: &'static [&'static str] = &[#(#rules),*];
                 const LIMIT: #private::Option<usize> = #limit;
                 const ACTIONS: &'static [&'static str] = &[#(#actions),*];
+                const NESTED: &'static [#private::NestedPresenter] = &[#(#nested),*];
 
                 fn item(model: &#model) -> #item_ident<'_> {
                     #item_ident { #(#constructor,)* }

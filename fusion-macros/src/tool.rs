@@ -11,7 +11,8 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, LitStr, Pat, Path, ReturnType, Type};
 
-use crate::common::{Krate, StrList, check_glob, check_key, docs, meta_list};
+use crate::common::{Krate, StrList, check_glob, check_key, docs, fnv1a, meta_list};
+use syn::ext::IdentExt as _;
 
 // ---------------------------------------------------------------------------------------------
 // Parse
@@ -418,7 +419,7 @@ fn generate(tool: &ToolDef) -> TokenStream {
     let probe = |param: &Param| {
         let ty = &param.ty;
         quote_spanned! {ty.span()=>
-            (&&&&#private::kinds::Probe::<#ty>::NEW).__fusion_param()
+            (&&&&&#private::kinds::Probe::<#ty>::NEW).__fusion_param()
         }
     };
     let declarations = tool.params.iter().map(|param| {
@@ -445,6 +446,25 @@ fn generate(tool: &ToolDef) -> TokenStream {
         let name = param.ident.to_string().trim_start_matches("r#").to_owned();
         quote_spanned!(param.ty.span()=> let #binding = #probe.take(__fusion_context, &mut __fusion_args, #name)?;)
     });
+    let mut name_checks = Vec::new();
+    for param in &tool.params {
+        let name = param.ident.unraw().to_string();
+        let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&name]));
+        let probe = probe(param);
+        let span = param.ident.span();
+        for other in tool
+            .params
+            .iter()
+            .filter(|other| other.ident != param.ident)
+        {
+            let other_ty = &other.ty;
+            name_checks.push(quote_spanned! {span=>
+                #probe.must_not_take(
+                    (&&#private::kinds::ReservedProbe::<#other_ty, #hash>::NEW).__fusion_reserved(),
+                );
+            });
+        }
+    }
     let struct_doc = format!(
         "The tool `{key}`, declared by [`{fn_ident}`](fn@{fn_ident}). Register it with \
          `ServerBuilder::tool::<{fn_ident}>()`."
@@ -460,7 +480,14 @@ fn generate(tool: &ToolDef) -> TokenStream {
         #[allow(unused_qualifications, clippy::needless_borrow, clippy::unused_unit)]
         const _: () = {
             use #private::kinds::{ViaContext as _, ViaField as _, ViaGroup as _, ViaNothing as _};
+            use #private::kinds::{ViaModel as _, ViaReserved as _, ViaUnreserved as _};
             use #private::kinds::{ViaCatalog as _, ViaNoCatalog as _};
+
+            // Compile-time only: a plain argument never takes the name of a guarded or hidden
+            // field of a model whose profile the tool takes.
+            fn __fusion_check_argument_names() {
+                #(#name_checks)*
+            }
 
             #[automatically_derived]
             impl #private::Tool for #fn_ident {

@@ -210,6 +210,24 @@ fn check_variant(
 
 fn generate(input: &DeriveInput, krate: &Krate, variants: &[Variant]) -> TokenStream {
     let private = krate.private();
+    let message_checks: Vec<TokenStream> = variants
+        .iter()
+        .filter(|variant| !variant.args.internal.is_present())
+        .flat_map(|variant| {
+            let Some(message) = &variant.args.message else {
+                return Vec::new();
+            };
+            message_arguments(&message.value())
+                .iter()
+                .filter_map(|argument| message_argument_type(variant, argument))
+                .map(|ty| {
+                    quote::quote_spanned! {message.span()=>
+                        (&&&#private::kinds::MessageArg::<#ty>::NEW).__fusion_message_arg().check();
+                    }
+                })
+                .collect()
+        })
+        .collect();
     let ident = &input.ident;
     let arms = variants
         .iter()
@@ -266,7 +284,51 @@ fn generate(input: &DeriveInput, krate: &Krate, variants: &[Variant]) -> TokenSt
             }
 
             #(#from_impls)*
+
+            // Compile-time only: an agent-facing message formats neither a model nor a hidden
+            // value (their `Debug` is redacting, but what the agent reads should not even try).
+            fn __fusion_check_messages() {
+                use #private::kinds::{ViaHiddenInMessage as _, ViaModelInMessage as _, ViaPlainInMessage as _};
+                #(#message_checks)*
+            }
         };
+    }
+}
+
+/// The names of the arguments a format string refers to: `0` in `{0}` or `{0:?}`, `id` in
+/// `{id}`.
+fn message_arguments(text: &str) -> Vec<String> {
+    let mut arguments = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '{' {
+            continue;
+        }
+        if chars.peek() == Some(&'{') {
+            chars.next();
+            continue;
+        }
+        let argument: String = chars
+            .by_ref()
+            .take_while(|&c| c != '}' && c != ':')
+            .collect();
+        let argument = argument.trim().to_owned();
+        if !argument.is_empty() && !arguments.contains(&argument) {
+            arguments.push(argument);
+        }
+    }
+    arguments
+}
+
+/// The type of the field a message argument names, if any.
+fn message_argument_type<'a>(variant: &'a Variant, argument: &str) -> Option<&'a syn::Type> {
+    match argument.parse::<usize>() {
+        Ok(index) => variant.fields.iter().nth(index).map(|field| &field.ty),
+        Err(_) => variant
+            .fields
+            .iter()
+            .find(|field| field.ident.as_ref().is_some_and(|ident| ident == argument))
+            .map(|field| &field.ty),
     }
 }
 
@@ -365,7 +427,16 @@ fn display_arm(enum_ident: &Ident, variant: &Variant) -> TokenStream {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_window;
+    use super::{message_arguments, parse_window};
+
+    #[test]
+    fn message_arguments_are_the_names_a_format_string_refers_to() {
+        assert_eq!(
+            message_arguments("Invoice {0} is {status:?}; {{literal}} {0:>5} { id }"),
+            ["0", "status", "id"]
+        );
+        assert!(message_arguments("No arguments {{at all}}.").is_empty());
+    }
 
     #[test]
     fn retry_windows_are_whole_numbers_of_ms_s_or_m() {

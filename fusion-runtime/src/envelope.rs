@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::error::{ToolError, codes};
-use crate::present::{Presentation, Suggestion, Truncation};
+use crate::present::{Presentation, PresenterInfo, Suggestion, Truncation};
 use crate::registry::{Action, Server};
 use crate::tool::{Call, Handler, HandlerFuture, Verb};
 use crate::xml;
@@ -47,8 +47,9 @@ impl Sealed {
         let rules_block = action
             .presenter
             .as_ref()
-            .filter(|presenter| !presenter.rules.is_empty())
-            .map(|presenter| rules_block(presenter.rules));
+            .map(PresenterInfo::all_rules)
+            .filter(|rules| !rules.is_empty())
+            .map(|rules| rules_block(&rules));
         let writes = action.verb != Verb::Query && !action.invalidates.is_empty();
         let globs: Vec<&str> = action
             .invalidates
@@ -81,7 +82,7 @@ impl Sealed {
     }
 }
 
-fn rules_block(rules: &[&str]) -> String {
+fn rules_block(rules: &[String]) -> String {
     let mut block = String::from("<domain_rules>");
     for rule in rules {
         let _ = write!(block, "\n- {}", xml::escape(rule));

@@ -14,6 +14,7 @@ mod envelope;
 pub mod error;
 mod explain;
 pub mod guard;
+pub mod hidden;
 pub mod key;
 pub mod middleware;
 pub mod model;
@@ -33,13 +34,14 @@ pub use auth::Principal;
 pub use context::{CallContext, Ext, FromContext, HttpRequest, Progress, ServerParts, State};
 pub use error::{BuildError, ToolError, codes};
 pub use guard::{Concurrency, Serialization};
+pub use hidden::Hidden;
 pub use key::{Glob, ToolKey};
 pub use middleware::{Middleware, Router};
-pub use model::{ArgumentGroup, Create, FieldInfo, Fillable, Filter, Model, Update};
+pub use model::{ArgumentGroup, Create, FieldInfo, Fillable, Filter, Model, ModelFields, Update};
 pub use observe::Metrics;
 pub use present::{
-    Plain, Presentation, Presented, Presenter, PresenterInfo, Suggestion, ToolOutput, Truncation,
-    UiBlock,
+    Nested, NestedPresenter, Plain, Presentation, Presented, PresentedValue, Presenter,
+    PresenterInfo, PresenterOf, Suggestion, ToolOutput, Truncation, UiBlock,
 };
 pub use registry::{ActionInfo, Exposition, Server, ServerBuilder, ToolInfo, UnknownTool};
 pub use tool::{CacheHint, ErrorCatalog, Tool, ToolSpec, Verb};

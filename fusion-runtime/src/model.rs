@@ -116,6 +116,36 @@ pub type Filter<M> = <M as Fillable<profile::Filter>>::Input;
 pub trait ArgumentGroup: DeserializeOwned + JsonSchema + Send + 'static {
     /// The names of the group's fields, as they appear in the arguments.
     const FIELDS: &'static [&'static str];
+    /// The model whose profile this group is, if any: its guarded and hidden fields are names
+    /// that no other argument of the same tool may take (checked at compile time by `#[tool]`
+    /// and again when the server is built).
+    const MODEL: Option<ModelFields> = None;
+}
+
+/// A model's name and fields, as an [`ArgumentGroup`] reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelFields {
+    /// The model's name.
+    pub name: &'static str,
+    /// Its fields.
+    pub fields: &'static [FieldInfo],
+}
+
+impl ModelFields {
+    /// The facts of model `M`.
+    pub const fn of<M: Model>() -> Self {
+        ModelFields {
+            name: M::NAME,
+            fields: M::FIELDS,
+        }
+    }
+
+    /// The guarded or hidden field called `name`: one an agent never sets.
+    pub fn reserved(&self, name: &str) -> Option<&'static FieldInfo> {
+        self.fields
+            .iter()
+            .find(|field| field.name == name && (field.guarded || field.hidden))
+    }
 }
 
 /// Makes `Serialize` and `Model` mutually exclusive.
@@ -145,4 +175,163 @@ pub struct SerializableTypesAreNeverModels<T: ?Sized>(core::marker::PhantomData<
 #[diagnostic::do_not_recommend]
 impl<T: ?Sized + serde::Serialize> ModelsNeverImplementSerialize for T {
     type Proof = SerializableTypesAreNeverModels<T>;
+}
+
+/// Makes `Deserialize` and `Model` mutually exclusive, as [`ModelsNeverImplementSerialize`] does
+/// for `Serialize`: a model never comes in from an agent.
+#[doc(hidden)]
+pub trait ModelsNeverImplementDeserialize {
+    type Proof: ?Sized;
+}
+
+#[doc(hidden)]
+pub struct DeserializableTypesAreNeverModels<T: ?Sized>(core::marker::PhantomData<T>);
+
+#[diagnostic::do_not_recommend]
+impl<T: DeserializeOwned> ModelsNeverImplementDeserialize for T {
+    type Proof = DeserializableTypesAreNeverModels<T>;
+}
+
+/// Where a model would meet serde. `#[model]` implements `Serialize`, `Deserialize` and
+/// `JsonSchema` for the model under a bound of this type that never holds: the model then has
+/// those traits in name only, so that no other impl of them can be written (it would conflict),
+/// and every attempt to use one fails with the messages below instead of serde's advice to
+/// derive it.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct TheWire;
+
+mod sealed {
+    /// No type implements it: the bounds below never hold.
+    pub trait Never<'a> {}
+}
+
+/// Never implemented (see [`TheWire`]).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{M}` is a model: its raw value never reaches the wire",
+    label = "a model reaches an agent only through a presenter",
+    note = "list what an agent may see in `#[presenter({M}, fields(...))]` and return the model through it: `#[tool(..., returns = ThatPresenter)]`",
+    note = "a value meant for the wire as it is (a DTO) is a plain type of its own, with no `Hidden` field"
+)]
+pub trait CarriesRawModel<'a, M>: sealed::Never<'a> {}
+
+/// Never implemented (see [`TheWire`]).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{M}` is a model: it never comes in from an agent",
+    label = "a model is never deserialized from arguments",
+    note = "take one of its fillable profiles (`fusion::Create<{M}>`, `Update<{M}>` or `Filter<{M}>`) or plain arguments: a profile never contains a guarded field"
+)]
+pub trait AcceptsRawModel<'a, M>: sealed::Never<'a> {}
+
+/// Never implemented (see [`TheWire`]).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{M}` is a model: it has no JSON schema of its own",
+    label = "a model's schema would list its hidden fields",
+    note = "a presenter's view and a fillable profile have schemas; use one of them"
+)]
+pub trait DescribesRawModel<'a, M>: sealed::Never<'a> {}
+
+/// Type-directed checks and helpers for the code `#[model]` generates.
+#[doc(hidden)]
+pub mod kinds {
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use crate::hidden::HiddenValue;
+
+    /// A `#[hidden]` field's type must be `Hidden<T>`.
+    pub fn hidden_field<T: HiddenValue>() {}
+
+    pub struct FieldProbe<T>(PhantomData<fn() -> T>);
+
+    impl<T> FieldProbe<T> {
+        pub const NEW: Self = FieldProbe(PhantomData);
+    }
+
+    pub struct UnmarkedHidden<T>(PhantomData<fn() -> T>);
+    pub struct Unhidden;
+
+    pub trait ViaUnmarkedHidden<T> {
+        fn __fusion_unmarked(&self) -> UnmarkedHidden<T>;
+    }
+    impl<T: HiddenValue> ViaUnmarkedHidden<T> for &FieldProbe<T> {
+        fn __fusion_unmarked(&self) -> UnmarkedHidden<T> {
+            UnmarkedHidden(PhantomData)
+        }
+    }
+    pub trait ViaUnhidden {
+        fn __fusion_unmarked(&self) -> Unhidden;
+    }
+    impl<T> ViaUnhidden for FieldProbe<T> {
+        fn __fusion_unmarked(&self) -> Unhidden {
+            Unhidden
+        }
+    }
+
+    /// Never implemented: how a `Hidden` field without `#[hidden]` is reported.
+    #[diagnostic::on_unimplemented(
+        message = "this field holds a `{Self}`: mark it `#[hidden]`",
+        label = "add `#[hidden]` to this field",
+        note = "the model's facts (what a filter may list, what a lockfile records) come from `#[hidden]`, and must agree with the type"
+    )]
+    pub trait MarkedHidden {}
+
+    impl<T> UnmarkedHidden<T> {
+        pub fn check(self)
+        where
+            T: MarkedHidden,
+        {
+        }
+    }
+    impl Unhidden {
+        pub fn check(self) {}
+    }
+
+    /// A field in a model's `Debug`: its own `Debug`, or `..` when its type has none.
+    pub struct DebugField<'a, T>(pub &'a T);
+
+    pub trait ViaDebug {
+        fn __fusion_debug(&self) -> &dyn fmt::Debug;
+    }
+    impl<T: fmt::Debug> ViaDebug for &DebugField<'_, T> {
+        fn __fusion_debug(&self) -> &dyn fmt::Debug {
+            self.0
+        }
+    }
+    pub trait ViaNoDebug {
+        fn __fusion_debug(&self) -> &dyn fmt::Debug;
+    }
+    impl<T> ViaNoDebug for DebugField<'_, T> {
+        fn __fusion_debug(&self) -> &dyn fmt::Debug {
+            &Elided
+        }
+    }
+
+    struct Elided;
+
+    impl fmt::Debug for Elided {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("..")
+        }
+    }
+
+    /// How a hidden field shows in a model's `Debug`, whatever its type.
+    pub struct Redacted;
+
+    impl fmt::Debug for Redacted {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(crate::hidden::REDACTED)
+        }
+    }
+}
+
+/// The body of the serde and schemars impls `#[model]` emits: their bounds never hold, so this
+/// is never reached (used by generated code).
+#[doc(hidden)]
+#[cold]
+pub fn unreachable_model_impl() -> ! {
+    unreachable!("a model's serde and schemars impls have bounds that never hold")
 }

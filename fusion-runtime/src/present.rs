@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::marker::PhantomData;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
@@ -38,6 +39,8 @@ pub trait Presenter: Send + Sync + 'static {
     const LIMIT: Option<usize>;
     /// The canonical keys of every tool this presenter may suggest (checked at build).
     const ACTIONS: &'static [&'static str];
+    /// The fields presented through presenters of their own, with those presenters.
+    const NESTED: &'static [NestedPresenter] = &[];
 
     /// The view of one model value.
     fn item(model: &Self::Model) -> Self::Item<'_>;
@@ -91,6 +94,213 @@ impl<'v, V> Presented<'v, V> {
             Presented::One(one) => Some(one),
             Presented::Many(_) => None,
         }
+    }
+}
+
+/// A presented field whose value is presented by a presenter of its own (a nested model).
+#[derive(Debug, Clone, Copy)]
+pub struct NestedPresenter {
+    /// The field of the outer presenter.
+    pub field: &'static str,
+    /// The facts of the presenter of its value.
+    pub presenter: fn() -> PresenterInfo,
+}
+
+// By field and presenter name: comparing the presenters' facts whole would never end for a
+// presenter that nests itself.
+impl PartialEq for NestedPresenter {
+    fn eq(&self, other: &Self) -> bool {
+        self.field == other.field && (self.presenter)().name == (other.presenter)().name
+    }
+}
+
+impl Eq for NestedPresenter {}
+
+/// A value that a presenter may list as it is: serializable and described by a schema.
+///
+/// Every `Serialize + JsonSchema` type is one: scalars, `String`, enums, collections, and
+/// your own types. A model is not (its raw value never reaches the wire: present it through
+/// its own presenter, `fields(customer = CustomerView)`), and neither is a type that holds a
+/// [`Hidden`](crate::Hidden) value, since `Hidden` cannot be serialized.
+///
+/// `serde_json::Value` is presented as it is: Fusion cannot see inside it. It cannot hold a
+/// `Hidden` value or a model (neither converts to JSON), so it carries only what the code put
+/// in it on purpose; prefer typed fields, whose schema the agent receives.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be presented as it is",
+    label = "a presented field is `Serialize + JsonSchema`, or is presented by a presenter of its own",
+    note = "a model (or an `Option` or `Vec` of one) is presented through its presenter: `fields(this_field = ItsPresenter)`",
+    note = "a `Hidden` value never reaches the wire, nor does a type that holds one"
+)]
+pub trait PresentedValue: Serialize + JsonSchema {}
+
+// Not recommended: a model listed as it is should hear "present it through its presenter", not
+// "implement `Serialize`".
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + JsonSchema + ?Sized> PresentedValue for T {}
+
+/// A presented field's value as its view serializes it: only if it is presentable as it is
+/// (used by generated code).
+#[doc(hidden)]
+pub struct PresentedField<'a, T: ?Sized>(pub &'a T);
+
+impl<T: PresentedValue + ?Sized> Serialize for PresentedField<'_, T> {
+    #[inline]
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+/// A presented field's schema (used by generated code).
+#[doc(hidden)]
+pub fn presented_value_schema<T: PresentedValue + ?Sized>(
+    generator: &mut SchemaGenerator,
+) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+/// A presenter of the values of a nested field of type `T`: its model, an `Option` or a `Vec`
+/// of it. `#[presenter]` implements it for all three.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not present `{T}`",
+    label = "a nested presenter presents a field that holds its own model",
+    note = "a nested field holds the nested presenter's model, or an `Option` or `Vec` of it"
+)]
+pub trait PresenterOf<T>: Presenter {
+    /// What suggestion and UI functions see of the value: views, never the models.
+    type Views<'a>
+    where
+        T: 'a;
+    /// The views of the value.
+    fn views(value: &T) -> Self::Views<'_>;
+    /// Serializes the views.
+    fn serialize_views<S: serde::Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error>;
+    /// The schema of the views.
+    fn views_schema(generator: &mut SchemaGenerator) -> Schema;
+    /// The value, to serialize (used by generated code).
+    #[doc(hidden)]
+    fn wire(value: &T) -> NestedWire<'_, Self, T>
+    where
+        Self: Sized,
+    {
+        NestedWire(value, PhantomData)
+    }
+}
+
+/// How the `PresenterOf` impls that `#[presenter]` emits present one value, an `Option` or a
+/// `Vec` (used by generated code).
+#[doc(hidden)]
+pub mod nested {
+    use super::*;
+
+    pub fn one<P: Presenter>(value: &P::Model) -> P::Item<'_> {
+        P::item(value)
+    }
+
+    pub fn serialize_one<P: Presenter, S: serde::Serializer>(
+        value: &P::Model,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        P::item(value).serialize(serializer)
+    }
+
+    pub fn one_schema<P: Presenter>(generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<ItemSchema<P>>()
+    }
+
+    pub fn option<P: Presenter>(value: &Option<P::Model>) -> Option<P::Item<'_>> {
+        value.as_ref().map(P::item)
+    }
+
+    pub fn serialize_option<P: Presenter, S: serde::Serializer>(
+        value: &Option<P::Model>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        value.as_ref().map(P::item).serialize(serializer)
+    }
+
+    pub fn option_schema<P: Presenter>(generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<Option<ItemSchema<P>>>()
+    }
+
+    pub fn vec<P: Presenter>(value: &[P::Model]) -> Vec<P::Item<'_>> {
+        value.iter().map(P::item).collect()
+    }
+
+    pub fn serialize_vec<P: Presenter, S: serde::Serializer>(
+        value: &[P::Model],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(value.iter().map(P::item))
+    }
+
+    pub fn vec_schema<P: Presenter>(generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<Vec<ItemSchema<P>>>()
+    }
+}
+
+/// A nested value on its way to the wire, presented by `P` (used by generated code).
+#[doc(hidden)]
+pub struct NestedWire<'a, P, T>(&'a T, PhantomData<fn() -> P>);
+
+impl<P: PresenterOf<T>, T> Serialize for NestedWire<'_, P, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        P::serialize_views(self.0, serializer)
+    }
+}
+
+/// A nested field of a view: its value, which only `P` presents (never serialized raw).
+pub struct Nested<'a, P, T> {
+    value: &'a T,
+    presenter: PhantomData<fn() -> P>,
+}
+
+impl<'a, P, T> Nested<'a, P, T> {
+    /// Wraps a nested field's value (used by generated code).
+    #[doc(hidden)]
+    pub fn new(value: &'a T) -> Self {
+        Nested {
+            value,
+            presenter: PhantomData,
+        }
+    }
+
+    /// The raw value, for the view's serializer (used by generated code).
+    #[doc(hidden)]
+    pub fn __fusion_value(&self) -> &'a T {
+        self.value
+    }
+}
+
+impl<'a, P: PresenterOf<T>, T> Nested<'a, P, T> {
+    /// The views of the nested value, as the agent sees them: `P`'s item, or an `Option` or
+    /// `Vec` of items.
+    pub fn view(&self) -> P::Views<'a> {
+        P::views(self.value)
+    }
+}
+
+impl<P, T> std::fmt::Debug for Nested<'_, P, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Nested<{}>", std::any::type_name::<P>())
+    }
+}
+
+/// The schema of presenter `P`'s item, as a named definition, so that nested presenters (even
+/// one presenting its own model again) are described once and referenced.
+struct ItemSchema<P>(PhantomData<fn() -> P>);
+
+impl<P: Presenter> JsonSchema for ItemSchema<P> {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed(P::NAME)
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        Cow::Borrowed(std::any::type_name::<P>())
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        P::item_schema(generator)
     }
 }
 
@@ -473,6 +683,8 @@ pub struct PresenterInfo {
     pub limit: Option<usize>,
     /// The tools it may suggest.
     pub actions: &'static [&'static str],
+    /// The fields it presents through presenters of their own.
+    pub nested: &'static [NestedPresenter],
 }
 
 impl PresenterInfo {
@@ -485,6 +697,40 @@ impl PresenterInfo {
             rules: P::RULES,
             limit: P::LIMIT,
             actions: P::ACTIONS,
+            nested: P::NESTED,
+        }
+    }
+
+    /// Every rule an agent receives with this presenter's data: its own, then those of its
+    /// nested presenters, each labelled with the field it describes (`customer.name: …`).
+    pub fn all_rules(&self) -> Vec<String> {
+        let mut rules: Vec<String> = self.rules.iter().map(|rule| (*rule).to_owned()).collect();
+        self.nested_rules("", 0, &mut rules);
+        rules
+    }
+
+    /// A presenter may nest itself (a manager is an employee): the depth is bounded.
+    fn nested_rules(&self, prefix: &str, depth: usize, rules: &mut Vec<String>) {
+        const MAX_DEPTH: usize = 4;
+        if depth >= MAX_DEPTH {
+            return;
+        }
+        for nested in self.nested {
+            let inner = (nested.presenter)();
+            let path = format!("{prefix}{}", nested.field);
+            for rule in inner.rules {
+                let labelled = rule
+                    .split_once(": ")
+                    .filter(|(field, _)| inner.fields.contains(field));
+                let text = match labelled {
+                    Some((field, label)) => format!("{path}.{field}: {label}"),
+                    None => format!("In {path}: {rule}"),
+                };
+                if !rules.contains(&text) {
+                    rules.push(text);
+                }
+            }
+            inner.nested_rules(&format!("{path}."), depth + 1, rules);
         }
     }
 }

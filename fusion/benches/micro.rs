@@ -31,12 +31,12 @@ pub struct Invoice {
     #[cast("open, paid or voided")]
     status: String,
     #[hidden]
-    webhook_secret: String,
+    webhook_secret: fusion::Hidden<String>,
     #[guarded]
     #[hidden]
-    tenant_id: String,
+    tenant_id: fusion::Hidden<String>,
     #[hidden]
-    internal_flags: String,
+    internal_flags: fusion::Hidden<String>,
 }
 
 /// The view an agent gets.
@@ -67,7 +67,7 @@ fn invoice(n: u32) -> Invoice {
         customer_id: format!("C-{}", n % 37),
         total_cents: i64::from(n * 7919 % 100_000),
         status: ["open", "paid", "voided"][n as usize % 3].to_owned(),
-        webhook_secret: format!("whsec_{n}"),
+        webhook_secret: format!("whsec_{n}").into(),
         tenant_id: "t_777".into(),
         internal_flags: "beta".into(),
     }

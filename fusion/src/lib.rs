@@ -28,7 +28,7 @@
 //!     #[cast("Total in integer cents")]
 //!     pub total_cents: i64,
 //!     #[hidden]
-//!     pub webhook_secret: String,
+//!     pub webhook_secret: fusion::Hidden<String>,
 //! }
 //!
 //! #[presenter(Invoice, fields(id, total_cents), rules = ["Divide cents by 100 for display."])]
@@ -90,7 +90,7 @@ pub use fusion_runtime::*;
 pub mod __private {
     pub use core::option::Option::{self, None, Some};
     pub use core::result::Result::{self, Err, Ok};
-    pub use std::{borrow::Cow, boxed::Box, string::String, vec::Vec};
+    pub use std::{borrow::Cow, boxed::Box, fmt, pin::Pin, string::String, vec::Vec};
 
     pub use ::schemars;
     pub use ::serde;
@@ -99,12 +99,19 @@ pub mod __private {
     pub use fusion_macros::__presenter_for_model;
     pub use fusion_runtime::args::kinds;
     pub use fusion_runtime::args::kinds::missing_argument;
-    pub use fusion_runtime::model::{FieldAt, ModelsNeverImplementSerialize, profile};
-    pub use fusion_runtime::present::{is_required, object_schema};
+    pub use fusion_runtime::model::kinds as model_kinds;
+    pub use fusion_runtime::model::{
+        AcceptsRawModel, CarriesRawModel, DescribesRawModel, FieldAt,
+        ModelsNeverImplementDeserialize, ModelsNeverImplementSerialize, TheWire, profile,
+        unreachable_model_impl,
+    };
+    pub use fusion_runtime::present::{
+        PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,
+    };
     pub use fusion_runtime::tool::{Call, HandlerResult};
     pub use fusion_runtime::{
-        ArgumentGroup, CacheHint, Concurrency, ErrorCatalog, FieldInfo, Fillable, Model, Params,
-        Plain, Presented, Presenter, Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock,
-        Verb,
+        ArgumentGroup, CacheHint, Concurrency, ErrorCatalog, FieldInfo, Fillable, Model,
+        ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter, PresenterInfo,
+        Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
     };
 }

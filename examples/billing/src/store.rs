@@ -38,6 +38,8 @@ use std::time::Duration;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ValueRef};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
+use fusion::Hidden;
+
 use crate::model::{Invoice, Status};
 
 /// File name of the database inside the data directory.
@@ -461,9 +463,9 @@ impl Store {
                 customer_id: customer_id.to_owned(),
                 total_cents,
                 status: Status::Open,
-                tenant_id: tenant.to_owned(),
-                webhook_secret: format!("whsec_{number}"),
-                internal_flags: String::new(),
+                tenant_id: Hidden::new(tenant.to_owned()),
+                webhook_secret: Hidden::new(format!("whsec_{number}")),
+                internal_flags: Hidden::new(String::new()),
             };
             insert(&tx, number, &invoice)?;
             tx.commit()?;
@@ -581,9 +583,9 @@ fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
                 customer_id: format!("C-{}", n % 37),
                 total_cents: (n * 7919) % 100_000,
                 status: ALL_STATUSES[usize::try_from(n % 3).unwrap_or_default()],
-                tenant_id: SEED_TENANT.to_owned(),
-                webhook_secret: format!("whsec_{n}"),
-                internal_flags: "beta".to_owned(),
+                tenant_id: Hidden::new(SEED_TENANT.to_owned()),
+                webhook_secret: Hidden::new(format!("whsec_{n}")),
+                internal_flags: Hidden::new("beta".to_owned()),
             };
             insert(&tx, n, &invoice)?;
         }
@@ -592,17 +594,18 @@ fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.commit()
 }
 
-/// Inserts `invoice` under `number`.
+/// Inserts `invoice` under `number`. The store is where hidden values are meant to go: each is
+/// exposed here, on purpose.
 fn insert(conn: &Connection, number: i64, invoice: &Invoice) -> rusqlite::Result<()> {
     conn.prepare_cached(SQL_INSERT)?.execute(params![
         number,
         invoice.id,
-        invoice.tenant_id,
+        invoice.tenant_id.expose(),
         invoice.customer_id,
         invoice.total_cents,
         invoice.status.as_str(),
-        invoice.webhook_secret,
-        invoice.internal_flags,
+        invoice.webhook_secret.expose(),
+        invoice.internal_flags.expose(),
     ])?;
     Ok(())
 }
@@ -614,9 +617,9 @@ fn invoice_from_row(row: &Row<'_>) -> rusqlite::Result<Invoice> {
         customer_id: row.get(1)?,
         total_cents: row.get(2)?,
         status: row.get::<_, StatusColumn>(3)?.0,
-        tenant_id: row.get(4)?,
-        webhook_secret: row.get(5)?,
-        internal_flags: row.get(6)?,
+        tenant_id: Hidden::new(row.get(4)?),
+        webhook_secret: Hidden::new(row.get(5)?),
+        internal_flags: Hidden::new(row.get(6)?),
     })
 }
 
@@ -648,9 +651,9 @@ mod tests {
             customer_id: format!("C-{}", n % 37),
             total_cents: (n * 7919) % 100_000,
             status: seed_status(n),
-            tenant_id: "t_777".to_owned(),
-            webhook_secret: format!("whsec_{n}"),
-            internal_flags: "beta".to_owned(),
+            tenant_id: Hidden::new("t_777".to_owned()),
+            webhook_secret: Hidden::new(format!("whsec_{n}")),
+            internal_flags: Hidden::new("beta".to_owned()),
         }
     }
 
@@ -766,10 +769,10 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let other = store.create("t_other", "C-1", 500).unwrap();
         assert_eq!(other.id, "INV-1001");
-        assert_eq!(other.tenant_id, "t_other");
+        assert_eq!(other.tenant_id.expose(), "t_other");
         assert_eq!(other.status, Status::Open);
-        assert_eq!(other.webhook_secret, "whsec_1001");
-        assert_eq!(other.internal_flags, "");
+        assert_eq!(other.webhook_secret.expose(), "whsec_1001");
+        assert_eq!(other.internal_flags.expose(), "");
 
         // t_777 cannot see, list, count, total or void it.
         assert_eq!(store.get("t_777", &other.id).unwrap(), None);
@@ -779,7 +782,7 @@ mod tests {
                 .list("t_777", None, 5000)
                 .unwrap()
                 .iter()
-                .all(|invoice| invoice.tenant_id == "t_777")
+                .all(|invoice| invoice.tenant_id.expose() == "t_777")
         );
         assert_eq!(
             store.void("t_777", &other.id).unwrap(),

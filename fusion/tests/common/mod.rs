@@ -38,10 +38,10 @@ pub struct Invoice {
     #[cast("Margin in cents, internal")]
     pub internal_margin: i64,
     #[hidden]
-    pub webhook_secret: String,
+    pub webhook_secret: fusion::Hidden<String>,
     #[guarded]
     #[hidden]
-    pub tenant_id: String,
+    pub tenant_id: fusion::Hidden<String>,
     /// A column added by a migration: neither cast nor presented.
     pub api_key: String,
 }
@@ -56,7 +56,7 @@ pub fn invoice(n: u32, status: Status) -> Invoice {
         status,
         memo: None,
         internal_margin: 987654,
-        webhook_secret: format!("whsec_{n}"),
+        webhook_secret: format!("whsec_{n}").into(),
         tenant_id: "t_777".into(),
         api_key: format!("sk_live_{n}"),
     }

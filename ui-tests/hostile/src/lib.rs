@@ -25,6 +25,10 @@ pub struct String;
 pub struct Serialize;
 pub struct Deserialize;
 pub struct JsonSchema;
+pub struct Pin;
+pub struct Hidden;
+pub struct Debug;
+pub mod fmt {}
 
 use my_fusion::{Presented, Suggestion, UiBlock, model, presenter, tool};
 
@@ -41,8 +45,22 @@ pub struct Invoice {
     #[cast("open or paid")]
     pub status: Text,
     #[hidden]
-    pub secret: Text,
+    pub secret: my_fusion::Hidden<Text>,
+    #[cast("The customer")]
+    pub customer: ::std::option::Option<Customer>,
 }
+
+#[model(crate = ::my_fusion)]
+pub struct Customer {
+    #[cast("Customer name")]
+    pub name: Text,
+    #[guarded]
+    #[hidden]
+    pub owner: my_fusion::Hidden<Text>,
+}
+
+#[presenter(Customer, fields(name), crate = ::my_fusion)]
+pub struct CustomerView;
 
 fn suggest(shown: Presented<'_, InvoiceViewItem<'_>>) -> ::std::vec::Vec<Suggestion> {
     shown
@@ -59,7 +77,7 @@ fn ui(shown: Presented<'_, InvoiceViewItem<'_>>) -> ::std::vec::Vec<UiBlock> {
     ))]
 }
 
-#[presenter(Invoice, fields(id, total_cents), crate = ::my_fusion, limit = 10, rules = ["Cents."],
+#[presenter(Invoice, fields(id, total_cents, customer = CustomerView), crate = ::my_fusion, limit = 10, rules = ["Cents."],
             suggest = suggest, actions = ["billing.get_invoice"], ui = ui)]
 pub struct InvoiceView;
 
@@ -81,7 +99,11 @@ pub async fn get_invoice(id: Text) -> ::std::result::Result<Invoice, BillingErro
         customer_id: "C-1".into(),
         total_cents: 5,
         status: "open".into(),
-        secret: "whsec_1".into(),
+        secret: my_fusion::Hidden::new("whsec_1".into()),
+        customer: ::std::option::Option::Some(Customer {
+            name: "Ada".into(),
+            owner: my_fusion::Hidden::new("t_1".into()),
+        }),
     })
 }
 

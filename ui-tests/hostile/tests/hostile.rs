@@ -10,8 +10,12 @@ async fn hostile_call_site_works() {
         .call("billing.get_invoice", json!({"id": "INV-1"}))
         .await;
     assert!(!found.is_error(), "{}", found.raw_text());
-    assert_eq!(found.data(), &json!({"id": "INV-1", "total_cents": 5}));
+    assert_eq!(
+        found.data(),
+        &json!({"id": "INV-1", "total_cents": 5, "customer": {"name": "Ada"}})
+    );
     assert!(!found.raw_text().contains("whsec_"));
+    assert!(!found.raw_text().contains("t_1"));
     let missing = tester
         .call("billing.get_invoice", json!({"id": "INV-404"}))
         .await;

@@ -7,7 +7,7 @@ pub struct Invoice {
     pub id: String,
     pub note: String,
     #[hidden(always)]
-    pub secret: String,
+    pub secret: fusion::Hidden<String>,
 }
 
 fn main() {}

@@ -8,7 +8,7 @@ pub struct Invoice {
     #[cast("Invoice id")]
     pub id: String,
     #[hidden]
-    pub webhook_secret: String,
+    pub webhook_secret: fusion::Hidden<String>,
 }
 
 fn main() {}

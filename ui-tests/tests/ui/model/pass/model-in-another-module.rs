@@ -10,7 +10,7 @@ mod store {
             #[cast("open or paid")]
             pub status: String,
             #[hidden]
-            pub secret: String,
+            pub secret: fusion::Hidden<String>,
         }
     }
 }

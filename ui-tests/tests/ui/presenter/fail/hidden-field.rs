@@ -6,7 +6,7 @@ pub struct Invoice {
     #[cast("Invoice id")]
     pub id: String,
     #[hidden]
-    pub webhook_secret: String,
+    pub webhook_secret: fusion::Hidden<String>,
     pub internal_note: String,
 }
 

@@ -9,7 +9,7 @@ pub struct Invoice {
     pub total: i64,
     #[guarded]
     #[hidden]
-    pub tenant_id: String,
+    pub tenant_id: fusion::Hidden<String>,
 }
 
 #[presenter(Invoice, fields(id, tenant_id, totals), limit = 0)]

@@ -6,7 +6,7 @@ pub struct Invoice {
     #[cast("Invoice id")]
     pub id: String,
     #[hidden]
-    pub webhook_secret: String,
+    pub webhook_secret: fusion::Hidden<String>,
 }
 
 /// Not a presenter: a plain struct that happens to sit next to the model.

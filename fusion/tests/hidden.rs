@@ -1,0 +1,376 @@
+//! Hidden values never leave and guarded values never enter, on the routes a hurried author
+//! writes (SPEC M2–M4, P1): `Debug`, logs, panics, nested models, every profile in every
+//! exposition. The routes that must not compile are in `ui-tests`.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use fusion::testing::Tester;
+use fusion::{
+    Create, Exposition, Hidden, Params, ServerBuilder, State, ToolError, model, presenter, tool,
+};
+use serde_json::{Value, json};
+
+/// Captures what the server logs.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn logged<F: std::future::Future>(future: F) -> (F::Output, String) {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let output = future.await;
+    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    (output, text)
+}
+
+/// A type without `Debug`, as a column type might be.
+struct Geometry;
+
+#[model]
+struct Site {
+    #[cast("Site name")]
+    name: String,
+    shape: Geometry,
+    #[hidden]
+    door_code: Hidden<String>,
+    #[guarded]
+    #[hidden]
+    tenant_id: Hidden<u64>,
+}
+
+fn site() -> Site {
+    Site {
+        name: "Depot".into(),
+        shape: Geometry,
+        door_code: Hidden::new("4711-secret".into()),
+        tenant_id: Hidden::new(987_654),
+    }
+}
+
+#[test]
+fn a_models_debug_shows_hidden_fields_as_hidden() {
+    let site = site();
+    assert_eq!(
+        format!("{site:?}"),
+        "Site { name: \"Depot\", shape: .., door_code: [hidden], tenant_id: [hidden] }"
+    );
+    let pretty = format!("{:#?}", Some(&site));
+    assert!(pretty.contains("door_code: [hidden]"), "{pretty}");
+    for text in [format!("{site:?}"), pretty] {
+        assert!(!text.contains("4711") && !text.contains("987654"), "{text}");
+    }
+    // The author can still read it, deliberately.
+    assert_eq!(site.door_code.expose(), "4711-secret");
+}
+
+#[test]
+fn a_derived_debug_on_a_model_is_the_redacting_one() {
+    // `common::Invoice` derives `Debug`: `#[model]` replaces it with its own.
+    let invoice = invoice(7, Status::Open);
+    let text = format!("{invoice:?}");
+    assert!(text.contains("webhook_secret: [hidden]"), "{text}");
+    assert!(text.contains("tenant_id: [hidden]"), "{text}");
+    assert!(
+        !text.contains("whsec_7") && !text.contains("t_777"),
+        "{text}"
+    );
+}
+
+#[presenter(Site, fields(name))]
+struct SiteView;
+
+/// Inspects a site, failing the way a hurried author writes failures.
+#[tool(query, name = "sites.inspect", returns = SiteView)]
+async fn inspect(how: String) -> Result<Site, ToolError> {
+    let site = site();
+    match how.as_str() {
+        "internal" => Err(ToolError::internal_message(format!(
+            "could not inspect {site:?}"
+        ))),
+        "message" => Err(ToolError::conflict(format!("Conflicts with {site:?}."))),
+        "panic" => panic!("inspecting {site:?} failed"),
+        _ => Ok(site),
+    }
+}
+
+fn sites() -> fusion::Server {
+    ServerBuilder::new("sites", "1.0.0")
+        .tool::<inspect>()
+        .build()
+        .unwrap()
+}
+
+fn assert_redacted(text: &str) {
+    assert!(!text.contains("4711"), "a hidden value leaked: {text}");
+    assert!(!text.contains("987654"), "a hidden value leaked: {text}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_internal_error_that_formats_a_model_logs_it_redacted() {
+    let tester = Tester::new(sites());
+    let (result, logs) = logged(tester.call("sites.inspect", json!({"how": "internal"}))).await;
+    assert_eq!(result.error_code(), Some("INTERNAL_ERROR"));
+    assert_redacted(&result.raw_text());
+    let error_id = result.error()["errorId"].as_str().unwrap().to_owned();
+    let line = logs
+        .lines()
+        .find(|line| line.contains(&error_id))
+        .unwrap_or_else(|| panic!("no log line for {error_id}: {logs}"));
+    assert!(line.contains("door_code: [hidden]"), "{line}");
+    assert_redacted(&logs);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_panic_that_formats_a_model_logs_it_redacted() {
+    let tester = Tester::new(sites());
+    let (result, logs) = logged(tester.call("sites.inspect", json!({"how": "panic"}))).await;
+    assert_eq!(result.error_code(), Some("INTERNAL_ERROR"));
+    assert!(logs.contains("door_code: [hidden]"), "{logs}");
+    assert_redacted(&logs);
+    assert_redacted(&result.raw_text());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_agent_facing_message_that_formats_a_model_carries_no_hidden_value() {
+    let tester = Tester::new(sites());
+    let result = tester
+        .call("sites.inspect", json!({"how": "message"}))
+        .await;
+    assert_eq!(result.error_code(), Some("CONFLICT"));
+    assert_redacted(&result.raw_text());
+    assert_redacted(&result.envelope().to_string());
+}
+
+/// Every profile, in both expositions: a guarded or hidden name sent by an agent is refused
+/// before any handler runs, and no input schema lists one.
+#[tokio::test]
+async fn guarded_and_hidden_names_never_come_in_through_any_profile_or_exposition() {
+    let attempts: [(&str, Value); 3] = [
+        (
+            "billing.create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 5}),
+        ),
+        ("billing.update_invoice", json!({"id": "INV-1"})),
+        ("billing.list_invoices", json!({})),
+    ];
+    for exposition in [Exposition::Flat, Exposition::Grouped] {
+        let server = server_with(exposition);
+        let tester = Tester::new(server.clone());
+        for tool in server.tools() {
+            let schema = serde_json::to_string(&tool.definition().input_schema).unwrap();
+            for name in ["tenant_id", "webhook_secret"] {
+                assert!(
+                    !schema.contains(name),
+                    "{exposition:?}: `{}` lists `{name}`: {schema}",
+                    tool.name()
+                );
+            }
+        }
+        for (key, valid) in &attempts {
+            for (name, value) in [
+                ("tenant_id", json!("t_other")),
+                ("webhook_secret", json!("x")),
+            ] {
+                let runs = db(&server).runs();
+                let mut arguments = valid.clone();
+                arguments[name] = value;
+                let result = tester.call(key, arguments).await;
+                assert_eq!(
+                    result.error_code(),
+                    Some("VALIDATION_ERROR"),
+                    "{exposition:?} {key} with `{name}`: {}",
+                    result.raw_text()
+                );
+                let issue = &result.error()["details"]["issues"][0];
+                assert_eq!(issue["field"], name, "{exposition:?} {key}");
+                assert_eq!(issue["problem"], "unknown field", "{exposition:?} {key}");
+                assert_eq!(db(&server).runs(), runs, "{exposition:?} {key} ran");
+            }
+        }
+    }
+}
+
+/// A tool built without the macros is checked when the server is built: its plain argument
+/// cannot take a guarded or hidden field's name either.
+#[test]
+fn arguments_named_like_guarded_or_hidden_fields_are_refused_at_build() {
+    for (name, kind) in [("tenant_id", "guarded"), ("webhook_secret", "hidden")] {
+        let mut params = Params::new();
+        params.group::<Create<Invoice>>();
+        params.field::<Option<String>>(name, None);
+        let problems = params
+            .compile("billing.create_invoice")
+            .err()
+            .expect("the argument is refused")
+            .problems()
+            .to_vec();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with(&format!(
+                "argument `{name}` has the name of `Invoice.{name}`, a {kind} field of the model behind `"
+            )),
+            "{problems:?}"
+        );
+    }
+    // Other names are fine.
+    let mut params = Params::new();
+    params.group::<Create<Invoice>>();
+    params.field::<Option<bool>>("notify", None);
+    assert!(params.compile("billing.create_invoice").is_ok());
+}
+
+#[model]
+struct Contact {
+    #[cast("Contact name")]
+    name: String,
+    #[hidden]
+    phone: Hidden<String>,
+}
+
+#[presenter(Contact, fields(name), rules = ["Call contacts by their first name."])]
+struct ContactView;
+
+#[model]
+struct Customer {
+    #[cast("Customer name")]
+    name: String,
+    #[cast("The main contact, if any")]
+    main_contact: Option<Contact>,
+    #[cast("Every contact")]
+    contacts: Vec<Contact>,
+    #[cast("The account manager")]
+    manager: Contact,
+    #[hidden]
+    credit_limit: Hidden<i64>,
+}
+
+#[presenter(Customer, fields(name, main_contact = ContactView, contacts = ContactView, manager = ContactView))]
+struct CustomerView;
+
+struct Crm {
+    customers: Vec<Customer>,
+}
+
+/// Gets a customer.
+#[tool(query, name = "crm.get_customer", returns = CustomerView)]
+async fn get_customer(crm: State<Crm>, index: usize) -> Result<Customer, ToolError> {
+    let customer = crm
+        .customers
+        .get(index)
+        .ok_or_else(|| ToolError::not_found("No such customer."))?;
+    let contact = |contact: &Contact| Contact {
+        name: contact.name.clone(),
+        phone: contact.phone.clone(),
+    };
+    Ok(Customer {
+        name: customer.name.clone(),
+        main_contact: customer.main_contact.as_ref().map(contact),
+        contacts: customer.contacts.iter().map(contact).collect(),
+        manager: contact(&customer.manager),
+        credit_limit: customer.credit_limit,
+    })
+}
+
+fn contact(name: &str) -> Contact {
+    Contact {
+        name: name.into(),
+        phone: Hidden::new(format!("+1-555-{}", name.len())),
+    }
+}
+
+#[tokio::test]
+async fn nested_models_are_presented_by_their_own_presenters() {
+    let crm = Crm {
+        customers: vec![
+            Customer {
+                name: "Acme".into(),
+                main_contact: Some(contact("Ada")),
+                contacts: vec![contact("Ada"), contact("Grace")],
+                manager: contact("Linus"),
+                credit_limit: Hidden::new(90_000),
+            },
+            Customer {
+                name: "Initech".into(),
+                main_contact: None,
+                contacts: Vec::new(),
+                manager: contact("Bill"),
+                credit_limit: Hidden::new(1),
+            },
+        ],
+    };
+    let server = ServerBuilder::new("crm", "1.0.0")
+        .state(crm)
+        .tool::<get_customer>()
+        .build()
+        .unwrap();
+    let output_schema = Value::Object(
+        (*server
+            .tool("crm_get_customer")
+            .unwrap()
+            .definition()
+            .output_schema
+            .clone()
+            .unwrap())
+        .clone(),
+    );
+    let tester = Tester::new(server);
+    let acme = tester.call("crm.get_customer", json!({"index": 0})).await;
+    assert_eq!(
+        acme.data(),
+        &json!({
+            "name": "Acme",
+            "main_contact": {"name": "Ada"},
+            "contacts": [{"name": "Ada"}, {"name": "Grace"}],
+            "manager": {"name": "Linus"},
+        })
+    );
+    let initech = tester.call("crm.get_customer", json!({"index": 1})).await;
+    assert_eq!(initech.data()["main_contact"], Value::Null);
+    for result in [&acme, &initech] {
+        assert!(!result.raw_text().contains("555"), "{}", result.raw_text());
+        assert!(
+            !result.raw_text().contains("90000"),
+            "{}",
+            result.raw_text()
+        );
+        assert!(
+            !result.raw_text().contains("phone"),
+            "{}",
+            result.raw_text()
+        );
+        assert_valid(&output_schema, result.envelope());
+    }
+    // The schema describes the nested view once and forbids anything else in it.
+    let contact_view = &output_schema["$defs"]["ContactView"];
+    assert_eq!(contact_view["additionalProperties"], false);
+    assert_eq!(contact_view["required"], json!(["name"]));
+    let rules = acme.rules();
+    for rule in [
+        "manager.name: Contact name",
+        "contacts.name: Contact name",
+        "In manager: Call contacts by their first name.",
+    ] {
+        assert!(
+            rules.contains(&rule.to_owned()),
+            "{rule} missing: {rules:?}"
+        );
+    }
+}
