@@ -441,10 +441,16 @@ fn generate(tool: &ToolDef) -> TokenStream {
             )
         })
         .collect();
-    let takes = tool.params.iter().zip(&bindings).map(|(param, binding)| {
+    // Two steps, as the request path runs them: the agent's arguments are read and validated
+    // before middleware and guards; context parameters are taken after them.
+    let reads = tool.params.iter().zip(&bindings).map(|(param, binding)| {
         let probe = probe(param);
         let name = param.ident.to_string().trim_start_matches("r#").to_owned();
-        quote_spanned!(param.ty.span()=> let #binding = #probe.take(__fusion_context, &mut __fusion_args, #name)?;)
+        quote_spanned!(param.ty.span()=> let #binding = #probe.read(&mut __fusion_args, #name);)
+    });
+    let takes = tool.params.iter().zip(&bindings).map(|(param, binding)| {
+        let probe = probe(param);
+        quote_spanned!(param.ty.span()=> let #binding = #probe.take(&__fusion_context, #binding)?;)
     });
     let mut name_checks = Vec::new();
     for param in &tool.params {
@@ -501,18 +507,15 @@ fn generate(tool: &ToolDef) -> TokenStream {
                                 .__fusion_catalog(),
                         )
                         .with_params(params)
-                        .with_call_handler::<#presenter, _, _, _, _>(
-                            |mut __fusion_call: #private::Call| async move {
-                                let (#(#bindings,)*) = {
-                                    let (__fusion_context, mut __fusion_args) = __fusion_call.parts();
+                        .with_call_handler::<#presenter, _, _, _, _, _>(
+                            #[allow(unused_mut)]
+                            |mut __fusion_args: #private::ArgReader<'_>| {
+                                #(#reads)*
+                                __fusion_args.finish()?;
+                                #private::Ok(move |__fusion_context: #private::CallContext| async move {
                                     #(#takes)*
-                                    __fusion_args.finish()?;
-                                    (#(#bindings,)*)
-                                };
-                                let (#(#private::Some(#bindings),)*) = (#(#bindings,)*) else {
-                                    return #private::Err(#private::missing_argument());
-                                };
-                                #private::Ok::<#output, #private::ToolError>(#fn_ident(#(#bindings),*).await)
+                                    #private::Ok::<#output, #private::ToolError>(#fn_ident(#(#bindings),*).await)
+                                })
                             },
                         )
                 }

@@ -5,8 +5,8 @@
 //! what `tools/list` shows and what may be called; a denied call gets `FORBIDDEN` before its
 //! arguments are parsed.
 
+use crate::action::ActionInfo;
 use crate::context::CallContext;
-use crate::registry::ActionInfo;
 
 /// Decides, per request, whether the caller may see and call an action.
 ///

@@ -122,8 +122,8 @@ impl CallContext {
     }
 
     /// The verified caller, when the transport authenticated one.
-    pub fn principal(&self) -> Option<&crate::auth::Principal> {
-        self.extensions.get::<crate::auth::Principal>()
+    pub fn principal(&self) -> Option<&crate::principal::Principal> {
+        self.extensions.get::<crate::principal::Principal>()
     }
 
     /// Typed values attached to this call.
@@ -358,5 +358,15 @@ impl FromContext for Progress {
     fn from_context(context: &CallContext) -> Result<Self, ToolError> {
         let sink = context.request.peer.clone().zip(context.progress_token());
         Ok(Progress { sink })
+    }
+}
+
+/// A handler or middleware can take the caller; a call without one is `UNAUTHORIZED`.
+impl FromContext for crate::principal::Principal {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        context
+            .principal()
+            .cloned()
+            .ok_or_else(|| ToolError::unauthorized("This call has no verified caller."))
     }
 }

@@ -253,11 +253,6 @@ impl ToolError {
         }
         self.inner.error_id = Some(error_id);
     }
-
-    /// Drops every offered action for which `keep` is false.
-    pub(crate) fn retain_actions(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.inner.actions.retain(|action| keep(action));
-    }
 }
 
 pub(crate) const INTERNAL_MESSAGE: &str = "The tool failed because of an internal error.";
@@ -333,6 +328,13 @@ impl fmt::Display for DisplayChain<'_> {
         }
         Ok(())
     }
+}
+
+/// Error types whose possible actions are known statically, so that a server can check them
+/// when it is built. Derived by `#[derive(fusion::ToolError)]`.
+pub trait ErrorCatalog {
+    /// The canonical keys of every tool these errors may offer as an available action.
+    const ACTIONS: &'static [&'static str];
 }
 
 /// Why a server could not be built. Every problem found is listed, not just the first:

@@ -147,16 +147,25 @@ impl SerialGuard {
         }
     }
 
+    /// The key of a call's turn: the JSON of its serializing argument (`null` when absent), or
+    /// nothing for a per-action lock. Taken before the handler reads the arguments, and used
+    /// only once they are validated, so that equal values of the right type share a lock.
+    pub(crate) fn key_of(&self, args: &JsonObject) -> Option<String> {
+        match self {
+            SerialGuard::Action(_) => None,
+            SerialGuard::Argument { name, .. } => Some(
+                args.get(name)
+                    .map_or_else(|| "null".to_owned(), ToString::to_string),
+            ),
+        }
+    }
+
     /// Waits for this call's turn.
-    pub(crate) async fn turn(&self, args: &JsonObject) -> Turn {
+    pub(crate) async fn turn(&self, key: Option<String>) -> Turn {
         match self {
             SerialGuard::Action(lock) => Turn::Action(Arc::clone(lock).lock_owned().await),
-            SerialGuard::Argument { name, locks } => {
-                // The raw JSON of the argument is the key: equal values share a lock even before
-                // the arguments are validated; a missing argument shares the `null` lock.
-                let key = args
-                    .get(name)
-                    .map_or_else(|| "null".to_owned(), ToString::to_string);
+            SerialGuard::Argument { locks, .. } => {
+                let key = key.unwrap_or_else(|| "null".to_owned());
                 let lock = {
                     let mut map = locks.lock().unwrap_or_else(PoisonError::into_inner);
                     Arc::clone(map.entry(key.clone()).or_default())
@@ -213,8 +222,8 @@ mod tests {
         let guard = SerialGuard::per_argument("id".into());
         let one = json!({"id": "INV-1"}).as_object().cloned().unwrap();
         let two = json!({"id": "INV-2"}).as_object().cloned().unwrap();
-        let first = guard.turn(&one).await;
-        let other = guard.turn(&two).await;
+        let first = guard.turn(guard.key_of(&one)).await;
+        let other = guard.turn(guard.key_of(&two)).await;
         assert_eq!(guard.live_keys(), 2);
         drop(first);
         drop(other);

@@ -110,44 +110,21 @@ impl<T: JsonSchema> JsonSchema for Hidden<T> {
 // reported with the messages below rather than with advice to derive or implement the trait.
 impl<'a, T> serde::Serialize for Hidden<T>
 where
-    crate::model::TheWire: CarriesHiddenValue<'a, T>,
+    crate::wire::TheWire: crate::wire::CarriesHiddenValue<'a, T>,
 {
     fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
-        crate::model::unreachable_model_impl()
+        crate::wire::unreachable_impl()
     }
 }
 
 impl<'a, T> fmt::Display for Hidden<T>
 where
-    crate::model::TheWire: FormatsHiddenValue<'a, T>,
+    crate::wire::TheWire: crate::wire::FormatsHiddenValue<'a, T>,
 {
     fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::model::unreachable_model_impl()
+        crate::wire::unreachable_impl()
     }
 }
-
-mod sealed {
-    /// No type implements it: the bounds above never hold.
-    pub trait Never<'a> {}
-}
-
-/// Never implemented: how serializing a hidden value is reported.
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "a hidden value never reaches the wire: `Hidden<{T}>` cannot be serialized",
-    label = "this would serialize a hidden value",
-    note = "leave the field out of what is sent; if the value must leave (a deliberate export), read it with `.expose()` and say why in a comment"
-)]
-pub trait CarriesHiddenValue<'a, T>: sealed::Never<'a> {}
-
-/// Never implemented: how formatting a hidden value is reported.
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "a hidden value is never formatted: `Hidden<{T}>` has no `Display`",
-    label = "this would format a hidden value",
-    note = "its `Debug` prints `[hidden]`; to use the value itself, read it with `.expose()`, deliberately"
-)]
-pub trait FormatsHiddenValue<'a, T>: sealed::Never<'a> {}
 
 /// Implemented only by [`Hidden<T>`]: how generated code tells a hidden value's type (used by
 /// generated code).

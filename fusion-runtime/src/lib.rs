@@ -4,46 +4,63 @@
 //! Users depend on the `fusion` crate, which re-exports this one together with the macros.
 //! Everything here works without the macros: `#[model]`, `#[presenter]` and `#[tool]` only
 //! generate calls into this crate.
+//!
+//! The modules follow a call:
+//! - what authors declare: [`model`], [`present`], [`spec`] (tools), [`args`] (their
+//!   parameters), [`middleware`], [`router`], [`access`], [`guard`];
+//! - what a built server is: [`build`] checks and compiles everything once into a
+//!   [`server::Server`], whose actions [`action`] describes, exposed flat or grouped;
+//! - the request path, in order: [`pipeline`] (resolve, access, arguments, middleware,
+//!   guards, handler, present), [`envelope`] (seal), [`observe`] and [`audit`] (report);
+//! - on top: the transports in [`serve`] and the in-memory [`testing`] tester.
 
 pub mod access;
+pub mod action;
 pub mod args;
 pub mod audit;
-pub mod auth;
+pub mod build;
 pub mod context;
-mod envelope;
+pub mod envelope;
 pub mod error;
-mod explain;
+mod expose;
 pub mod guard;
 pub mod hidden;
 pub mod key;
 pub mod middleware;
 pub mod model;
 pub mod observe;
+pub mod pipeline;
 pub mod present;
-mod registry;
+pub mod principal;
+pub mod router;
 mod schema;
 pub mod serve;
+pub mod server;
+pub mod spec;
 pub mod testing;
-pub mod tool;
+pub mod wire;
 pub mod xml;
 
 pub use access::AccessPolicy;
+pub use action::{ActionInfo, CacheHint, Exposition, Exposure, Verb};
 pub use args::Params;
 pub use audit::{AuditRecord, AuditSink};
-pub use auth::Principal;
+pub use build::ServerBuilder;
 pub use context::{CallContext, Ext, FromContext, HttpRequest, Progress, ServerParts, State};
-pub use error::{BuildError, ToolError, codes};
+pub use error::{BuildError, ErrorCatalog, ToolError, codes};
 pub use guard::{Concurrency, Serialization};
 pub use hidden::Hidden;
 pub use key::{Glob, ToolKey};
-pub use middleware::{Middleware, Router};
+pub use middleware::Middleware;
 pub use model::{ArgumentGroup, Create, FieldInfo, Fillable, Filter, Model, ModelFields, Update};
 pub use observe::Metrics;
 pub use present::{
     Nested, NestedPresenter, Plain, Presentation, Presented, PresentedValue, Presenter,
     PresenterInfo, PresenterOf, Suggestion, ToolOutput, Truncation, UiBlock,
 };
-pub use registry::{ActionInfo, Exposition, Server, ServerBuilder, ToolInfo, UnknownTool};
-pub use tool::{CacheHint, ErrorCatalog, Tool, ToolSpec, Verb};
+pub use principal::Principal;
+pub use router::Router;
+pub use server::{Server, ToolInfo, UnknownTool};
+pub use spec::{Tool, ToolSpec};
 
 pub use rmcp;

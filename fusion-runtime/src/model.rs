@@ -192,48 +192,6 @@ impl<T: DeserializeOwned> ModelsNeverImplementDeserialize for T {
     type Proof = DeserializableTypesAreNeverModels<T>;
 }
 
-/// Where a model would meet serde. `#[model]` implements `Serialize`, `Deserialize` and
-/// `JsonSchema` for the model under a bound of this type that never holds: the model then has
-/// those traits in name only, so that no other impl of them can be written (it would conflict),
-/// and every attempt to use one fails with the messages below instead of serde's advice to
-/// derive it.
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct TheWire;
-
-mod sealed {
-    /// No type implements it: the bounds below never hold.
-    pub trait Never<'a> {}
-}
-
-/// Never implemented (see [`TheWire`]).
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "`{M}` is a model: its raw value never reaches the wire",
-    label = "a model reaches an agent only through a presenter",
-    note = "list what an agent may see in `#[presenter({M}, fields(...))]` and return the model through it: `#[tool(..., returns = ThatPresenter)]`",
-    note = "a value meant for the wire as it is (a DTO) is a plain type of its own, with no `Hidden` field"
-)]
-pub trait CarriesRawModel<'a, M>: sealed::Never<'a> {}
-
-/// Never implemented (see [`TheWire`]).
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "`{M}` is a model: it never comes in from an agent",
-    label = "a model is never deserialized from arguments",
-    note = "take one of its fillable profiles (`fusion::Create<{M}>`, `Update<{M}>` or `Filter<{M}>`) or plain arguments: a profile never contains a guarded field"
-)]
-pub trait AcceptsRawModel<'a, M>: sealed::Never<'a> {}
-
-/// Never implemented (see [`TheWire`]).
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "`{M}` is a model: it has no JSON schema of its own",
-    label = "a model's schema would list its hidden fields",
-    note = "a presenter's view and a fillable profile have schemas; use one of them"
-)]
-pub trait DescribesRawModel<'a, M>: sealed::Never<'a> {}
-
 /// Type-directed checks and helpers for the code `#[model]` generates.
 #[doc(hidden)]
 pub mod kinds {
@@ -326,12 +284,4 @@ pub mod kinds {
             f.write_str(crate::hidden::REDACTED)
         }
     }
-}
-
-/// The body of the serde and schemars impls `#[model]` emits: their bounds never hold, so this
-/// is never reached (used by generated code).
-#[doc(hidden)]
-#[cold]
-pub fn unreachable_model_impl() -> ! {
-    unreachable!("a model's serde and schemars impls have bounds that never hold")
 }

@@ -33,7 +33,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::Value;
 
 use crate::context::CallContext;
-use crate::registry::{Server, UnknownTool};
+use crate::server::{Server, UnknownTool};
 
 type ContextSetup = Arc<dyn Fn(&mut CallContext) + Send + Sync>;
 

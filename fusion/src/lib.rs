@@ -83,7 +83,40 @@ pub use fusion_macros::presenter;
 #[doc = include_str!("docs/tool.md")]
 pub use fusion_macros::tool;
 
-pub use fusion_runtime::*;
+// The facade: an explicit list, so that what a user can name is what is documented here.
+
+/// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
+pub use fusion_runtime::{
+    AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
+    HttpRequest, Middleware, Params, Principal, Progress, Router, Serialization, ServerParts,
+    State, Tool, ToolError, ToolSpec, Verb, codes,
+};
+/// Building and reading back a server (SPEC T2, T4).
+pub use fusion_runtime::{
+    ActionInfo, Exposition, Exposure, Glob, Server, ServerBuilder, ToolInfo, ToolKey, UnknownTool,
+};
+/// Models, hidden values and input profiles (SPEC M1–M4).
+pub use fusion_runtime::{
+    ArgumentGroup, Create, FieldInfo, Fillable, Filter, Hidden, Model, ModelFields, Update,
+};
+/// Audit and metrics hooks (SPEC R6, R8).
+pub use fusion_runtime::{AuditRecord, AuditSink, Metrics};
+/// Presenters and what they produce (SPEC P1–P5).
+pub use fusion_runtime::{
+    Nested, NestedPresenter, Plain, Presentation, Presented, PresentedValue, Presenter,
+    PresenterInfo, PresenterOf, Suggestion, ToolOutput, Truncation, UiBlock,
+};
+
+/// Bearer authentication of the HTTP transport.
+pub use fusion_runtime::serve::auth;
+pub use fusion_runtime::{audit, envelope, middleware, observe, serve, testing};
+
+/// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can
+/// name them through `fusion` instead of depending on them itself.
+pub use fusion_runtime::rmcp;
+pub use schemars;
+pub use serde;
+pub use serde_json;
 
 /// Used by generated code. Not public API.
 #[doc(hidden)]
@@ -97,21 +130,24 @@ pub mod __private {
     pub use ::serde_json;
 
     pub use fusion_macros::__presenter_for_model;
+    pub use fusion_runtime::args::ArgReader;
     pub use fusion_runtime::args::kinds;
     pub use fusion_runtime::args::kinds::missing_argument;
     pub use fusion_runtime::model::kinds as model_kinds;
     pub use fusion_runtime::model::{
-        AcceptsRawModel, CarriesRawModel, DescribesRawModel, FieldAt,
-        ModelsNeverImplementDeserialize, ModelsNeverImplementSerialize, TheWire, profile,
-        unreachable_model_impl,
+        FieldAt, ModelsNeverImplementDeserialize, ModelsNeverImplementSerialize, profile,
     };
     pub use fusion_runtime::present::{
         PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,
     };
-    pub use fusion_runtime::tool::{Call, HandlerResult};
+    pub use fusion_runtime::spec::HandlerResult;
+    pub use fusion_runtime::wire::{
+        AcceptsRawModel, CarriesRawModel, DescribesRawModel, TheWire,
+        unreachable_impl as unreachable_model_impl,
+    };
     pub use fusion_runtime::{
-        ArgumentGroup, CacheHint, Concurrency, ErrorCatalog, FieldInfo, Fillable, Model,
-        ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter, PresenterInfo,
-        Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
+        ArgumentGroup, CacheHint, CallContext, Concurrency, ErrorCatalog, FieldInfo, Fillable,
+        Model, ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter,
+        PresenterInfo, Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
     };
 }

@@ -963,8 +963,7 @@ fn grouped_actions_returning_different_types_of_one_name_are_refused() {
         .tool::<balance>()
         .tool::<balance_text>()
         .build()
-        .err()
-        .expect("a conflict in the output `$defs`");
+        .expect_err("a conflict in the output `$defs`");
     assert_eq!(
         error.problems(),
         ["grouped tool `wallet`: actions return different types named `Money`"]

@@ -1,0 +1,271 @@
+//! What a compiled action is, read back (SPEC T1, T2, S1): its verb, settings, schemas and the
+//! name an agent calls it by. A leaf of the runtime: the stages of the request path (access,
+//! middleware, the envelope) read actions through [`ActionInfo`] without knowing how a server
+//! is built or run.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, ToolAnnotations};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::guard::{Concurrency, Serialization};
+use crate::key::{Glob, ToolKey};
+use crate::present::PresenterInfo;
+
+/// The verb of a tool (SPEC T1). It sets the MCP annotations and what the runtime does around
+/// the call: what may be retried, what is audited, what is serialized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    /// Reads; never changes anything. `readOnlyHint: true`, `idempotentHint: true`.
+    Query,
+    /// Changes state; destructive unless declared otherwise. `destructiveHint: true`.
+    Mutation,
+    /// Does something that is neither a read nor a destructive write.
+    Action,
+}
+
+impl Verb {
+    /// `query`, `mutation` or `action`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Query => "query",
+            Verb::Mutation => "mutation",
+            Verb::Action => "action",
+        }
+    }
+}
+
+/// How long a query's result stays true (SPEC S1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheHint {
+    /// The result never changes: the agent may reuse it.
+    Immutable,
+    /// The result may change at any time: the agent should fetch it again before relying on it.
+    Volatile,
+}
+
+impl CacheHint {
+    /// `immutable` or `volatile`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheHint::Immutable => "immutable",
+            CacheHint::Volatile => "volatile",
+        }
+    }
+}
+
+/// How a server exposes its actions to agents (SPEC T2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Exposition {
+    /// One MCP tool per action: `billing.get_invoice` is exposed as `billing_get_invoice`.
+    #[default]
+    Flat,
+    /// One MCP tool per namespace, with a discriminator argument `action`:
+    /// `billing.get_invoice` is tool `billing` called with `{"action": "get_invoice", …}`.
+    /// Every action keeps its own settings, schema and required fields.
+    Grouped,
+}
+
+/// How one action is called: its own tool, or an action of a grouped tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exposure {
+    /// A tool of its own, called by this name.
+    Tool(Arc<str>),
+    /// Action `action` of the grouped tool `tool`: `{"action": "<action>", …}`.
+    Grouped {
+        /// The grouped tool's name.
+        tool: Arc<str>,
+        /// The value of the `action` discriminator.
+        action: Arc<str>,
+    },
+}
+
+impl Exposure {
+    /// The name of the MCP tool that carries the action.
+    pub fn tool(&self) -> &str {
+        match self {
+            Exposure::Tool(tool) | Exposure::Grouped { tool, .. } => tool,
+        }
+    }
+
+    /// The discriminator of a grouped action.
+    pub fn action(&self) -> Option<&str> {
+        match self {
+            Exposure::Tool(_) => None,
+            Exposure::Grouped { action, .. } => Some(action),
+        }
+    }
+
+    /// How an agent is told to call it: `billing_get_invoice`, or
+    /// `billing {"action":"get_invoice"}`.
+    pub fn reference(&self) -> String {
+        match self {
+            Exposure::Tool(tool) => tool.to_string(),
+            Exposure::Grouped { tool, action } => format!("{tool} {{\"action\":\"{action}\"}}"),
+        }
+    }
+
+    /// The arguments that call the action: `arguments` with the discriminator added when
+    /// grouped.
+    pub fn arguments(&self, mut arguments: JsonObject) -> JsonObject {
+        if let Exposure::Grouped { action, .. } = self {
+            arguments.insert("action".into(), Value::from(action.as_ref()));
+        }
+        arguments
+    }
+}
+
+/// Everything an action declares and everything computed from it when the server was built.
+#[derive(Debug)]
+pub struct ActionFacts {
+    pub(crate) key: ToolKey,
+    pub(crate) verb: Verb,
+    pub(crate) description: String,
+    pub(crate) title: Option<String>,
+    pub(crate) tags: Vec<String>,
+    pub(crate) invalidates: Vec<Glob>,
+    pub(crate) cache: Option<CacheHint>,
+    pub(crate) annotations: ToolAnnotations,
+    pub(crate) version: String,
+    pub(crate) input_schema: Arc<JsonObject>,
+    pub(crate) output_schema: Arc<JsonObject>,
+    pub(crate) data_schema: Value,
+    pub(crate) presenter: Option<PresenterInfo>,
+    pub(crate) error_actions: &'static [&'static str],
+    pub(crate) concurrency: Option<Concurrency>,
+    pub(crate) serialization: Serialization,
+    pub(crate) max_bytes: Option<usize>,
+    pub(crate) toolset: Option<String>,
+    pub(crate) exposure: Exposure,
+}
+
+/// An action, read back: everything it declares and everything computed from it.
+#[derive(Debug, Clone, Copy)]
+pub struct ActionInfo<'s>(pub(crate) &'s ActionFacts);
+
+impl<'s> ActionInfo<'s> {
+    /// The canonical key, `billing.get_invoice`.
+    pub fn key(&self) -> &'s ToolKey {
+        &self.0.key
+    }
+
+    /// The verb.
+    pub fn verb(&self) -> Verb {
+        self.0.verb
+    }
+
+    /// The description the action declared.
+    pub fn description(&self) -> &'s str {
+        &self.0.description
+    }
+
+    /// The title, if any.
+    pub fn title(&self) -> Option<&'s str> {
+        self.0.title.as_deref()
+    }
+
+    /// Tags.
+    pub fn tags(&self) -> &'s [String] {
+        &self.0.tags
+    }
+
+    /// The MCP annotations the verb and options produce.
+    pub fn annotations(&self) -> &'s ToolAnnotations {
+        &self.0.annotations
+    }
+
+    /// The action's own input schema.
+    pub fn input_schema(&self) -> &'s JsonObject {
+        &self.0.input_schema
+    }
+
+    /// The action's own output schema (the success envelope).
+    pub fn output_schema(&self) -> &'s JsonObject {
+        &self.0.output_schema
+    }
+
+    /// The presenter of its result, if any.
+    pub fn presenter(&self) -> Option<&'s PresenterInfo> {
+        self.0.presenter.as_ref()
+    }
+
+    /// The invalidation globs.
+    pub fn invalidates(&self) -> &'s [Glob] {
+        &self.0.invalidates
+    }
+
+    /// The cache hint of a query.
+    pub fn cache(&self) -> Option<CacheHint> {
+        self.0.cache
+    }
+
+    /// The version reported in responses.
+    pub fn version(&self) -> &'s str {
+        &self.0.version
+    }
+
+    /// The error actions declared statically.
+    pub fn error_actions(&self) -> &'static [&'static str] {
+        self.0.error_actions
+    }
+
+    /// Its concurrency limit, if any (SPEC G1).
+    pub fn concurrency(&self) -> Option<Concurrency> {
+        self.0.concurrency
+    }
+
+    /// How its calls are serialized (SPEC G2).
+    pub fn serialization(&self) -> &'s Serialization {
+        &self.0.serialization
+    }
+
+    /// Its egress budget in bytes, if any (SPEC G3).
+    pub fn max_bytes(&self) -> Option<usize> {
+        self.0.max_bytes
+    }
+
+    /// How an agent calls it.
+    pub fn exposure(&self) -> &'s Exposure {
+        &self.0.exposure
+    }
+
+    /// The name of the exposed tool that carries this action.
+    pub fn exposed_tool(&self) -> &'s str {
+        self.0.exposure.tool()
+    }
+
+    /// The toolset the action belongs to, if any.
+    pub fn toolset(&self) -> Option<&'s str> {
+        self.0.toolset.as_deref()
+    }
+}
+
+/// How every action of a server is called, by canonical key: what suggestions and error
+/// actions are rewritten to, in either exposition.
+#[derive(Debug, Default)]
+pub(crate) struct Names {
+    by_key: HashMap<String, (Exposure, String)>,
+}
+
+impl Names {
+    pub(crate) fn insert(&mut self, key: &ToolKey, exposure: &Exposure) {
+        self.by_key.insert(
+            key.as_str().to_owned(),
+            (exposure.clone(), exposure.reference()),
+        );
+    }
+
+    pub(crate) fn exposure(&self, key: &str) -> Option<&Exposure> {
+        self.by_key.get(key).map(|(exposure, _)| exposure)
+    }
+
+    /// How an agent is told to call `key`, if it is a tool of the server.
+    pub(crate) fn reference(&self, key: &str) -> Option<&str> {
+        self.by_key
+            .get(key)
+            .map(|(_, reference)| reference.as_str())
+    }
+}

@@ -1,0 +1,238 @@
+//! A tool's parameters: how they are declared, how their schema is built once, and how each
+//! call's arguments are read and validated (SPEC T3, E2).
+//!
+//! A parameter is one of three kinds, decided by trait resolution, never by the type's name:
+//! - taken from the call context ([`FromContext`]): shared state, a verified tenant, …;
+//! - a group of arguments flattened into the tool's arguments ([`ArgumentGroup`]): a model's
+//!   fillable profile;
+//! - a plain argument (`Deserialize + JsonSchema`), named after the parameter.
+
+mod explain;
+pub mod kinds;
+mod reader;
+
+pub use reader::ArgReader;
+
+use std::sync::Arc;
+
+use rmcp::model::JsonObject;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::context::{FromContext, ServerParts};
+use crate::model::{ArgumentGroup, ModelFields};
+
+/// The parameters of one tool, as declared. Turned into an input schema and an
+/// [`ArgLayout`] when the server is built.
+#[derive(Default)]
+pub struct Params {
+    pub(crate) fields: Vec<FieldParamSpec>,
+    pub(crate) groups: Vec<GroupParamSpec>,
+    pub(crate) context: Vec<ContextParamSpec>,
+}
+
+pub(crate) struct FieldParamSpec {
+    pub(crate) name: &'static str,
+    pub(crate) description: Option<&'static str>,
+    pub(crate) schema: fn(&mut SchemaGenerator) -> Schema,
+    pub(crate) optional: bool,
+}
+
+pub(crate) struct GroupParamSpec {
+    pub(crate) type_name: &'static str,
+    pub(crate) schema: fn(&mut SchemaGenerator) -> Schema,
+    pub(crate) model: Option<ModelFields>,
+}
+
+pub(crate) struct ContextParamSpec {
+    pub(crate) type_name: &'static str,
+    pub(crate) check: fn(&ServerParts) -> Result<(), String>,
+}
+
+impl Params {
+    /// No parameters.
+    pub fn new() -> Self {
+        Params::default()
+    }
+
+    /// Declares a plain argument `name` of type `T`.
+    pub fn field<T>(&mut self, name: &'static str, description: Option<&'static str>)
+    where
+        T: DeserializeOwned + JsonSchema,
+    {
+        self.fields.push(FieldParamSpec {
+            name,
+            description,
+            schema: SchemaGenerator::subschema_for::<T>,
+            optional: !crate::present::is_required::<T>(),
+        });
+    }
+
+    /// Declares a group of arguments flattened into the tool's arguments.
+    pub fn group<G: ArgumentGroup>(&mut self) {
+        self.groups.push(GroupParamSpec {
+            type_name: std::any::type_name::<G>(),
+            schema: G::json_schema,
+            model: G::MODEL,
+        });
+    }
+
+    /// Declares a type that receives the arguments as a whole (its fields are the arguments).
+    pub fn whole<A: DeserializeOwned + JsonSchema>(&mut self) {
+        self.groups.push(GroupParamSpec {
+            type_name: std::any::type_name::<A>(),
+            schema: A::json_schema,
+            model: None,
+        });
+    }
+
+    /// Declares a parameter taken from the call context.
+    pub fn context<T: FromContext>(&mut self) {
+        self.context.push(ContextParamSpec {
+            type_name: std::any::type_name::<T>(),
+            check: T::check,
+        });
+    }
+
+    /// Builds the input schema, reporting conflicts between parameters.
+    pub(crate) fn input_schema(&self, problems: &mut Vec<String>) -> JsonObject {
+        let mut generator = crate::schema::input_generator();
+        let mut properties = Map::new();
+        let mut required: Vec<Value> = Vec::new();
+        for group in &self.groups {
+            let schema = (group.schema)(&mut generator).to_value();
+            let empty = Map::new();
+            // A struct without fields has an object schema without properties.
+            let group_properties = match schema.get("properties") {
+                Some(properties) => properties.as_object(),
+                None => (schema.get("type") == Some(&Value::from("object"))).then_some(&empty),
+            };
+            let Some(group_properties) = group_properties else {
+                problems.push(format!(
+                    "argument group `{}` must be a struct with named fields",
+                    group.type_name
+                ));
+                continue;
+            };
+            for (name, property) in group_properties {
+                if properties.insert(name.clone(), property.clone()).is_some() {
+                    problems.push(format!("argument `{name}` is declared twice"));
+                }
+            }
+            if let Some(Value::Array(names)) = schema.get("required") {
+                required.extend(names.iter().cloned());
+            }
+        }
+        for field in &self.fields {
+            // A guarded or hidden field left out of a profile on purpose must not come in under
+            // a plain argument of the same name.
+            for group in &self.groups {
+                if let Some(model) = group.model
+                    && let Some(reserved) = model.reserved(field.name)
+                {
+                    problems.push(format!(
+                        "argument `{}` has the name of `{}.{}`, a {} field of the model behind `{}`: an agent never sets it; rename the argument",
+                        field.name,
+                        model.name,
+                        reserved.name,
+                        if reserved.guarded { "guarded" } else { "hidden" },
+                        group.type_name,
+                    ));
+                }
+            }
+            let mut schema = (field.schema)(&mut generator);
+            if let Some(description) = field.description {
+                schema.insert("description".into(), description.into());
+            }
+            if properties
+                .insert(field.name.to_owned(), schema.to_value())
+                .is_some()
+            {
+                problems.push(format!("argument `{}` is declared twice", field.name));
+            }
+            if !field.optional {
+                required.push(field.name.into());
+            }
+        }
+        crate::schema::object_schema(properties, required, &mut generator)
+    }
+
+    pub(crate) fn check_context(
+        &self,
+        server: &ServerParts,
+        problems: &mut Vec<String>,
+        tool: &str,
+    ) {
+        for context in &self.context {
+            if let Err(problem) = (context.check)(server) {
+                problems.push(format!(
+                    "tool `{tool}` cannot be served: its parameter of type `{}` cannot be provided: {problem}",
+                    context.type_name
+                ));
+            }
+        }
+    }
+
+    /// How arguments are read: the accepted names are the input schema's properties.
+    pub(crate) fn layout(&self, schema: Arc<Value>) -> ArgLayout {
+        let accepted = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| properties.keys().cloned().collect())
+            .unwrap_or_default();
+        ArgLayout {
+            accepted,
+            sole_group: self.groups.len() == 1 && self.fields.is_empty(),
+            schema,
+        }
+    }
+}
+
+/// A parameter list compiled on its own, reading arguments exactly as the pipeline does (for
+/// benchmarks and tests of argument handling).
+#[cfg(feature = "bench-hooks")]
+#[doc(hidden)]
+pub struct CompiledParams {
+    layout: ArgLayout,
+    tool: String,
+}
+
+#[cfg(feature = "bench-hooks")]
+impl Params {
+    /// Compiles the parameters outside a server.
+    #[doc(hidden)]
+    pub fn compile(&self, tool: &str) -> Result<CompiledParams, crate::error::BuildError> {
+        let mut problems = Vec::new();
+        let schema = self.input_schema(&mut problems);
+        if !problems.is_empty() {
+            return Err(crate::error::BuildError::new(problems));
+        }
+        Ok(CompiledParams {
+            layout: self.layout(Arc::new(Value::Object(schema))),
+            tool: tool.to_owned(),
+        })
+    }
+}
+
+#[cfg(feature = "bench-hooks")]
+impl CompiledParams {
+    /// Reads `args` as one group of arguments, validating like a tool call.
+    pub fn read_group<G: ArgumentGroup>(
+        &self,
+        args: JsonObject,
+    ) -> Result<G, crate::error::ToolError> {
+        let mut reader = ArgReader::new(args, &self.layout, &self.tool);
+        let group = reader.group::<G>();
+        reader.finish()?;
+        group.ok_or_else(kinds::missing_argument)
+    }
+}
+
+/// How a tool's arguments are read, computed once when the server is built.
+#[derive(Debug)]
+pub struct ArgLayout {
+    accepted: Vec<String>,
+    sole_group: bool,
+    schema: Arc<Value>,
+}

@@ -1,0 +1,300 @@
+//! The egress budget (SPEC G3): a result too large for its action's budget is cut at item
+//! boundaries, and the agent is told how to see the rest.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::Value;
+
+use super::{Const, CutReason, Meta, Success, Truncated};
+use crate::action::ActionFacts;
+use crate::present::Truncation;
+
+/// Fits a sealed success to `budget` bytes (SPEC G3).
+///
+/// **What is counted:** the whole result as it goes on the wire — the compact JSON of the
+/// `CallToolResult`: every `content` text block (JSON-escaped, so the data's text copy counts
+/// with its escapes), `structuredContent` (the envelope with `data` and `meta`) and `isError`.
+/// The data is therefore counted twice, as it is sent twice. Only the JSON-RPC frame around
+/// the result is not.
+///
+/// **What is cut, in order:** the UI blocks first (they render the data, which matters more);
+/// then, for a collection, whole items from the end, so both copies of the data stay the same
+/// valid JSON array, and the truncation notice says how many were shown and hidden and, when
+/// the action pages by `offset`, which offset shows the next ones. `isError` is never touched.
+/// A result that is not a collection (or an empty one) cannot be cut at item boundaries: if it
+/// is still over the budget without its UI blocks it is sent whole, and a warning (target
+/// `fusion::egress`) tells the operator, as it does when not even one item fits. Returns
+/// whether anything was dropped.
+pub(super) fn fit_budget(
+    result: &mut CallToolResult,
+    envelope: Success,
+    action: &ActionFacts,
+    budget: usize,
+    truncation: Option<Truncation>,
+    ui_blocks: usize,
+    offset: Option<u64>,
+) -> bool {
+    result.structured_content = Some(envelope.into_value());
+    if size_upper_bound(result) <= budget || json_size(&*result) <= budget {
+        return false;
+    }
+    // The data block, then the notice if any, then the UI blocks.
+    let first_ui = 1 + usize::from(truncation.is_some());
+    result.content.drain(first_ui..first_ui + ui_blocks);
+    let size = json_size(&*result);
+    if size <= budget {
+        return ui_blocks > 0;
+    }
+    // Rare: the envelope is read back from the result rather than kept aside on every call.
+    let Some(Ok(Success { data, mut meta, .. })) = result
+        .structured_content
+        .take()
+        .map(serde_json::from_value::<Success>)
+    else {
+        // Sealed just above: never happens.
+        return ui_blocks > 0;
+    };
+    let items = match data {
+        Value::Array(items) if !items.is_empty() => items,
+        data => {
+            result.structured_content = Some(
+                Success {
+                    ok: Const,
+                    data,
+                    meta,
+                }
+                .into_value(),
+            );
+            over_budget(action, budget, size, "it has no items to cut: sent whole");
+            return ui_blocks > 0;
+        }
+    };
+    let total = truncation.map_or(items.len(), |truncation| truncation.total) as u64;
+    // The largest numbers the notice can hold, so that what is measured is an upper bound.
+    meta.truncated = Some(Truncated {
+        shown: total,
+        total,
+        hidden: total,
+        reason: CutReason::Budget,
+        next_offset: offset.map(|offset| offset.saturating_add(total)),
+    });
+    set_cut(result, action, &[], &meta, truncation.is_some());
+    let mut used = json_size(&*result);
+    let mut keep = 0;
+    for item in &items {
+        // Once in `structuredContent`, once escaped in the text block, each after a comma.
+        let (size, escapes) = json_size_and_escapes(item);
+        let needed = 2 * size + escapes + if keep > 0 { 2 } else { 0 };
+        if used + needed > budget {
+            break;
+        }
+        used += needed;
+        keep += 1;
+    }
+    // The estimate used the notice's largest numbers: check it with the real ones, and take
+    // one more item while it fits (shrinking only guards the estimate).
+    let mut fits = |keep: usize, result: &mut CallToolResult| {
+        if let Some(truncated) = &mut meta.truncated {
+            truncated.shown = keep as u64;
+            truncated.hidden = total - keep as u64;
+            truncated.next_offset = offset.map(|offset| offset.saturating_add(keep as u64));
+        }
+        set_cut(result, action, &items[..keep], &meta, true);
+        json_size(&*result) <= budget
+    };
+    while !fits(keep, result) && keep > 0 {
+        keep -= 1;
+    }
+    while keep < items.len() && fits(keep + 1, result) {
+        keep += 1;
+    }
+    if keep < items.len() {
+        // The last try did not fit: put back the last one that did.
+        fits(keep, result);
+    }
+    if keep == 0 {
+        let size = json_size(&*result);
+        if size > budget {
+            over_budget(action, budget, size, "even without any item");
+        }
+    }
+    true
+}
+
+/// Tells the operator that a result could not be brought within its budget.
+#[cold]
+fn over_budget(action: &ActionFacts, budget: usize, size: usize, why: &str) {
+    tracing::warn!(
+        target: "fusion::egress",
+        tool = %action.exposure.tool(),
+        action = %action.key,
+        budget,
+        size,
+        "the result is over its egress budget: {why}"
+    );
+}
+
+/// Puts `items` in both copies of the data and `meta` (with its truncation) in the envelope and
+/// the notice block. The notice block is at index 1 when `has_notice`; it is inserted there
+/// otherwise.
+fn set_cut(
+    result: &mut CallToolResult,
+    action: &ActionFacts,
+    items: &[Value],
+    meta: &Meta,
+    has_notice: bool,
+) {
+    let mut data_text = String::from("[");
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            data_text.push(',');
+        }
+        data_text.push_str(&item.to_string());
+    }
+    data_text.push(']');
+    result.content[0] = ContentBlock::text(data_text);
+    if let Some(truncated) = &meta.truncated {
+        let block = ContentBlock::text(truncated.notice(action.exposure.tool()));
+        if has_notice {
+            result.content[1] = block;
+        } else {
+            result.content.insert(1, block);
+        }
+    }
+    result.structured_content = Some(
+        Success {
+            ok: Const,
+            data: Value::Array(items.to_vec()),
+            meta: meta.clone(),
+        }
+        .into_value(),
+    );
+}
+
+/// Counts bytes written and, when asked, the bytes a JSON string escapes (`"` and `\`).
+#[derive(Default)]
+struct Counter {
+    count_escapes: bool,
+    bytes: usize,
+    escapes: usize,
+}
+
+impl std::io::Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.bytes += bytes.len();
+        if self.count_escapes {
+            self.escapes += bytes
+                .iter()
+                .filter(|&&byte| byte == b'"' || byte == b'\\')
+                .count();
+        }
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes `value`'s compact JSON into a [`Counter`] without building it.
+fn measure<T: serde::Serialize + ?Sized>(value: &T, count_escapes: bool) -> Counter {
+    let mut counter = Counter {
+        count_escapes,
+        ..Counter::default()
+    };
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter
+}
+
+/// The length of a value's compact JSON, without building it.
+fn json_size<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+    measure(value, false).bytes
+}
+
+/// The length of a value's compact JSON, and how many more bytes it takes inside a JSON
+/// string (serde_json escapes only `"`, `\` and control characters, which compact JSON
+/// already writes as escapes).
+fn json_size_and_escapes<T: serde::Serialize + ?Sized>(value: &T) -> (usize, usize) {
+    let counter = measure(value, true);
+    (counter.bytes, counter.escapes)
+}
+
+/// A bound on [`json_size`] of a result that does not scan its text blocks, so that results
+/// far below their budget (nearly all of them) are not serialized twice: JSON escaping turns
+/// a byte into at most six (`\u001f`), and a text block's own JSON around its text is far
+/// less than [`BLOCK_OVERHEAD`].
+fn size_upper_bound(result: &CallToolResult) -> usize {
+    const BLOCK_OVERHEAD: usize = 64;
+    const RESULT_OVERHEAD: usize = 128;
+    let mut bound = RESULT_OVERHEAD;
+    for block in &result.content {
+        bound += BLOCK_OVERHEAD
+            + match block.as_text() {
+                Some(text) if text.meta.is_none() && text.annotations.is_none() => {
+                    6 * text.text.len()
+                }
+                // Not a plain text block (Fusion writes none): measure it.
+                _ => json_size(block),
+            };
+    }
+    if result.meta.is_some() {
+        bound += json_size(&result.meta);
+    }
+    bound
+        + result
+            .structured_content
+            .as_ref()
+            .map_or(0, value_size_bound)
+}
+
+/// A bound on a JSON value's compact size from a walk that formats nothing: a string takes at
+/// most six bytes per byte plus its quotes, a number at most 24 bytes.
+fn value_size_bound(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(text) => 2 + 6 * text.len(),
+        Value::Array(items) => {
+            2 + items
+                .iter()
+                .map(|item| value_size_bound(item) + 1)
+                .sum::<usize>()
+        }
+        Value::Object(entries) => {
+            2 + entries
+                .iter()
+                .map(|(key, value)| 2 + 6 * key.len() + 1 + value_size_bound(value) + 1)
+                .sum::<usize>()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_bound_is_never_below_the_size_on_the_wire() {
+        let texts = [
+            String::new(),
+            "plain text".to_owned(),
+            "\u{1}\u{1f}\"\\\n\t".repeat(40),
+            "ünïcödé ✓ 𝄞".repeat(10),
+            serde_json::to_string(&serde_json::json!([{"id": "a\"b", "n": 1}])).unwrap(),
+        ];
+        for text in &texts {
+            let mut result = CallToolResult::success(vec![
+                ContentBlock::text(text.clone()),
+                ContentBlock::text(format!("<rules>{text}</rules>")),
+            ]);
+            result.structured_content = Some(serde_json::json!({
+                "ok": true, "data": [text, {"k": text, text: [u64::MAX, i64::MIN, -1.7976931348623157e308, null, false]}],
+                "meta": {"tool": "t", "version": "1"}
+            }));
+            let exact = serde_json::to_string(&result).unwrap().len();
+            assert_eq!(json_size(&result), exact);
+            assert!(size_upper_bound(&result) >= exact, "{text:?}");
+            let structured = result.structured_content.as_ref().unwrap();
+            assert!(value_size_bound(structured) >= json_size(structured));
+        }
+    }
+}

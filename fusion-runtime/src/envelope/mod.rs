@@ -1,0 +1,311 @@
+//! The one response shape, as Rust types, sealed in one place (SPEC R4, S1, E1–E2).
+//!
+//! `structuredContent` is an [`Envelope`]: a [`Success`] `{"ok": true, "data": …, "meta": {…}}`
+//! or a [`Failure`] `{"ok": false, "error": {…}, "meta": {…}}`. Sealing builds these types, the
+//! output schema every tool advertises is generated from them, and the tester reads results
+//! back through them, so the three cannot drift. `content` carries the text blocks for the
+//! agent, in this order: data (JSON), truncation notice, `<ui_passthrough>` blocks,
+//! `<domain_rules>`, `<action_suggestions>`, `<cache_invalidation/>`; or one `<tool_error>`
+//! block.
+
+mod budget;
+mod seal;
+
+use std::fmt::Write as _;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::action::{ActionFacts, CacheHint, Verb};
+use crate::present::PresenterInfo;
+use crate::xml;
+
+pub(crate) use seal::{Outcome, Sealed, seal_error, seal_success};
+
+/// The `structuredContent` of every result of a Fusion tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Envelope {
+    /// The call succeeded.
+    Success(Success),
+    /// The call failed.
+    Failure(Failure),
+}
+
+/// A successful call's envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Success {
+    /// Always `true`.
+    pub ok: Const<true>,
+    /// What the tool returned, as its presenter lets it out.
+    pub data: Value,
+    /// Facts about the response.
+    pub meta: Meta,
+}
+
+/// A failed call's envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Failure {
+    /// Always `false`.
+    pub ok: Const<false>,
+    /// What went wrong and how to recover.
+    pub error: ErrorBody,
+    /// Facts about the response.
+    pub meta: Meta,
+}
+
+/// A boolean that is always `B`: the `ok` discriminator of an [`Envelope`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Const<const B: bool>;
+
+impl<const B: bool> Serialize for Const<B> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bool(B)
+    }
+}
+
+impl<'de, const B: bool> Deserialize<'de> for Const<B> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if bool::deserialize(deserializer)? == B {
+            Ok(Const)
+        } else {
+            Err(serde::de::Error::custom(format_args!("expected `{B}`")))
+        }
+    }
+}
+
+impl<const B: bool> JsonSchema for Const<B> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        if B { "True".into() } else { "False".into() }
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "const": B })
+    }
+}
+
+/// Facts about a response, success or failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(inline)]
+pub struct Meta {
+    /// The tool that answered.
+    pub tool: String,
+    /// The action of a grouped tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The version of the tool.
+    pub version: String,
+    /// How long the result stays true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheHint>,
+    /// The collection was cut to the agent limit or the egress budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncated>,
+    /// Suggested next calls, as the agent makes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<SuggestedCall>,
+    /// Domains (globs over tool keys) whose earlier results are now stale.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalidates: Vec<String>,
+}
+
+/// How a collection was cut (SPEC P3, G3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(inline)]
+pub struct Truncated {
+    /// Items shown.
+    pub shown: u64,
+    /// Items there were.
+    pub total: u64,
+    /// Items not shown.
+    pub hidden: u64,
+    /// Why they were cut.
+    pub reason: CutReason,
+    /// The `offset` argument that shows the next items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+}
+
+/// Why a collection was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub enum CutReason {
+    /// The presenter's agent limit (items).
+    Limit,
+    /// The egress budget (bytes).
+    Budget,
+}
+
+impl CutReason {
+    /// `limit` or `budget`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CutReason::Limit => "limit",
+            CutReason::Budget => "budget",
+        }
+    }
+}
+
+/// A suggested next call (SPEC P4), with the exposed tool name and arguments the agent sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub struct SuggestedCall {
+    /// The exposed tool to call.
+    pub tool: String,
+    /// The arguments to send (with the `action` discriminator in grouped exposition).
+    pub arguments: Value,
+    /// Why.
+    pub reason: String,
+}
+
+/// A tool's failure as the agent receives it (SPEC E1, E2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(inline)]
+pub struct ErrorBody {
+    /// What went wrong, e.g. VALIDATION_ERROR or a domain code.
+    pub code: String,
+    /// What the agent reads.
+    pub message: String,
+    /// Whether the same call may succeed later.
+    pub retryable: bool,
+    /// What to do next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<String>,
+    /// Tools to call instead, as the agent calls them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub available_actions: Vec<String>,
+    /// Structured details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// How long to wait before retrying, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// The id under which the server logged an internal error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_id: Option<String>,
+}
+
+/// The parts of an action's responses that never change, rendered when the server is built.
+#[derive(Debug)]
+pub(crate) struct SealedParts {
+    /// The meta of every response; a success adds its own facts.
+    pub(crate) meta: Meta,
+    /// What a success invalidates (never said of a failure).
+    pub(crate) invalidates: Vec<String>,
+    pub(crate) rules_block: Option<String>,
+    pub(crate) invalidation_block: Option<String>,
+}
+
+impl SealedParts {
+    pub(crate) fn new(action: &ActionFacts) -> Self {
+        let writes = action.verb != Verb::Query && !action.invalidates.is_empty();
+        let globs: Vec<String> = action
+            .invalidates
+            .iter()
+            .map(|glob| glob.as_str().to_owned())
+            .collect();
+        SealedParts {
+            meta: Meta {
+                tool: action.exposure.tool().to_owned(),
+                action: action.exposure.action().map(str::to_owned),
+                version: action.version.clone(),
+                cache: action.cache,
+                truncated: None,
+                suggestions: Vec::new(),
+                invalidates: Vec::new(),
+            },
+            invalidates: if writes { globs.clone() } else { Vec::new() },
+            rules_block: action
+                .presenter
+                .as_ref()
+                .map(PresenterInfo::all_rules)
+                .filter(|rules| !rules.is_empty())
+                .map(|rules| rules_block(&rules)),
+            invalidation_block: writes.then(|| {
+                format!(
+                    "<cache_invalidation cause=\"{}\" domains=\"{}\"/>",
+                    xml::escape_attr(action.key.as_str()),
+                    xml::escape_attr(&globs.join(","))
+                )
+            }),
+        }
+    }
+
+    /// For failures that happen before an action is chosen (grouped tools).
+    pub(crate) fn for_tool(tool: &str, version: &str) -> Self {
+        SealedParts {
+            meta: Meta {
+                tool: tool.to_owned(),
+                action: None,
+                version: version.to_owned(),
+                cache: None,
+                truncated: None,
+                suggestions: Vec::new(),
+                invalidates: Vec::new(),
+            },
+            invalidates: Vec::new(),
+            rules_block: None,
+            invalidation_block: None,
+        }
+    }
+}
+
+fn rules_block(rules: &[String]) -> String {
+    let mut block = String::from("<domain_rules>");
+    for rule in rules {
+        let _ = write!(block, "\n- {}", xml::escape(rule));
+    }
+    block.push_str("\n</domain_rules>");
+    block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_read_back_what_they_write() {
+        let success = Envelope::Success(Success {
+            ok: Const,
+            data: serde_json::json!([1, {"a": "b"}]),
+            meta: Meta {
+                tool: "t".into(),
+                action: Some("a".into()),
+                version: "1".into(),
+                cache: Some(CacheHint::Volatile),
+                truncated: Some(Truncated {
+                    shown: 1,
+                    total: 3,
+                    hidden: 2,
+                    reason: CutReason::Budget,
+                    next_offset: Some(4),
+                }),
+                suggestions: vec![SuggestedCall {
+                    tool: "x".into(),
+                    arguments: serde_json::json!({}),
+                    reason: "r".into(),
+                }],
+                invalidates: vec!["a.*".into()],
+            },
+        });
+        let text = serde_json::to_string(&success).unwrap();
+        assert!(text.contains("\"nextOffset\":4"), "{text}");
+        assert_eq!(serde_json::from_str::<Envelope>(&text).unwrap(), success);
+        // `ok` tells the two shapes apart.
+        let mut failure = serde_json::to_value(&success).unwrap();
+        failure["ok"] = false.into();
+        assert!(serde_json::from_value::<Envelope>(failure).is_err());
+    }
+}

@@ -1,0 +1,361 @@
+//! Sealing: a presentation or an error becomes the `CallToolResult` an agent receives. The only
+//! place an envelope is built, and the only place an error id is assigned.
+
+use std::fmt::Write as _;
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::Value;
+
+use super::budget::fit_budget;
+use super::{Const, CutReason, ErrorBody, Failure, SealedParts, Success, SuggestedCall};
+use crate::action::{ActionFacts, Names};
+use crate::error::ToolError;
+use crate::present::{Presentation, Suggestion, Truncation};
+use crate::xml;
+
+/// A sealed result, and what the report of the call needs to know about it.
+#[derive(Debug)]
+pub(crate) struct Sealed {
+    pub(crate) result: CallToolResult,
+    pub(crate) outcome: Outcome,
+}
+
+/// How a call ended, as spans, metrics and the audit trail record it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Success; `cut` when the egress budget dropped part of the result.
+    Ok { cut: bool },
+    /// Failure with this code, and the id its internal text was logged under.
+    Failed {
+        code: String,
+        error_id: Option<String>,
+    },
+}
+
+impl Outcome {
+    /// `ok` or the error code.
+    pub(crate) fn label(&self) -> &str {
+        match self {
+            Outcome::Ok { .. } => "ok",
+            Outcome::Failed { code, .. } => code,
+        }
+    }
+
+    pub(crate) fn error_id(&self) -> Option<&str> {
+        match self {
+            Outcome::Ok { .. } => None,
+            Outcome::Failed { error_id, .. } => error_id.as_deref(),
+        }
+    }
+}
+
+impl Success {
+    /// The envelope as JSON, with the data moved in rather than copied. Field for field what
+    /// `serde_json::to_value` writes (a test checks it).
+    pub(crate) fn into_value(self) -> Value {
+        let mut envelope = serde_json::Map::new();
+        envelope.insert("ok".into(), true.into());
+        envelope.insert("data".into(), self.data);
+        envelope.insert("meta".into(), to_value(&self.meta));
+        Value::Object(envelope)
+    }
+}
+
+/// Serializes a type whose serialization cannot fail (plain data, string keys).
+fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+impl super::Truncated {
+    pub(crate) fn new(truncation: &Truncation, offset: Option<u64>) -> Self {
+        super::Truncated {
+            shown: truncation.shown as u64,
+            total: truncation.total as u64,
+            hidden: truncation.hidden() as u64,
+            reason: if truncation.by_budget {
+                CutReason::Budget
+            } else {
+                CutReason::Limit
+            },
+            next_offset: offset.map(|offset| offset.saturating_add(truncation.shown as u64)),
+        }
+    }
+
+    /// What the agent reads about the cut: how many items were shown and hidden, and how to
+    /// see the others.
+    pub(crate) fn notice(&self, tool: &str) -> String {
+        let super::Truncated {
+            shown,
+            total,
+            hidden,
+            reason,
+            next_offset,
+        } = *self;
+        let by_budget = reason == CutReason::Budget;
+        let mut text = format!(
+            "<truncation shown=\"{shown}\" total=\"{total}\" hidden=\"{hidden}\" reason=\"{}\"",
+            reason.as_str()
+        );
+        if let Some(next) = next_offset {
+            let _ = write!(text, " next_offset=\"{next}\"");
+        }
+        if by_budget {
+            let _ = write!(
+                text,
+                ">Only {shown} of {total} items fit in the response size limit; {hidden} are hidden."
+            );
+        } else {
+            let _ = write!(
+                text,
+                ">Only {shown} of {total} items are shown; {hidden} are hidden."
+            );
+        }
+        match next_offset {
+            Some(next) => {
+                let instead = if by_budget {
+                    "ask for fewer items"
+                } else {
+                    "narrow the request with filters"
+                };
+                let _ = write!(
+                    text,
+                    " Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones, or {instead}."
+                );
+            }
+            None if by_budget => text
+                .push_str(" Ask for fewer items (a smaller limit, or filters) to see the others."),
+            None => text.push_str(" Narrow the request with filters to see the others."),
+        }
+        text.push_str("</truncation>");
+        text
+    }
+}
+
+/// Seals a successful presentation, fitted to the action's egress budget when it has one (SPEC
+/// G3, see [`fit_budget`]). `offset` is the call's `offset` argument (0 when absent) when the
+/// action pages by offset: the truncation notice then says which offset shows the next items.
+pub(crate) fn seal_success(
+    names: &Names,
+    action: &ActionFacts,
+    sealed: &SealedParts,
+    presentation: Presentation,
+    offset: Option<u64>,
+) -> Sealed {
+    let Presentation {
+        data,
+        data_text,
+        ui,
+        suggestions,
+        declared_actions,
+        truncation,
+    } = presentation;
+    let tool = action.exposure.tool();
+    let mut content = Vec::with_capacity(2 + ui.len());
+    content.push(ContentBlock::text(
+        data_text.unwrap_or_else(|| data.to_string()),
+    ));
+    let mut meta = sealed.meta.clone();
+    if let Some(truncation) = &truncation {
+        let truncated = super::Truncated::new(truncation, offset);
+        content.push(ContentBlock::text(truncated.notice(tool)));
+        meta.truncated = Some(truncated);
+    }
+    let ui_blocks = ui.len();
+    for block in &ui {
+        content.push(ContentBlock::text(block.render()));
+    }
+    if let Some(rules) = &sealed.rules_block {
+        content.push(ContentBlock::text(rules.clone()));
+    }
+    meta.suggestions = resolve_suggestions(names, action, declared_actions, suggestions);
+    if !meta.suggestions.is_empty() {
+        let mut block = String::from("<action_suggestions>");
+        for suggestion in &meta.suggestions {
+            block.push_str("\n- ");
+            xml::escape_into(&mut block, &suggestion.tool);
+            block.push(' ');
+            xml::escape_into(&mut block, &suggestion.arguments.to_string());
+            block.push_str(": ");
+            xml::escape_into(&mut block, &suggestion.reason);
+        }
+        block.push_str("\n</action_suggestions>");
+        content.push(ContentBlock::text(block));
+    }
+    if let Some(block) = &sealed.invalidation_block {
+        content.push(ContentBlock::text(block.clone()));
+    }
+    meta.invalidates.clone_from(&sealed.invalidates);
+    let envelope = Success {
+        ok: Const,
+        data,
+        meta,
+    };
+    let mut result = CallToolResult::success(content);
+    let cut = match action.max_bytes {
+        Some(budget) => fit_budget(
+            &mut result,
+            envelope,
+            action,
+            budget,
+            truncation,
+            ui_blocks,
+            offset,
+        ),
+        None => {
+            result.structured_content = Some(envelope.into_value());
+            false
+        }
+    };
+    Sealed {
+        result,
+        outcome: Outcome::Ok { cut },
+    }
+}
+
+/// Keeps the suggestions that name a declared, existing tool, as the agent calls it. Any other
+/// is a bug in the presenter: it is logged and never shown.
+fn resolve_suggestions(
+    names: &Names,
+    action: &ActionFacts,
+    declared: &[&str],
+    suggestions: Vec<Suggestion>,
+) -> Vec<SuggestedCall> {
+    let mut resolved = Vec::with_capacity(suggestions.len());
+    for Suggestion {
+        tool,
+        reason,
+        arguments,
+    } in suggestions
+    {
+        let arguments = match arguments {
+            Some(Value::Object(arguments)) => arguments,
+            None => serde_json::Map::new(),
+            Some(_) => {
+                tracing::error!(
+                    tool = %action.key,
+                    suggested = %tool,
+                    "suggestion dropped: its arguments are not a JSON object"
+                );
+                continue;
+            }
+        };
+        let exposure = declared
+            .contains(&tool.as_ref())
+            .then(|| names.exposure(&tool))
+            .flatten();
+        match exposure {
+            Some(exposure) => resolved.push(SuggestedCall {
+                tool: exposure.tool().to_owned(),
+                arguments: Value::Object(exposure.arguments(arguments)),
+                reason: reason.into_owned(),
+            }),
+            None => tracing::error!(
+                tool = %action.key,
+                suggested = %tool,
+                "suggestion dropped: it names a tool the presenter did not declare in `actions`"
+            ),
+        }
+    }
+    resolved
+}
+
+/// Seals a failure: `isError: true`, the error envelope, one `<tool_error>` block. An internal
+/// error gets its error id here, and its hidden text is logged under it.
+pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolError) -> Sealed {
+    let tool = sealed.meta.tool.as_str();
+    error.assign_error_id(tool);
+    let mut available_actions = Vec::with_capacity(error.actions().len());
+    for action in error.actions() {
+        match names.reference(action) {
+            Some(reference) => available_actions.push(reference.to_owned()),
+            None => tracing::error!(
+                tool,
+                action,
+                "available action dropped: no tool has this key"
+            ),
+        }
+    }
+    let body = ErrorBody {
+        code: error.code().to_owned(),
+        message: error.message().to_owned(),
+        retryable: error.is_retryable(),
+        recovery: error.recovery().map(str::to_owned),
+        available_actions,
+        details: error.details().cloned(),
+        retry_after_ms: error
+            .retry_after()
+            .map(|retry_after| u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX)),
+        error_id: error.error_id().map(str::to_owned),
+    };
+    let block = error_block(&body);
+    let outcome = Outcome::Failed {
+        code: body.code.clone(),
+        error_id: body.error_id.clone(),
+    };
+    let envelope = Failure {
+        ok: Const,
+        error: body,
+        meta: sealed.meta.clone(),
+    };
+    let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
+    result.structured_content = Some(to_value(&envelope));
+    Sealed { result, outcome }
+}
+
+/// The `<tool_error>` block: the error body as the agent reads it.
+fn error_block(body: &ErrorBody) -> String {
+    let mut block = format!("<tool_error code=\"{}\">", xml::escape_attr(&body.code));
+    let _ = write!(block, "\n<message>{}</message>", xml::escape(&body.message));
+    if let Some(recovery) = &body.recovery {
+        let _ = write!(block, "\n<recovery>{}</recovery>", xml::escape(recovery));
+    }
+    if !body.available_actions.is_empty() {
+        let _ = write!(
+            block,
+            "\n<available_actions>{}</available_actions>",
+            xml::escape(&body.available_actions.join(", "))
+        );
+    }
+    if let Some(details) = &body.details {
+        let _ = write!(
+            block,
+            "\n<details>{}</details>",
+            xml::escape(&details.to_string())
+        );
+    }
+    if let Some(retry_after_ms) = body.retry_after_ms {
+        let _ = write!(block, "\n<retry_after>{retry_after_ms}ms</retry_after>");
+    }
+    if let Some(error_id) = &body.error_id {
+        let _ = write!(block, "\n<error_id>{}</error_id>", xml::escape(error_id));
+    }
+    block.push_str("\n</tool_error>");
+    block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::Meta;
+
+    #[test]
+    fn into_value_writes_what_serde_writes() {
+        let success = Success {
+            ok: Const,
+            data: serde_json::json!({"id": "INV-1", "n": [1, 2]}),
+            meta: Meta {
+                tool: "billing_get_invoice".into(),
+                action: None,
+                version: "1.0.0".into(),
+                cache: None,
+                truncated: None,
+                suggestions: Vec::new(),
+                invalidates: vec!["billing.*".into()],
+            },
+        };
+        assert_eq!(
+            serde_json::to_value(&success).unwrap(),
+            success.clone().into_value()
+        );
+    }
+}

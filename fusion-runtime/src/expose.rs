@@ -1,0 +1,295 @@
+//! Exposition (SPEC T2): the MCP tools a server's actions become, flat (one tool per action) or
+//! grouped (one tool per namespace, with an `action` discriminator), with their definitions as
+//! `tools/list` serves them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{Tool as ToolDefinition, ToolAnnotations};
+use serde_json::{Map, Value, json};
+
+use crate::action::{ActionFacts, CacheHint, Exposure, Verb};
+use crate::key::Glob;
+use crate::schema;
+use crate::server::{CompiledAction, Dispatch, ExposedTool};
+
+/// The exposed tools of `actions`, in order of first appearance: an action of its own tool,
+/// or the actions of a namespace under one grouped tool.
+pub(crate) fn expose(actions: &[CompiledAction], problems: &mut Vec<String>) -> Vec<ExposedTool> {
+    enum Slot<'a> {
+        Single(usize),
+        Group(&'a Arc<str>),
+    }
+    let mut slots = Vec::new();
+    let mut members: HashMap<&Arc<str>, Vec<usize>> = HashMap::new();
+    for (index, action) in actions.iter().enumerate() {
+        match &action.facts.exposure {
+            Exposure::Tool(_) => slots.push(Slot::Single(index)),
+            Exposure::Grouped { tool, .. } => {
+                let group = members.entry(tool).or_default();
+                if group.is_empty() {
+                    slots.push(Slot::Group(tool));
+                }
+                group.push(index);
+            }
+        }
+    }
+    slots
+        .into_iter()
+        .map(|slot| match slot {
+            Slot::Single(index) => {
+                let facts = &actions[index].facts;
+                let name = facts.exposure.tool();
+                ExposedTool {
+                    definition: single_definition(facts, name),
+                    name: Arc::from(name),
+                    dispatch: Dispatch::Single(index),
+                }
+            }
+            Slot::Group(name) => {
+                let members = &members[name];
+                let key_action = |index: &usize| actions[*index].facts.key.action().to_owned();
+                ExposedTool {
+                    definition: grouped_definition(name, members, actions, problems),
+                    name: Arc::clone(name),
+                    dispatch: Dispatch::Grouped {
+                        actions: members
+                            .iter()
+                            .map(|index| (key_action(index), *index))
+                            .collect(),
+                        names: members.iter().map(key_action).collect(),
+                    },
+                }
+            }
+        })
+        .collect()
+}
+
+/// MCP tool names: 1–128 characters of `A-Z a-z 0-9 _ - .`.
+pub(crate) fn check_exposed_name(name: &str, problems: &mut Vec<String>) {
+    let valid_chars = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if name.is_empty() || name.len() > 128 || !valid_chars {
+        problems.push(format!(
+            "`{name}` is not a valid MCP tool name (1 to 128 of A-Z, a-z, 0-9, `_`, `-`, `.`)"
+        ));
+    }
+}
+
+fn single_definition(action: &ActionFacts, name: &str) -> ToolDefinition {
+    let mut definition = ToolDefinition::new(
+        name.to_owned(),
+        described(action),
+        Arc::clone(&action.input_schema),
+    )
+    .with_raw_output_schema(Arc::clone(&action.output_schema))
+    .with_annotations(action.annotations.clone())
+    .with_meta(rmcp::model::MetaObject(tool_meta(action)));
+    if let Some(title) = &action.title {
+        definition = definition.with_title(title.clone());
+    }
+    definition
+}
+
+/// The description the agent reads: the tool's own, plus what its settings mean.
+fn described(action: &ActionFacts) -> String {
+    let mut description = action.description.clone();
+    match action.cache {
+        Some(CacheHint::Immutable) => description
+            .push_str("\n\nCache: immutable. The result never changes; reuse it instead of calling again."),
+        Some(CacheHint::Volatile) => description.push_str(
+            "\n\nCache: volatile. The result may change at any time; fetch it again before relying on it.",
+        ),
+        None => {}
+    }
+    if !action.invalidates.is_empty() {
+        let globs: Vec<&str> = action.invalidates.iter().map(Glob::as_str).collect();
+        description.push_str(&format!(
+            "\n\nAfter it succeeds, earlier results of {} are stale.",
+            globs.join(", ")
+        ));
+    }
+    description
+}
+
+/// Fusion's own facts about an action, in the tool's `_meta`.
+fn tool_meta(action: &ActionFacts) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("dev.fusion/key".into(), action.key.as_str().into());
+    meta.insert("dev.fusion/verb".into(), action.verb.as_str().into());
+    if let Some(cache) = action.cache {
+        meta.insert("dev.fusion/cache".into(), cache.as_str().into());
+    }
+    if !action.invalidates.is_empty() {
+        meta.insert(
+            "dev.fusion/invalidates".into(),
+            action
+                .invalidates
+                .iter()
+                .map(|glob| glob.as_str())
+                .collect::<Vec<_>>()
+                .into(),
+        );
+    }
+    if !action.tags.is_empty() {
+        meta.insert("dev.fusion/tags".into(), action.tags.clone().into());
+    }
+    meta
+}
+
+/// One tool for a namespace: a discriminator `action`, every action's arguments, and a
+/// `oneOf` that keeps each action's own required fields.
+fn grouped_definition(
+    name: &str,
+    members: &[usize],
+    actions: &[CompiledAction],
+    problems: &mut Vec<String>,
+) -> ToolDefinition {
+    let action_names: Vec<&str> = members
+        .iter()
+        .map(|&index| actions[index].facts.key.action())
+        .collect();
+    let mut properties = Map::new();
+    let mut definitions = Map::new();
+    let mut branches = Vec::new();
+    let mut conflicting: Vec<String> = Vec::new();
+    for &index in members {
+        let action = &actions[index].facts;
+        let schema = &action.input_schema;
+        if let Some(Value::Object(defs)) = schema.get("$defs") {
+            for (def_name, def) in defs {
+                if let Some(existing) = definitions.insert(def_name.clone(), def.clone())
+                    && &existing != def
+                {
+                    problems.push(format!(
+                        "grouped tool `{name}`: actions define different types named `{def_name}`"
+                    ));
+                }
+            }
+        }
+        let mut branch_properties = Map::new();
+        branch_properties.insert("action".into(), json!({"const": action.key.action()}));
+        if let Some(Value::Object(own)) = schema.get("properties") {
+            for (property, property_schema) in own {
+                match properties.get(property) {
+                    Some(existing) if existing != property_schema => {
+                        conflicting.push(property.clone());
+                    }
+                    _ => {
+                        properties.insert(property.clone(), property_schema.clone());
+                    }
+                }
+                branch_properties.insert(property.clone(), property_schema.clone());
+            }
+        }
+        let mut required = vec![Value::from("action")];
+        if let Some(Value::Array(own)) = schema.get("required") {
+            required.extend(own.iter().cloned());
+        }
+        branches.push(json!({
+            "type": "object",
+            "properties": branch_properties,
+            "required": required,
+            "additionalProperties": false,
+        }));
+    }
+    // A property whose schema differs between actions is described by the branches only.
+    for property in conflicting {
+        properties.remove(&property);
+    }
+    let descriptions: Vec<String> = members
+        .iter()
+        .map(|&index| {
+            let action = &actions[index].facts;
+            format!(
+                "- {}: {}",
+                action.key.action(),
+                described(action).replace('\n', "\n  ")
+            )
+        })
+        .collect();
+    properties.insert(
+        "action".into(),
+        json!({
+            "type": "string",
+            "enum": action_names,
+            "description": "The action to perform; its own arguments are listed in the matching branch.",
+        }),
+    );
+    let mut input = Map::new();
+    input.insert(
+        "$schema".into(),
+        "https://json-schema.org/draft/2020-12/schema".into(),
+    );
+    input.insert("type".into(), "object".into());
+    input.insert("properties".into(), Value::Object(properties));
+    input.insert("required".into(), json!(["action"]));
+    input.insert("oneOf".into(), Value::Array(branches));
+    if !definitions.is_empty() {
+        input.insert("$defs".into(), Value::Object(definitions));
+    }
+
+    let mut output_generator = schema::output_generator();
+    let data = schema::any_of(
+        members
+            .iter()
+            .map(|&index| actions[index].facts.data_schema.clone())
+            .collect(),
+    );
+    let mut output = schema::envelope(data, &mut output_generator);
+    // Same rule as the input side: two actions may share a type only if it is the same type.
+    let mut output_definitions = Map::new();
+    for &index in members {
+        if let Some(Value::Object(defs)) = actions[index].facts.output_schema.get("$defs") {
+            for (def_name, def) in defs {
+                if let Some(existing) = output_definitions.insert(def_name.clone(), def.clone())
+                    && &existing != def
+                {
+                    problems.push(format!(
+                        "grouped tool `{name}`: actions return different types named `{def_name}`"
+                    ));
+                }
+            }
+        }
+    }
+    if !output_definitions.is_empty() {
+        output.insert("$defs".into(), Value::Object(output_definitions));
+    }
+
+    let member_actions: Vec<&ActionFacts> =
+        members.iter().map(|&index| &actions[index].facts).collect();
+    let read_only = member_actions
+        .iter()
+        .all(|action| action.verb == Verb::Query);
+    let destructive = member_actions
+        .iter()
+        .any(|action| action.annotations.destructive_hint == Some(true));
+    let idempotent = member_actions
+        .iter()
+        .all(|action| action.annotations.idempotent_hint == Some(true));
+    let annotations = ToolAnnotations::new()
+        .read_only(read_only)
+        .destructive(destructive)
+        .idempotent(idempotent);
+    let mut meta = Map::new();
+    meta.insert(
+        "dev.fusion/actions".into(),
+        member_actions
+            .iter()
+            .map(|action| Value::Object(tool_meta(action)))
+            .collect::<Vec<_>>()
+            .into(),
+    );
+    ToolDefinition::new(
+        name.to_owned(),
+        format!(
+            "Actions of `{name}`; choose one with the `action` argument.\n{}",
+            descriptions.join("\n")
+        ),
+        Arc::new(input),
+    )
+    .with_raw_output_schema(Arc::new(output))
+    .with_annotations(annotations)
+    .with_meta(rmcp::model::MetaObject(meta))
+}

@@ -1,0 +1,287 @@
+//! The request path of `tools/call` (SPEC T4, E2, G1–G3, R5–R8), in the order it runs:
+//!
+//! 1. **resolve** the action from the tool's name (and the `action` discriminator of a grouped
+//!    tool): one hash lookup;
+//! 2. **access**: the access policy; a denied call stops here, before its arguments are read;
+//! 3. **arguments**: read and validated against the input schema; a `VALIDATION_ERROR` names
+//!    every issue, and nothing after this runs;
+//! 4. **middleware**: the server's, then the router's, then the action's own;
+//! 5. **guards**: the concurrency limit, then the FIFO turn of a serialized action, keyed on a
+//!    validated argument;
+//! 6. **handler**: context parameters, then the author's function, stopped if the request is
+//!    cancelled, its panics caught;
+//! 7. **present**: the result through its presenter;
+//! 8. **seal**: the envelope and text blocks, fitted to the egress budget;
+//! 9. **report**: span, metrics and, for a successful write, the audit record.
+//!
+//! Unset stages cost nothing: an action without middleware or guards goes from its arguments
+//! straight to its handler, and a span no subscriber wants is never entered.
+
+mod report;
+mod running;
+
+pub(crate) use running::catch_panic;
+
+use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::{Value, json};
+use tracing::Instrument as _;
+
+use crate::action::ActionInfo;
+use crate::args::ArgReader;
+use crate::context::CallContext;
+use crate::envelope::{Sealed, SealedParts, seal_error, seal_success};
+use crate::error::{ToolError, codes};
+use crate::guard::Turn;
+use crate::present::Presentation;
+use crate::server::{CompiledAction, Dispatch, ExposedTool, Server, UnknownTool};
+use report::Report;
+use running::{CatchPanic, Running};
+
+impl Server {
+    /// Runs `tools/call` along the request path (see the [module docs](self)).
+    ///
+    /// Returns `Err` only when no tool has this name (a protocol error); every failure of the
+    /// tool itself is a result with `isError: true`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: CallContext,
+    ) -> Result<CallToolResult, UnknownTool> {
+        let inner = &*self.inner;
+        // 1. Resolve.
+        let tool = inner
+            .by_name
+            .get(name)
+            .map(|&index| &inner.tools[index])
+            .ok_or_else(|| UnknownTool(name.to_owned()))?;
+        let mut args = arguments.unwrap_or_default();
+        let action = match resolve(tool, &mut args) {
+            Ok(index) => &inner.actions[index],
+            Err(error) => return Ok(self.refuse_unresolved(tool, error, &context)),
+        };
+        let report = Report::start(inner, action.tool(), Some(action), &context, Some(&args));
+        // Read now, before the handler takes the arguments; used only where a cut can happen.
+        let offset = action
+            .pages_by_offset
+            .then(|| args.get("offset").and_then(Value::as_u64).unwrap_or(0));
+        // 2–7.
+        let outcome = if report.span.is_disabled() {
+            self.run(action, args, context).await
+        } else {
+            let span = report.span.clone();
+            self.run(action, args, context).instrument(span).await
+        };
+        // 8. Seal.
+        let sealed = match outcome {
+            Ok(presentation) => seal_success(
+                &inner.names,
+                &action.facts,
+                &action.sealed,
+                presentation,
+                offset,
+            ),
+            Err(error) => seal_error(&inner.names, &action.sealed, error),
+        };
+        // 9. Report.
+        report.finish(inner, action.tool(), Some(action), &sealed);
+        Ok(sealed.result)
+    }
+
+    /// Stages 2 to 7 of one action's call.
+    async fn run(
+        &self,
+        action: &CompiledAction,
+        args: JsonObject,
+        mut context: CallContext,
+    ) -> Result<Presentation, ToolError> {
+        // 2. Access.
+        self.check_access(action.info(), &context)?;
+        // 3. Arguments. The FIFO key is taken from the raw JSON and used only once the
+        // arguments are valid.
+        let key = action
+            .serial
+            .as_ref()
+            .and_then(|serial| serial.key_of(&args));
+        let ready = catch_panic("reading the arguments", || {
+            action
+                .handler
+                .read(ArgReader::new(args, &action.layout, action.tool()))
+        })??;
+        // 4–5. Middleware and guards, held until the handler is done. Boxed: their futures
+        // would otherwise make every call's future larger; a panic in one is caught here.
+        let _guards = if action.bare {
+            None
+        } else {
+            Some(
+                CatchPanic::new(Box::pin(around(action, &mut context, key)), "a middleware")
+                    .await?,
+            )
+        };
+        // 6–7. Handler and presenter.
+        Running::new(ready, context).await
+    }
+
+    /// Whether the access policy lets the caller of `context` call `action`; a denied call is
+    /// `FORBIDDEN`, naming the action.
+    fn check_access(&self, action: ActionInfo<'_>, context: &CallContext) -> Result<(), ToolError> {
+        if self.allows(action, context)? {
+            return Ok(());
+        }
+        let what = match action.exposure().action() {
+            Some(grouped) => format!("`{}` with action `{grouped}`", action.exposed_tool()),
+            None => format!("`{}`", action.exposed_tool()),
+        };
+        Err(ToolError::forbidden(format!("You may not call {what}."))
+            .with_recovery("Use another tool, or ask the operator for access."))
+    }
+
+    /// Whether the access policy (if any) lets the caller of `context` see and call `action`;
+    /// a panicking policy refuses, with an `INTERNAL_ERROR` that logs the panic.
+    fn allows(&self, action: ActionInfo<'_>, context: &CallContext) -> Result<bool, ToolError> {
+        match &self.inner.access {
+            None => Ok(true),
+            Some(policy) => catch_panic("the access policy", || policy.allows(context, action)),
+        }
+    }
+
+    /// Whether the caller of `context` may see the exposed tool `name` (a grouped tool is
+    /// visible when any of its actions is).
+    pub fn is_visible(&self, name: &str, context: &CallContext) -> bool {
+        let Some(tool) = self.tool(name) else {
+            return false;
+        };
+        tool.actions()
+            .into_iter()
+            .any(|action| match self.allows(action, context) {
+                Ok(allowed) => allowed,
+                Err(_) => {
+                    tracing::error!(
+                        tool = name,
+                        "the access policy panicked: the tool is hidden"
+                    );
+                    false
+                }
+            })
+    }
+
+    /// A grouped tool called without a valid action: no action's path runs, but the call is
+    /// spanned and counted like any other.
+    #[cold]
+    fn refuse_unresolved(
+        &self,
+        tool: &ExposedTool,
+        error: ToolError,
+        context: &CallContext,
+    ) -> CallToolResult {
+        let inner = &*self.inner;
+        let report = Report::start(inner, &tool.name, None, context, None);
+        let parts = SealedParts::for_tool(&tool.name, &inner.version);
+        let sealed: Sealed = seal_error(&inner.names, &parts, error);
+        report.finish(inner, &tool.name, None, &sealed);
+        sealed.result
+    }
+
+    /// The core path only (arguments, handler, presenter, envelope), without access,
+    /// middleware, guards, audit, metrics or span: the yardstick that shows those stages cost
+    /// nothing when unset. Flat tools only.
+    #[cfg(feature = "bench-hooks")]
+    #[doc(hidden)]
+    pub async fn call_tool_core_only(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: CallContext,
+    ) -> Result<CallToolResult, UnknownTool> {
+        let inner = &*self.inner;
+        let unknown = || UnknownTool(name.to_owned());
+        let tool = inner
+            .by_name
+            .get(name)
+            .map(|&index| &inner.tools[index])
+            .ok_or_else(unknown)?;
+        let Dispatch::Single(index) = tool.dispatch else {
+            return Err(unknown());
+        };
+        let action = &inner.actions[index];
+        let args = arguments.unwrap_or_default();
+        let outcome = match action
+            .handler
+            .read(ArgReader::new(args, &action.layout, action.tool()))
+        {
+            Ok(ready) => Running::new(ready, context).await,
+            Err(error) => Err(error),
+        };
+        let sealed = match outcome {
+            Ok(presentation) => seal_success(
+                &inner.names,
+                &action.facts,
+                &action.sealed,
+                presentation,
+                None,
+            ),
+            Err(error) => seal_error(&inner.names, &action.sealed, error),
+        };
+        Ok(sealed.result)
+    }
+}
+
+/// The action a call names: the tool's own, or the one its `action` discriminator names
+/// (removed from the arguments).
+fn resolve(tool: &ExposedTool, args: &mut JsonObject) -> Result<usize, ToolError> {
+    match &tool.dispatch {
+        Dispatch::Single(index) => Ok(*index),
+        Dispatch::Grouped { actions, names } => match args.remove("action") {
+            Some(Value::String(action)) => actions
+                .get(&action)
+                .copied()
+                .ok_or_else(|| unknown_action(&tool.name, &action, names)),
+            Some(_) | None => Err(missing_discriminator(&tool.name, names)),
+        },
+    }
+}
+
+/// Middleware, in order, then the guards: what is held while the handler runs.
+async fn around(
+    action: &CompiledAction,
+    context: &mut CallContext,
+    key: Option<String>,
+) -> Result<(Option<crate::guard::Slot>, Option<Turn>), ToolError> {
+    let info = action.info();
+    for middleware in action.middleware.iter() {
+        middleware.before(context, info).await?;
+    }
+    let slot = match &action.concurrency {
+        Some(guard) => Some(guard.enter().await?),
+        None => None,
+    };
+    let turn = match &action.serial {
+        Some(guard) => Some(guard.turn(key).await),
+        None => None,
+    };
+    Ok((slot, turn))
+}
+
+fn unknown_action(tool: &str, action: &str, names: &[String]) -> ToolError {
+    ToolError::new(
+        codes::UNKNOWN_ACTION,
+        format!("`{tool}` has no action `{action}`."),
+    )
+    .with_recovery(format!(
+        "Call `{tool}` again with `action` set to one of: {}.",
+        names.join(", ")
+    ))
+    .with_details(json!({ "validActions": names }))
+}
+
+fn missing_discriminator(tool: &str, names: &[String]) -> ToolError {
+    ToolError::new(
+        codes::MISSING_DISCRIMINATOR,
+        format!("`{tool}` needs an `action` argument naming what to do."),
+    )
+    .with_recovery(format!(
+        "Call `{tool}` again with `action` set to one of: {}.",
+        names.join(", ")
+    ))
+    .with_details(json!({ "validActions": names }))
+}

@@ -1,0 +1,145 @@
+//! What runs user code on the request path: panics become `INTERNAL_ERROR`s (logged, never
+//! shown) and the server keeps serving; a cancelled request stops its handler.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+use crate::context::CallContext;
+use crate::error::{ToolError, codes};
+use crate::present::Presentation;
+use crate::spec::{HandlerFuture, ReadyCall};
+
+/// A running handler: a panic becomes an `INTERNAL_ERROR` and the server keeps serving; a
+/// cancelled request drops the handler's future and yields `CANCELLED`. One future doing both,
+/// polled directly: the cancellation is only armed once the handler has had to wait.
+pub(crate) struct Running {
+    handler: Option<HandlerFuture>,
+    early: Option<ToolError>,
+    cancellation: CancellationToken,
+    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+}
+
+impl Running {
+    pub(crate) fn new(call: ReadyCall, context: CallContext) -> Self {
+        let cancellation = context.cancellation.clone();
+        let (handler, early) =
+            match std::panic::catch_unwind(AssertUnwindSafe(|| call.run(context))) {
+                Ok(future) => (Some(future), None),
+                Err(panic) => (None, Some(panicked("the handler", panic))),
+            };
+        Running {
+            handler,
+            early,
+            cancellation,
+            cancelled: None,
+        }
+    }
+}
+
+impl Future for Running {
+    type Output = Result<Presentation, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(error) = this.early.take() {
+            return Poll::Ready(Err(error));
+        }
+        let Some(handler) = this.handler.as_mut() else {
+            return Poll::Ready(Err(ToolError::internal_message(
+                "a finished handler was polled again",
+            )));
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx))) {
+            Ok(Poll::Ready(outcome)) => return Poll::Ready(outcome),
+            Err(panic) => {
+                this.handler = None;
+                return Poll::Ready(Err(panicked("the handler", panic)));
+            }
+            Ok(Poll::Pending) => {}
+        }
+        let cancellation = &this.cancellation;
+        let cancelled = this
+            .cancelled
+            .get_or_insert_with(|| Box::pin(cancellation.clone().cancelled_owned()));
+        if cancelled.as_mut().poll(cx).is_ready() {
+            // Dropping the handler's future stops it.
+            this.handler = None;
+            return Poll::Ready(Err(ToolError::new(
+                codes::CANCELLED,
+                "The request was cancelled.",
+            )));
+        }
+        Poll::Pending
+    }
+}
+
+/// A future of the call's path (middleware and guards) whose panic becomes an `INTERNAL_ERROR`:
+/// the panic is logged under the error id and the server keeps serving. Only wrapped around
+/// calls that have middleware or guards; a bare call has [`Running`] alone.
+pub(crate) struct CatchPanic<F> {
+    future: Option<F>,
+    stage: &'static str,
+}
+
+impl<F> CatchPanic<F> {
+    pub(crate) fn new(future: F, stage: &'static str) -> Self {
+        CatchPanic {
+            future: Some(future),
+            stage,
+        }
+    }
+}
+
+impl<F, T> Future for CatchPanic<F>
+where
+    F: Future<Output = Result<T, ToolError>> + Unpin,
+{
+    type Output = Result<T, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let Some(future) = this.future.as_mut() else {
+            return Poll::Ready(Err(ToolError::internal_message(
+                "a finished call was polled again",
+            )));
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(future).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(outcome)) => {
+                this.future = None;
+                Poll::Ready(outcome)
+            }
+            Err(panic) => {
+                // Never polled again: dropped now, releasing whatever it held.
+                this.future = None;
+                Poll::Ready(Err(panicked(this.stage, panic)))
+            }
+        }
+    }
+}
+
+/// The `INTERNAL_ERROR` of a panic in `stage`; the panic's text is logged, never shown.
+#[cold]
+pub(crate) fn panicked(stage: &str, panic: Box<dyn Any + Send>) -> ToolError {
+    ToolError::internal_message(format!("{stage} panicked: {}", panic_text(&*panic)))
+}
+
+/// The message of a panic payload.
+pub(crate) fn panic_text(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-string panic payload")
+}
+
+/// Runs synchronous user code (an access policy, an argument reader), its panic an
+/// `INTERNAL_ERROR` that logs it.
+pub(crate) fn catch_panic<T>(stage: &str, f: impl FnOnce() -> T) -> Result<T, ToolError> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|panic| panicked(stage, panic))
+}

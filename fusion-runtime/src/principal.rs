@@ -1,0 +1,42 @@
+//! Who is calling: the verified caller a transport attaches to each call (SPEC T5, R5).
+
+/// The verified caller of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// Who: a user or service id.
+    pub subject: String,
+    /// The tenant the credential is bound to, if any.
+    pub tenant: Option<String>,
+    /// What the credential allows.
+    pub scopes: Vec<String>,
+}
+
+impl Principal {
+    /// A principal with a subject and nothing else.
+    pub fn new(subject: impl Into<String>) -> Self {
+        Principal {
+            subject: subject.into(),
+            tenant: None,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// Binds the principal to a tenant.
+    #[must_use]
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
+    }
+
+    /// Grants scopes.
+    #[must_use]
+    pub fn with_scopes<I: IntoIterator<Item = String>>(mut self, scopes: I) -> Self {
+        self.scopes.extend(scopes);
+        self
+    }
+
+    /// Whether the principal has a scope.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|granted| granted == scope)
+    }
+}

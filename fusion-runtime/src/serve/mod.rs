@@ -1,0 +1,447 @@
+//! Serving a [`Server`] over MCP with `rmcp` (SPEC R1–R3, S2, E3): stdio, Streamable HTTP (the
+//! 2025-11-25 session protocol and the stateless 2026-07-28 protocol on one endpoint) and an
+//! axum router to mount in an existing application.
+//!
+//! ```no_run
+//! # async fn run(server: fusion_runtime::Server) -> Result<(), fusion_runtime::serve::ServeError> {
+//! use fusion_runtime::serve::{HttpOptions, Mcp};
+//!
+//! // stdio: stdout carries only protocol messages; log to stderr.
+//! Mcp::new(server.clone()).serve_stdio().await?;
+//!
+//! // Streamable HTTP on http://127.0.0.1:8080/mcp until Ctrl-C.
+//! Mcp::new(server).serve_http(HttpOptions::default()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Defaults are the fast and safe configuration: the non-blocking stdio transport, `TCP_NODELAY`
+//! on every accepted socket, JSON (not SSE) responses for stateless requests, loopback binding,
+//! and `Host`/`Origin` checked against loopback allow-lists, in front of everything else
+//! (bearer authentication and [`Mcp::layer`] layers included).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool as ToolDefinition,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tokio_util::sync::CancellationToken;
+
+pub mod auth;
+mod stdio;
+mod streamable;
+
+pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
+pub use streamable::HttpOptions;
+
+use crate::context::{CallContext, RequestFacts};
+use crate::principal::Principal;
+use crate::server::Server;
+
+/// Protocol-level options of an MCP endpoint.
+#[derive(Debug, Clone)]
+pub struct McpOptions {
+    /// Tools per `tools/list` page (default 100).
+    pub page_size: usize,
+    /// How long a client may reuse a `tools/list` result (`ttlMs`, protocol 2026-07-28).
+    /// The list only changes when the server is rebuilt, so the default is 5 minutes.
+    pub list_ttl: Duration,
+    /// Who may share a cached `tools/list` result (`cacheScope`). `Public` by default: the list
+    /// is the same for every caller. Use `Private` when it depends on who asks.
+    pub list_cache_scope: CacheScope,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions {
+            page_size: 100,
+            list_ttl: Duration::from_secs(300),
+            list_cache_scope: CacheScope::Public,
+        }
+    }
+}
+
+/// What a context factory learns about a request.
+pub struct RequestInfo<'r> {
+    context: &'r RequestContext<RoleServer>,
+}
+
+impl RequestInfo<'_> {
+    /// The request's `_meta`.
+    pub fn meta(&self) -> &rmcp::model::RequestMetaObject {
+        &self.context.meta
+    }
+
+    /// The HTTP request, when the request came over HTTP.
+    pub fn http_request(&self) -> Option<&http::request::Parts> {
+        self.context.extensions.get::<http::request::Parts>()
+    }
+
+    /// The negotiated or declared protocol version.
+    pub fn protocol_version(&self) -> Option<rmcp::model::ProtocolVersion> {
+        self.context.protocol_version()
+    }
+
+    /// The client's identity, when known.
+    pub fn client_info(&self) -> Option<Implementation> {
+        self.context.client_info()
+    }
+
+    /// The client's capabilities, when known (from the request's `_meta`, or the session's
+    /// `initialize`).
+    pub fn client_capabilities(&self) -> Option<rmcp::model::ClientCapabilities> {
+        self.context.client_capabilities()
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn request_id(&self) -> &rmcp::model::RequestId {
+        &self.context.id
+    }
+
+    /// The progress token the client sent, if it asked for progress.
+    pub fn progress_token(&self) -> Option<rmcp::model::ProgressToken> {
+        self.context.meta.get_progress_token()
+    }
+
+    /// Cancelled when the client cancels the request (the call's
+    /// [`CallContext::cancellation`] is the same token).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.context.ct
+    }
+}
+
+/// Runs once per request, before the tool: derives values for the call's context from what
+/// the transport knows (a verified principal, a tenant, a trace id…).
+///
+/// When it runs, the call already holds the request's `_meta`, its cancellation token and what
+/// the session knows (protocol version, client info). The transport's own values (the HTTP
+/// request parts, the verified [`Principal`]) are read from the [`RequestInfo`]; they are added
+/// to the call after the factory, over anything it inserted, so a factory cannot forge them.
+pub type ContextFactory = Arc<dyn Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync>;
+
+/// A tower layer added with [`Mcp::layer`], kept as what it does to the router.
+type RouterLayer = Arc<dyn Fn(axum::Router) -> axum::Router + Send + Sync>;
+
+/// A [`Server`] ready to be served over MCP.
+#[derive(Clone)]
+pub struct Mcp {
+    server: Server,
+    options: McpOptions,
+    context_factory: Option<ContextFactory>,
+    layers: Vec<RouterLayer>,
+}
+
+impl Mcp {
+    /// Serves `server` with default options.
+    pub fn new(server: Server) -> Self {
+        Mcp {
+            server,
+            options: McpOptions::default(),
+            context_factory: None,
+            layers: Vec::new(),
+        }
+    }
+
+    /// Sets the protocol options.
+    #[must_use]
+    pub fn options(mut self, options: McpOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Sets the per-request context factory.
+    #[must_use]
+    pub fn context(
+        mut self,
+        factory: impl Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync + 'static,
+    ) -> Self {
+        self.context_factory = Some(Arc::new(factory));
+        self
+    }
+
+    /// Wraps the HTTP endpoint in a tower layer (tracing, CORS, compression, timeouts, extra
+    /// response headers…), wherever it is served: [`Mcp::router`], [`Mcp::serve_http`],
+    /// [`Mcp::serve_http_on`]. The serving defaults (`TCP_NODELAY`, graceful Ctrl-C) stay.
+    ///
+    /// As with [`axum::Router::layer`], the last layer added runs first. Every request meets,
+    /// in order: the `Host`/`Origin` check (a foreign one gets 403 before anything else runs),
+    /// your layers, the bearer-token check ([`HttpOptions::auth`]), then the MCP endpoint.
+    ///
+    /// ```no_run
+    /// # async fn run(server: fusion_runtime::Server) -> Result<(), fusion_runtime::serve::ServeError> {
+    /// use fusion_runtime::serve::{HttpOptions, Mcp};
+    ///
+    /// // Any tower layer whose service axum accepts, e.g. from tower-http:
+    /// // Mcp::new(server).layer(tower_http::trace::TraceLayer::new_for_http())
+    /// let logged = axum::middleware::map_request(|request: axum::extract::Request| async move {
+    ///     eprintln!("{} {}", request.method(), request.uri());
+    ///     request
+    /// });
+    /// Mcp::new(server).layer(logged).serve_http(HttpOptions::default()).await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+        L::Service: tower::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Response:
+            axum::response::IntoResponse + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Error:
+            Into<std::convert::Infallible> + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
+    {
+        self.layers.push(Arc::new(move |router: axum::Router| {
+            router.layer(layer.clone())
+        }));
+        self
+    }
+
+    /// The rmcp handler. Everything is computed here, once; the handler itself is an `Arc`, so
+    /// the copies rmcp makes (one per HTTP session, one per stateless request) cost nothing.
+    pub fn handler(&self) -> McpHandler {
+        let definitions: Vec<ToolDefinition> = self
+            .server
+            .tools()
+            .map(|tool| tool.definition().clone())
+            .collect();
+        let page_size = self.options.page_size.max(1);
+        let ttl = u64::try_from(self.options.list_ttl.as_millis()).unwrap_or(u64::MAX);
+        // A list that depends on the caller must not be shared between callers.
+        let list_cache_scope = if self.server.has_access_policy() {
+            CacheScope::Private
+        } else {
+            self.options.list_cache_scope
+        };
+        let chunks: Vec<&[ToolDefinition]> = if definitions.is_empty() {
+            vec![&[]]
+        } else {
+            definitions.chunks(page_size).collect()
+        };
+        let pages = chunks
+            .iter()
+            .enumerate()
+            .map(|(index, chunk)| {
+                let mut page = ListToolsResult::with_all_items(chunk.to_vec())
+                    .with_ttl_ms(ttl)
+                    .with_cache_scope(list_cache_scope);
+                if index + 1 < chunks.len() {
+                    page.next_cursor = Some(cursor_of(index + 1));
+                }
+                page
+            })
+            .collect();
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                self.server.name(),
+                self.server.version(),
+            ));
+        if let Some(instructions) = self.server.instructions() {
+            info = info.with_instructions(instructions);
+        }
+        McpHandler {
+            shared: Arc::new(Shared {
+                server: self.server.clone(),
+                info,
+                pages,
+                page_size,
+                list_ttl: ttl,
+                discover_cache_scope: self.options.list_cache_scope,
+                context_factory: self.context_factory.clone(),
+            }),
+        }
+    }
+}
+
+fn cursor_of(page: usize) -> String {
+    format!("page-{page}")
+}
+
+fn page_of(cursor: &str) -> Option<usize> {
+    cursor.strip_prefix("page-")?.parse().ok()
+}
+
+/// A transport could not start or stopped with an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeError(String);
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ServeError {}
+
+/// A Fusion server as an rmcp [`ServerHandler`]: a cheap `Arc` over what [`Mcp::handler`]
+/// computed once.
+#[derive(Clone)]
+pub struct McpHandler {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    server: Server,
+    info: ServerConfig,
+    pages: Vec<ListToolsResult>,
+    page_size: usize,
+    list_ttl: u64,
+    // What discovery says is the same for every caller, whatever the access policy.
+    discover_cache_scope: CacheScope,
+    context_factory: Option<ContextFactory>,
+}
+
+impl McpHandler {
+    /// The server behind this handler.
+    pub fn server(&self) -> &Server {
+        &self.shared.server
+    }
+
+    fn call_context(&self, context: RequestContext<RoleServer>) -> CallContext {
+        let mut call = self.shared.server.new_context();
+        // The principal the HTTP layer verified travels in the request parts.
+        let principal = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .cloned();
+        match &self.shared.context_factory {
+            None => {
+                call.request = RequestFacts {
+                    peer: Some(context.peer),
+                };
+                call.meta = context.meta;
+                call.cancellation = context.ct;
+                call.extensions = context.extensions;
+            }
+            Some(factory) => {
+                // The factory sees a call that already knows its request.
+                call.request = RequestFacts {
+                    peer: Some(context.peer.clone()),
+                };
+                call.meta = context.meta.clone();
+                call.cancellation = context.ct.clone();
+                factory(&RequestInfo { context: &context }, &mut call);
+                // The transport's own extensions (the HTTP request parts) win over anything
+                // the factory added: a factory cannot forge them.
+                let mut extensions = std::mem::take(&mut call.extensions);
+                extensions.extend(context.extensions);
+                call.extensions = extensions;
+            }
+        }
+        // And so does the verified principal.
+        if let Some(principal) = principal {
+            call.extensions.insert(principal);
+        }
+        call
+    }
+}
+
+impl McpHandler {
+    /// `tools/list` under an access policy: only what this caller may call, paged the same way,
+    /// and never cached for anyone else.
+    fn list_visible(
+        &self,
+        cursor: Option<String>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let call = self.call_context(context);
+        let server = &self.shared.server;
+        let visible: Vec<ToolDefinition> = server
+            .tools()
+            .filter(|tool| server.is_visible(tool.name(), &call))
+            .map(|tool| tool.definition().clone())
+            .collect();
+        let page_size = self.shared.page_size;
+        let index = match cursor {
+            None => 0,
+            Some(cursor) => page_of(&cursor)
+                .filter(|index| index * page_size < visible.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("invalid cursor: {cursor}"), None)
+                })?,
+        };
+        let start = index * page_size;
+        let end = (start + page_size).min(visible.len());
+        let mut page = ListToolsResult::with_all_items(visible[start..end].to_vec())
+            .with_ttl_ms(self.shared.list_ttl)
+            .with_cache_scope(CacheScope::Private);
+        if end < visible.len() {
+            page.next_cursor = Some(cursor_of(index + 1));
+        }
+        Ok(page)
+    }
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        self.shared.info.clone()
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        )
+        .with_ttl_ms(self.shared.list_ttl)
+        .with_cache_scope(self.shared.discover_cache_scope))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        if self.shared.server.has_access_policy() {
+            return self.list_visible(cursor, context);
+        }
+        let index = match cursor {
+            None => 0,
+            Some(cursor) => page_of(&cursor)
+                .filter(|index| *index < self.shared.pages.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("invalid cursor: {cursor}"), None)
+                })?,
+        };
+        Ok(self.shared.pages[index].clone())
+    }
+
+    fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
+        self.shared
+            .server
+            .tool(name)
+            .map(|tool| tool.definition().clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let call = self.call_context(context);
+        let name: Cow<'_, str> = request.name;
+        match self
+            .shared
+            .server
+            .call_tool(&name, request.arguments, call)
+            .await
+        {
+            Ok(result) => Ok(CallToolResponse::Complete(result)),
+            Err(unknown) => Err(ErrorData::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("unknown tool: {}", unknown.0),
+                None,
+            )),
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! A compiled server (SPEC T4): immutable, shared by `Arc`, read back through [`ToolInfo`] and
+//! [`ActionInfo`]. [`ServerBuilder`](crate::ServerBuilder) makes one; the request path
+//! ([`Server::call_tool`]) runs its actions.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::Tool as ToolDefinition;
+
+use crate::access::AccessPolicy;
+use crate::action::{ActionFacts, ActionInfo, Exposition, Names};
+use crate::args::ArgLayout;
+use crate::audit::AuditSink;
+use crate::context::{CallContext, StateMap};
+use crate::envelope::SealedParts;
+use crate::guard::{ConcurrencyGuard, SerialGuard};
+use crate::middleware::Middleware;
+use crate::observe::Metrics;
+use crate::spec::Handler;
+
+/// A compiled, immutable server. Cloning is an `Arc` clone.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) inner: Arc<ServerInner>,
+}
+
+pub(crate) struct ServerInner {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) instructions: Option<String>,
+    pub(crate) exposition: Exposition,
+    pub(crate) tools: Vec<ExposedTool>,
+    pub(crate) by_name: HashMap<String, usize>,
+    pub(crate) actions: Vec<CompiledAction>,
+    pub(crate) by_key: HashMap<String, usize>,
+    pub(crate) names: Names,
+    pub(crate) state: Arc<StateMap>,
+    pub(crate) access: Option<Arc<dyn AccessPolicy>>,
+    pub(crate) audit: Option<Arc<dyn AuditSink>>,
+    pub(crate) metrics: Option<Arc<dyn Metrics>>,
+    pub(crate) span_level: tracing::Level,
+}
+
+/// One MCP tool: a single action, or the actions of a namespace (grouped exposition).
+pub(crate) struct ExposedTool {
+    pub(crate) name: Arc<str>,
+    pub(crate) definition: ToolDefinition,
+    pub(crate) dispatch: Dispatch,
+}
+
+/// How an exposed tool finds its action.
+pub(crate) enum Dispatch {
+    Single(usize),
+    Grouped {
+        actions: HashMap<String, usize>,
+        names: Vec<String>,
+    },
+}
+
+/// One action, compiled: its facts, and the parts the request path runs.
+pub(crate) struct CompiledAction {
+    pub(crate) facts: ActionFacts,
+    pub(crate) handler: Arc<dyn Handler>,
+    pub(crate) layout: ArgLayout,
+    /// Server middleware, then the router's, then the action's own.
+    pub(crate) middleware: Box<[Arc<dyn Middleware>]>,
+    pub(crate) concurrency: Option<ConcurrencyGuard>,
+    pub(crate) serial: Option<SerialGuard>,
+    /// Takes an integer `offset` and can be cut: the truncation notice names the next offset.
+    pub(crate) pages_by_offset: bool,
+    /// No middleware and no guard: nothing runs around the handler.
+    pub(crate) bare: bool,
+    pub(crate) sealed: SealedParts,
+}
+
+impl CompiledAction {
+    pub(crate) fn info(&self) -> ActionInfo<'_> {
+        ActionInfo(&self.facts)
+    }
+
+    /// The name of the MCP tool that carries the action.
+    pub(crate) fn tool(&self) -> &str {
+        self.facts.exposure.tool()
+    }
+}
+
+/// A protocol-level failure of `tools/call`: the request names no tool. It stays a JSON-RPC
+/// error (SPEC E3); every other failure is a tool result with `isError`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownTool(pub String);
+
+impl std::fmt::Display for UnknownTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown tool: {}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownTool {}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.inner.name)
+            .field("version", &self.inner.version)
+            .field("exposition", &self.inner.exposition)
+            .field("tools", &self.inner.tools.len())
+            .field("actions", &self.inner.actions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The server's version.
+    pub fn version(&self) -> &str {
+        &self.inner.version
+    }
+
+    /// Instructions for the agent.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
+    }
+
+    /// The exposition mode.
+    pub fn exposition(&self) -> Exposition {
+        self.inner.exposition
+    }
+
+    /// The exposed tools, in registration order.
+    pub fn tools(&self) -> impl ExactSizeIterator<Item = ToolInfo<'_>> {
+        self.inner.tools.iter().map(|tool| ToolInfo {
+            server: &self.inner,
+            tool,
+        })
+    }
+
+    /// The exposed tool called `name`.
+    pub fn tool(&self, name: &str) -> Option<ToolInfo<'_>> {
+        let index = *self.inner.by_name.get(name)?;
+        Some(ToolInfo {
+            server: &self.inner,
+            tool: &self.inner.tools[index],
+        })
+    }
+
+    /// Every action, by canonical key, in registration order.
+    pub fn actions(&self) -> impl ExactSizeIterator<Item = ActionInfo<'_>> {
+        self.inner.actions.iter().map(CompiledAction::info)
+    }
+
+    /// The action with this canonical key.
+    pub fn action(&self, key: &str) -> Option<ActionInfo<'_>> {
+        let index = *self.inner.by_key.get(key)?;
+        Some(self.inner.actions[index].info())
+    }
+
+    /// Whether an access policy decides, per request, what is listed and callable.
+    pub fn has_access_policy(&self) -> bool {
+        self.inner.access.is_some()
+    }
+
+    /// A new context for one call, with nothing attached yet.
+    pub fn new_context(&self) -> CallContext {
+        CallContext::new(Arc::clone(&self.inner.state))
+    }
+
+    /// The exposed name and arguments that call `key` with `arguments` (adds the
+    /// discriminator in grouped exposition).
+    pub fn exposed_call(
+        &self,
+        key: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+    ) -> Option<(String, rmcp::model::JsonObject)> {
+        let exposure = self.inner.names.exposure(key)?;
+        Some((
+            exposure.tool().to_owned(),
+            exposure.arguments(arguments.unwrap_or_default()),
+        ))
+    }
+}
+
+/// An exposed tool, read back.
+#[derive(Clone, Copy)]
+pub struct ToolInfo<'s> {
+    server: &'s ServerInner,
+    tool: &'s ExposedTool,
+}
+
+impl std::fmt::Debug for ToolInfo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolInfo")
+            .field("name", &self.tool.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'s> ToolInfo<'s> {
+    /// The name agents call.
+    pub fn name(&self) -> &'s str {
+        &self.tool.name
+    }
+
+    /// The MCP definition served in `tools/list`.
+    pub fn definition(&self) -> &'s ToolDefinition {
+        &self.tool.definition
+    }
+
+    /// The actions behind this tool (one in flat exposition).
+    pub fn actions(&self) -> Vec<ActionInfo<'s>> {
+        match &self.tool.dispatch {
+            Dispatch::Single(index) => vec![self.server.actions[*index].info()],
+            Dispatch::Grouped { names, actions } => names
+                .iter()
+                .filter_map(|name| actions.get(name))
+                .map(|&index| self.server.actions[index].info())
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Where models and hidden values would meet serde, and never do (SPEC M2).
+//!
+//! `#[model]` implements `Serialize`, `Deserialize` and `JsonSchema` for a model, and this crate
+//! implements `Serialize` and `Display` for [`Hidden<T>`](crate::Hidden), under bounds of
+//! [`TheWire`] that never hold. The types then have those traits in name only: no other impl of
+//! them can be written (it would conflict), and every attempt to use one is reported with the
+//! messages of the traits below instead of advice to derive or implement the trait.
+
+mod sealed {
+    /// No type implements it: the bounds below never hold.
+    pub trait Never<'a> {}
+}
+
+/// The other side of every bound that never holds.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct TheWire;
+
+/// Never implemented (see [`TheWire`]).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{M}` is a model: its raw value never reaches the wire",
+    label = "a model reaches an agent only through a presenter",
+    note = "list what an agent may see in `#[presenter({M}, fields(...))]` and return the model through it: `#[tool(..., returns = ThatPresenter)]`",
+    note = "a value meant for the wire as it is (a DTO) is a plain type of its own, with no `Hidden` field"
+)]
+pub trait CarriesRawModel<'a, M>: sealed::Never<'a> {}
+
+/// Never implemented (see [`TheWire`]).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{M}` is a model: it never comes in from an agent",
+    label = "a model is never deserialized from arguments",
+    note = "take one of its fillable profiles (`fusion::Create<{M}>`, `Update<{M}>` or `Filter<{M}>`) or plain arguments: a profile never contains a guarded field"
+)]
+pub trait AcceptsRawModel<'a, M>: sealed::Never<'a> {}
+
+/// Never implemented (see [`TheWire`]).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{M}` is a model: it has no JSON schema of its own",
+    label = "a model's schema would list its hidden fields",
+    note = "a presenter's view and a fillable profile have schemas; use one of them"
+)]
+pub trait DescribesRawModel<'a, M>: sealed::Never<'a> {}
+
+/// Never implemented: how serializing a hidden value is reported.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a hidden value never reaches the wire: `Hidden<{T}>` cannot be serialized",
+    label = "this would serialize a hidden value",
+    note = "leave the field out of what is sent; if the value must leave (a deliberate export), read it with `.expose()` and say why in a comment"
+)]
+pub trait CarriesHiddenValue<'a, T>: sealed::Never<'a> {}
+
+/// Never implemented: how formatting a hidden value is reported.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a hidden value is never formatted: `Hidden<{T}>` has no `Display`",
+    label = "this would format a hidden value",
+    note = "its `Debug` prints `[hidden]`; to use the value itself, read it with `.expose()`, deliberately"
+)]
+pub trait FormatsHiddenValue<'a, T>: sealed::Never<'a> {}
+
+/// The body of the impls whose bounds never hold: never reached (used by generated code).
+#[doc(hidden)]
+#[cold]
+pub fn unreachable_impl() -> ! {
+    unreachable!("an impl whose bounds never hold was called")
+}
