@@ -33,6 +33,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::Value;
 
 use crate::context::CallContext;
+use crate::envelope::{Envelope, ErrorBody, Meta, SuggestedCall};
 use crate::server::{Server, UnknownTool};
 
 type ContextSetup = Arc<dyn Fn(&mut CallContext) + Send + Sync>;
@@ -119,12 +120,19 @@ fn into_object(arguments: Value) -> JsonObject {
     }
 }
 
-/// A tool result as the agent receives it, with readers for each part.
+/// A tool result as the agent receives it, with readers for each part. Its envelope is read
+/// through the [`Envelope`] types: a result whose `structuredContent` does not match them makes
+/// the test panic (the advertised output schema is generated from the same types).
 #[derive(Debug, Clone)]
 pub struct TestResult {
     raw: CallToolResult,
     envelope: Value,
+    typed: Envelope,
+    meta: Value,
+    error: Value,
 }
+
+static NULL: Value = Value::Null;
 
 /// A UI block as received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +146,20 @@ pub struct ReceivedUiBlock {
 impl TestResult {
     fn new(raw: CallToolResult) -> Self {
         let envelope = raw.structured_content.clone().unwrap_or(Value::Null);
-        TestResult { raw, envelope }
+        let typed: Envelope = serde_json::from_value(envelope.clone()).unwrap_or_else(|error| {
+            panic!("structuredContent is not a Fusion envelope ({error}): {envelope}")
+        });
+        let (meta, error) = match &typed {
+            Envelope::Success(success) => (to_value(&success.meta), Value::Null),
+            Envelope::Failure(failure) => (to_value(&failure.meta), to_value(&failure.error)),
+        };
+        TestResult {
+            raw,
+            envelope,
+            typed,
+            meta,
+            error,
+        }
     }
 
     /// The MCP result itself.
@@ -156,29 +177,52 @@ impl TestResult {
         self.raw.is_error == Some(true)
     }
 
-    /// The envelope (`structuredContent`).
+    /// The envelope (`structuredContent`) as JSON.
     pub fn envelope(&self) -> &Value {
         &self.envelope
     }
 
+    /// The envelope, read through its types.
+    pub fn typed(&self) -> &Envelope {
+        &self.typed
+    }
+
     /// The envelope's `data` (`null` on errors).
     pub fn data(&self) -> &Value {
-        &self.envelope["data"]
+        match &self.typed {
+            Envelope::Success(success) => &success.data,
+            Envelope::Failure(_) => &NULL,
+        }
     }
 
-    /// The envelope's `meta`.
+    /// The envelope's `meta`, as JSON.
     pub fn meta(&self) -> &Value {
-        &self.envelope["meta"]
+        &self.meta
     }
 
-    /// The envelope's `error` (`null` on success).
+    /// The envelope's `error` as JSON (`null` on success).
     pub fn error(&self) -> &Value {
-        &self.envelope["error"]
+        &self.error
+    }
+
+    /// The error, on errors.
+    pub fn error_body(&self) -> Option<&ErrorBody> {
+        match &self.typed {
+            Envelope::Success(_) => None,
+            Envelope::Failure(failure) => Some(&failure.error),
+        }
     }
 
     /// The error code, on errors.
     pub fn error_code(&self) -> Option<&str> {
-        self.envelope["error"]["code"].as_str()
+        self.error_body().map(|error| error.code.as_str())
+    }
+
+    fn typed_meta(&self) -> &Meta {
+        match &self.typed {
+            Envelope::Success(success) => &success.meta,
+            Envelope::Failure(failure) => &failure.meta,
+        }
     }
 
     /// The text blocks, in order.
@@ -219,12 +263,9 @@ impl TestResult {
             .collect()
     }
 
-    /// The suggested actions: `{"tool", "arguments", "reason"}` each, with exposed names.
-    pub fn suggestions(&self) -> Vec<Value> {
-        self.meta()["suggestions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+    /// The suggested next calls, with exposed names and arguments.
+    pub fn suggestions(&self) -> &[SuggestedCall] {
+        &self.typed_meta().suggestions
     }
 
     /// The domains the agent was told to fetch again, from the `<cache_invalidation/>` block.
@@ -240,10 +281,10 @@ impl TestResult {
             .unwrap_or_default()
     }
 
-    /// `(shown, total)` when a collection was cut to the agent limit.
+    /// `(shown, total)` when a collection was cut.
     pub fn truncation(&self) -> Option<(u64, u64)> {
-        let truncated = &self.meta()["truncated"];
-        Some((truncated["shown"].as_u64()?, truncated["total"].as_u64()?))
+        let truncated = self.typed_meta().truncated.as_ref()?;
+        Some((truncated.shown, truncated.total))
     }
 
     fn block_body(&self, open: &str, close: &str) -> Option<&str> {
@@ -252,6 +293,10 @@ impl TestResult {
                 .and_then(|rest| rest.strip_suffix(close))
         })
     }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 fn unescape(text: &str) -> String {

@@ -148,9 +148,9 @@ async fn suggestions_and_error_actions_use_the_grouped_call() {
     let open = tester
         .call("billing.get_invoice", json!({"id": "INV-1"}))
         .await;
-    assert_eq!(open.suggestions()[0]["tool"], "billing");
+    assert_eq!(open.suggestions()[0].tool, "billing");
     assert_eq!(
-        open.suggestions()[0]["arguments"],
+        open.suggestions()[0].arguments,
         json!({"action": "void_invoice", "id": "INV-1"})
     );
     let missing = tester

@@ -50,10 +50,8 @@ async fn suggestions_follow_the_data_with_exposed_names_and_arguments() {
         .call("billing.get_invoice", json!({"id": "INV-1"}))
         .await;
     assert_eq!(
-        open.suggestions(),
-        [
-            json!({"tool": "billing_void_invoice", "arguments": {"id": "INV-1"}, "reason": "The invoice is open: it can be voided."})
-        ]
+        serde_json::to_value(open.suggestions()).unwrap(),
+        json!([{"tool": "billing_void_invoice", "arguments": {"id": "INV-1"}, "reason": "The invoice is open: it can be voided."}])
     );
     assert!(open.texts().contains(&"<action_suggestions>\n- billing_void_invoice {\"id\":\"INV-1\"}: The invoice is open: it can be voided.\n</action_suggestions>"));
     let paid = tester
@@ -153,7 +151,7 @@ async fn a_suggestion_the_presenter_did_not_declare_is_dropped_never_shown() {
     assert!(!result.is_error());
     let suggestions = result.suggestions();
     assert_eq!(suggestions.len(), 1, "{suggestions:?}");
-    assert_eq!(suggestions[0]["reason"], "declared");
+    assert_eq!(suggestions[0].reason, "declared");
 }
 
 #[tokio::test]

@@ -81,7 +81,7 @@ async fn lists_are_limited_charted_and_suggest_the_next_step() {
         .map(|block| block.kind)
         .collect();
     assert_eq!(kinds, ["table", "chart"]);
-    assert_eq!(list.suggestions()[0]["tool"], "billing_get_invoice");
+    assert_eq!(list.suggestions()[0].tool, "billing_get_invoice");
     assert_eq!(list.meta()["cache"], "volatile");
 }
 

@@ -68,5 +68,5 @@ fn main() {
     );
     assert!(!result.raw_text().contains("555") && !result.raw_text().contains("90000"));
     assert!(result.rules().contains(&"main_contact.name: Contact name".to_owned()));
-    assert_eq!(result.suggestions()[0]["reason"], "Ada");
+    assert_eq!(result.suggestions()[0].reason, "Ada");
 }
