@@ -144,6 +144,20 @@ impl ServerBuilder {
         self
     }
 
+    /// Puts a `T` in the context of every call, computed by `provider` (see
+    /// [`Router::provide`]); it runs where it is added among the server's middleware.
+    #[must_use]
+    pub fn provide<T, F>(self, provider: F) -> Self
+    where
+        T: Send + Sync + Clone + 'static,
+        F: Fn(&crate::context::CallContext) -> Result<T, crate::error::ToolError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.middleware(crate::middleware::Provide::new(provider))
+    }
+
     /// Sets the access policy, evaluated per request for `tools/list` and every call.
     #[must_use]
     pub fn access(mut self, policy: impl AccessPolicy) -> Self {

@@ -152,6 +152,21 @@ impl CallContext {
     }
 }
 
+impl CallContext {
+    /// Takes the context out, leaving an empty one with the same state and cancellation in
+    /// its place (no allocation): for middleware that owns the context while it runs.
+    pub(crate) fn take(&mut self) -> CallContext {
+        let empty = CallContext {
+            state: Arc::clone(&self.state),
+            extensions: Extensions::new(),
+            meta: RequestMetaObject::default(),
+            cancellation: self.cancellation.clone(),
+            request: RequestFacts::default(),
+        };
+        std::mem::replace(self, empty)
+    }
+}
+
 impl fmt::Debug for CallContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallContext")
@@ -252,6 +267,54 @@ impl FromContext for CancellationToken {
 impl FromContext for RequestMetaObject {
     fn from_context(context: &CallContext) -> Result<Self, ToolError> {
         Ok(context.meta.clone())
+    }
+}
+
+/// A value that a provider puts in the call's context ([`Router::provide`](crate::Router::provide)
+/// or [`ServerBuilder::provide`](crate::ServerBuilder::provide)), taken by handlers as a
+/// parameter of its own type.
+///
+/// Implementing it is one line; a handler that takes the type then builds only where a
+/// provider of it runs before the handler.
+///
+/// ```
+/// use fusion_runtime::{CallContext, Provided, Router, ToolError};
+///
+/// #[derive(Clone)]
+/// pub struct Tenant(pub String);
+/// impl Provided for Tenant {}
+///
+/// fn tenant_of(call: &CallContext) -> Result<Tenant, ToolError> {
+///     call.principal()
+///         .and_then(|principal| principal.tenant.clone())
+///         .map(Tenant)
+///         .ok_or_else(|| ToolError::unauthorized("This call acts for no tenant."))
+/// }
+///
+/// let router = Router::new("billing").provide(tenant_of);
+/// # let _ = router;
+/// ```
+pub trait Provided: Clone + Send + Sync + 'static {}
+
+impl<T: Provided> FromContext for T {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        context.extensions.get::<T>().cloned().ok_or_else(|| {
+            ToolError::internal_message(format!(
+                "no {} in the call context: its provider did not run",
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+
+    fn check(server: &ServerParts) -> Result<(), String> {
+        if server.provides::<T>() {
+            Ok(())
+        } else {
+            Err(format!(
+                "no provider of `{}` runs before it: add `.provide(...)` to its router or server",
+                std::any::type_name::<T>()
+            ))
+        }
     }
 }
 

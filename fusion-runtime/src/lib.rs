@@ -46,7 +46,9 @@ pub use action::{ActionInfo, CacheHint, Exposition, Exposure, Verb};
 pub use args::Params;
 pub use audit::{AuditRecord, AuditSink};
 pub use build::ServerBuilder;
-pub use context::{CallContext, Ext, FromContext, HttpRequest, Progress, ServerParts, State};
+pub use context::{
+    CallContext, Ext, FromContext, HttpRequest, Progress, Provided, ServerParts, State,
+};
 pub use error::{BuildError, ErrorCatalog, ToolError, codes};
 pub use guard::{Concurrency, Serialization};
 pub use hidden::Hidden;

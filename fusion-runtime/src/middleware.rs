@@ -4,17 +4,19 @@
 //! derive typed values that the handler then takes as parameters (a `Tenant` from a verified
 //! credential, say). Chains are composed once per action when the server is built.
 //!
-//! **Order.** Server middleware runs first, then the router's, then the action's own, in the
-//! order each was added; then the guards, then the handler. A middleware that rejects stops
-//! the chain: nothing after it runs.
+//! **Order.** Middleware runs after the access check and after the call's arguments were read
+//! and validated (an invalid call never reaches it). Server middleware runs first, then the
+//! router's, then the action's own, in the order each was added; then the guards, then the
+//! handler. A middleware that rejects stops the chain: nothing after it runs.
 
 use std::any::TypeId;
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::action::ActionInfo;
+use crate::action::{ActionInfo, Verb};
 use crate::context::CallContext;
 use crate::error::ToolError;
+use crate::key::ToolKey;
 
 /// The future a middleware returns.
 pub type MiddlewareFuture<'a> = Pin<Box<dyn Future<Output = Result<(), ToolError>> + Send + 'a>>;
@@ -62,6 +64,146 @@ pub trait Middleware: Send + Sync + 'static {
     /// refuse to build.
     fn provides(&self) -> Vec<TypeId> {
         Vec::new()
+    }
+}
+
+/// What a middleware made by [`from_async`] knows of the action it runs for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionRef {
+    key: ToolKey,
+    verb: Verb,
+}
+
+impl ActionRef {
+    /// The action's canonical key.
+    pub fn key(&self) -> &ToolKey {
+        &self.key
+    }
+
+    /// The action's verb.
+    pub fn verb(&self) -> Verb {
+        self.verb
+    }
+}
+
+/// A middleware from an `async` closure that owns the call's context while it runs and hands
+/// it back (a lookup in a database or a remote service, say); an error stops the call.
+///
+/// ```
+/// use fusion_runtime::middleware::from_async;
+/// use fusion_runtime::{CallContext, ToolError, Verb};
+///
+/// #[derive(Clone)]
+/// struct Quota(u32);
+///
+/// let quota = from_async(|mut call: CallContext, action| async move {
+///     if action.verb() != Verb::Query {
+///         // e.g. `let left = quotas.remaining(call.principal()).await?;`
+///         call.extensions_mut().insert(Quota(10));
+///     }
+///     Ok(call)
+/// })
+/// .providing::<Quota>();
+/// # let _ = quota;
+/// ```
+pub fn from_async<F, Fut>(f: F) -> FromAsync<F>
+where
+    F: Fn(CallContext, ActionRef) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallContext, ToolError>> + Send + 'static,
+{
+    FromAsync {
+        f,
+        provides: Vec::new(),
+    }
+}
+
+/// A middleware made by [`from_async`].
+pub struct FromAsync<F> {
+    f: F,
+    provides: Vec<TypeId>,
+}
+
+impl<F> FromAsync<F> {
+    /// Declares that this middleware puts a `T` in the context.
+    #[must_use]
+    pub fn providing<T: 'static>(mut self) -> Self {
+        self.provides.push(TypeId::of::<T>());
+        self
+    }
+}
+
+impl<F> std::fmt::Debug for FromAsync<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FromAsync").finish_non_exhaustive()
+    }
+}
+
+impl<F, Fut> Middleware for FromAsync<F>
+where
+    F: Fn(CallContext, ActionRef) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallContext, ToolError>> + Send + 'static,
+{
+    fn before<'a>(
+        &'a self,
+        call: &'a mut CallContext,
+        action: ActionInfo<'a>,
+    ) -> MiddlewareFuture<'a> {
+        let action = ActionRef {
+            key: action.key().clone(),
+            verb: action.verb(),
+        };
+        let running = (self.f)(call.take(), action);
+        Box::pin(async move {
+            *call = running.await?;
+            Ok(())
+        })
+    }
+
+    fn provides(&self) -> Vec<TypeId> {
+        self.provides.clone()
+    }
+}
+
+/// A middleware that puts a `T` in every call's context, made by `provide` on a router or a
+/// server: what handlers taking a [`Provided`](crate::context::Provided) `T` receive.
+pub struct Provide<T, F> {
+    f: F,
+    provided: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T, F> Provide<T, F> {
+    pub(crate) fn new(f: F) -> Self {
+        Provide {
+            f,
+            provided: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T, F> std::fmt::Debug for Provide<T, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Provide<{}>", std::any::type_name::<T>())
+    }
+}
+
+impl<T, F> Middleware for Provide<T, F>
+where
+    T: Send + Sync + Clone + 'static,
+    F: Fn(&CallContext) -> Result<T, ToolError> + Send + Sync + 'static,
+{
+    fn before<'a>(
+        &'a self,
+        call: &'a mut CallContext,
+        _action: ActionInfo<'a>,
+    ) -> MiddlewareFuture<'a> {
+        let outcome = (self.f)(call).map(|value| {
+            call.extensions_mut().insert(value);
+        });
+        Box::pin(std::future::ready(outcome))
+    }
+
+    fn provides(&self) -> Vec<TypeId> {
+        vec![TypeId::of::<T>()]
     }
 }
 

@@ -3,7 +3,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::middleware::Middleware;
+use crate::context::CallContext;
+use crate::error::ToolError;
+use crate::middleware::{Middleware, Provide};
 use crate::spec::{Tool, ToolSpec};
 
 /// A group of tools under a namespace, sharing middleware, tags and a toolset.
@@ -37,6 +39,19 @@ impl Router {
     pub fn middleware(mut self, middleware: impl Middleware) -> Self {
         self.middleware.push(Arc::new(middleware));
         self
+    }
+
+    /// Puts a `T` in the context of every call of the router's tools, computed by `provider`
+    /// from the call (after the middleware added before it): handlers take it as a parameter
+    /// of type `T` ([`Provided`](crate::context::Provided)), and a tool that takes a `T` with no
+    /// provider in its chain does not build. A provider's error stops the call.
+    #[must_use]
+    pub fn provide<T, F>(self, provider: F) -> Self
+    where
+        T: Send + Sync + Clone + 'static,
+        F: Fn(&CallContext) -> Result<T, ToolError> + Send + Sync + 'static,
+    {
+        self.middleware(Provide::new(provider))
     }
 
     /// Adds tags to every tool of the router.

@@ -88,8 +88,8 @@ pub use fusion_macros::tool;
 /// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
 pub use fusion_runtime::{
     AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
-    HttpRequest, Middleware, Params, Principal, Progress, Router, Serialization, ServerParts,
-    State, Tool, ToolError, ToolSpec, Verb, codes,
+    HttpRequest, Middleware, Params, Principal, Progress, Provided, Router, Serialization,
+    ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes,
 };
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{

@@ -102,6 +102,117 @@ async fn middleware_derives_typed_context_in_a_documented_order() {
     );
 }
 
+/// Echoes a number; its middleware leaves a trail.
+#[tool(mutation, name = "team.count", serialize = "n")]
+async fn count(n: u32, trail: State<Trail>) -> Result<u32, ToolError> {
+    trail.0.lock().unwrap().push("handler");
+    Ok(n)
+}
+
+/// The documented order is the real one: access, then the arguments, then middleware and
+/// guards. An invalid call is refused before any middleware runs or any lock is taken.
+#[tokio::test]
+async fn arguments_are_validated_before_middleware_and_guards() {
+    let server = ServerBuilder::new("s", "1")
+        .state(Trail::default())
+        .access(|call: &CallContext, _: ActionInfo<'_>| {
+            if let Some(trail) = call.state::<Trail>() {
+                trail.0.lock().unwrap().push("access");
+            }
+            true
+        })
+        .middleware(mark("middleware"))
+        .tool::<count>()
+        .build()
+        .unwrap();
+    let trail = server.new_context().state::<Trail>().unwrap();
+    let tester = Tester::new(server);
+    let invalid = tester.call("team.count", json!({"n": "seven"})).await;
+    assert_eq!(invalid.error_code(), Some("VALIDATION_ERROR"));
+    assert_eq!(*trail.0.lock().unwrap(), ["access"]);
+    trail.0.lock().unwrap().clear();
+    let valid = tester.call("team.count", json!({"n": 7})).await;
+    assert_eq!(valid.data(), &json!(7));
+    assert_eq!(
+        *trail.0.lock().unwrap(),
+        ["access", "middleware", "handler"]
+    );
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Team(String);
+impl fusion::Provided for Team {}
+
+/// Says which team is calling.
+#[tool(query, name = "team.name")]
+async fn team_name(team: Team) -> Result<String, ToolError> {
+    Ok(team.0)
+}
+
+#[tokio::test]
+async fn a_provided_value_is_a_plain_parameter_and_its_provider_can_refuse() {
+    let provider = |call: &CallContext| {
+        call.principal()
+            .and_then(|principal| principal.tenant.clone())
+            .map(Team)
+            .ok_or_else(|| ToolError::unauthorized("No team."))
+    };
+    let server = ServerBuilder::new("s", "1")
+        .router(Router::new("team").provide(provider).tool::<team_name>())
+        .build()
+        .unwrap();
+    let tester = Tester::new(server.clone()).with_context(as_tenant("red"));
+    assert_eq!(
+        tester.call("team.name", json!({})).await.data(),
+        &json!("red")
+    );
+    let anonymous = Tester::new(server).call("team.name", json!({})).await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHORIZED"));
+    // Without a provider the server does not build, and says what is missing.
+    let problems = ServerBuilder::new("s", "1")
+        .tool::<team_name>()
+        .build()
+        .expect_err("no provider of `Team`")
+        .problems()
+        .to_vec();
+    assert!(
+        problems[0].contains("no provider of") && problems[0].contains("Team"),
+        "{problems:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_async_middleware_owns_the_context_while_it_awaits() {
+    let lookup = fusion::middleware::from_async(|mut call: CallContext, action| async move {
+        // Stands for a lookup in a remote service.
+        tokio::task::yield_now().await;
+        let tenant = call
+            .principal()
+            .and_then(|principal| principal.tenant.clone())
+            .ok_or_else(|| {
+                ToolError::unauthorized(format!("`{}` needs a tenant.", action.key()))
+            })?;
+        call.extensions_mut().insert(Tenant(tenant));
+        Ok(call)
+    })
+    .providing::<Tenant>();
+    let server = ServerBuilder::new("s", "1")
+        .state(Trail::default())
+        .router(Router::new("team").middleware(lookup).tool::<whoami>())
+        .build()
+        .unwrap();
+    let tester = Tester::new(server.clone()).with_context(as_tenant("t_9"));
+    let result = tester.call("team.whoami", json!({})).await;
+    // What the context carried before the middleware (the principal) is still there after it.
+    assert_eq!(result.data(), &json!("t_9"));
+    let anonymous = Tester::new(server).call("team.whoami", json!({})).await;
+    assert_eq!(anonymous.error_code(), Some("UNAUTHORIZED"));
+    assert_eq!(
+        anonymous.error()["message"],
+        "`team.whoami` needs a tenant."
+    );
+}
+
 #[tokio::test]
 async fn middleware_rejects_before_the_handler_runs() {
     let server = ServerBuilder::new("s", "1")

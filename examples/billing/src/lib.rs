@@ -9,14 +9,11 @@
 pub mod model;
 pub mod store;
 
-use std::any::TypeId;
 use std::sync::Arc;
 
-use fusion::middleware::{Middleware, MiddlewareFuture};
 use fusion::{
-    ActionInfo, CallContext, Create, Filter, FromContext, Presented, Principal, Router, Server,
-    ServerBuilder, ServerParts, State, Suggestion, ToolError, UiBlock, Update, Verb, presenter,
-    tool,
+    ActionInfo, CallContext, Create, Filter, Presented, Principal, Provided, Router, Server,
+    ServerBuilder, State, Suggestion, ToolError, UiBlock, Update, Verb, presenter, tool,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -31,59 +28,25 @@ pub const DEMO_TENANT: &str = "t_777";
 /// The scope that allows changing invoices; reads need no scope.
 pub const WRITE_SCOPE: &str = "billing:write";
 
-/// The tenant a call acts for. It is derived by [`TenantFromPrincipal`] from the verified
-/// credential, never taken from an agent's arguments (`tenant_id` is guarded in the model).
+/// The tenant a call acts for: derived by [`tenant_of`] from the verified credential, never
+/// taken from an agent's arguments (`tenant_id` is guarded in the model).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tenant(pub String);
 
-impl FromContext for Tenant {
-    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
-        context
-            .extensions()
-            .get::<Tenant>()
-            .cloned()
-            .ok_or_else(|| ToolError::unauthorized("No tenant is attached to this call."))
-    }
+impl Provided for Tenant {}
 
-    // A tool that takes a `Tenant` without the middleware that derives it does not build.
-    fn check(server: &ServerParts) -> Result<(), String> {
-        if server.provides::<Tenant>() {
-            Ok(())
-        } else {
-            Err("`Tenant` is derived by `TenantFromPrincipal`, which is not in its chain".into())
-        }
-    }
-}
-
-/// Derives the [`Tenant`] from the verified principal; a call without one is refused.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TenantFromPrincipal;
-
-impl Middleware for TenantFromPrincipal {
-    fn before<'a>(
-        &'a self,
-        call: &'a mut CallContext,
-        _action: ActionInfo<'a>,
-    ) -> MiddlewareFuture<'a> {
-        let tenant = call
-            .principal()
-            .map(|principal| principal.tenant.clone().ok_or("not bound to a tenant"))
-            .unwrap_or(Err("missing"));
-        let outcome = match tenant {
-            Ok(tenant) => {
-                call.extensions_mut().insert(Tenant(tenant));
-                Ok(())
-            }
-            Err(why) => Err(ToolError::unauthorized(format!(
-                "The caller's credential is {why}: billing tools act for one tenant."
-            ))),
-        };
-        Box::pin(std::future::ready(outcome))
-    }
-
-    fn provides(&self) -> Vec<TypeId> {
-        vec![TypeId::of::<Tenant>()]
-    }
+/// The caller's tenant; a call without one is refused.
+pub fn tenant_of(call: &CallContext) -> Result<Tenant, ToolError> {
+    let why = match call.principal() {
+        Some(principal) => match &principal.tenant {
+            Some(tenant) => return Ok(Tenant(tenant.clone())),
+            None => "not bound to a tenant",
+        },
+        None => "missing",
+    };
+    Err(ToolError::unauthorized(format!(
+        "The caller's credential is {why}: billing tools act for one tenant."
+    )))
 }
 
 /// Reads are open to every verified caller; changes need the [`WRITE_SCOPE`].
@@ -457,7 +420,7 @@ pub fn builder(store: Arc<Store>) -> ServerBuilder {
         .access(access)
         .router(
             Router::new("billing")
-                .middleware(TenantFromPrincipal)
+                .provide(tenant_of)
                 .tool::<get_invoice>()
                 .tool::<list_invoices>()
                 .tool::<void_invoice>()
