@@ -177,6 +177,12 @@ mod sqlite {
         connection: Mutex<rusqlite::Connection>,
     }
 
+    impl std::fmt::Debug for SqliteAuditSink {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("SqliteAuditSink").finish_non_exhaustive()
+        }
+    }
+
     impl SqliteAuditSink {
         /// Opens (or creates) the `audit_events` table in the database file at `path`.
         pub fn open(path: &Path) -> Result<Self, AuditError> {

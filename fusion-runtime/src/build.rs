@@ -68,6 +68,17 @@ pub struct ServerBuilder {
     span_level: tracing::Level,
 }
 
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("exposition", &self.exposition)
+            .field("tools", &self.specs)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ServerBuilder {
     /// A server with a name and a version (reported to clients and in every response's meta).
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {

@@ -45,6 +45,15 @@ pub struct ServerParts {
     pub(crate) provided: Vec<TypeId>,
 }
 
+impl fmt::Debug for ServerParts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerParts")
+            .field("state", &self.state.values.len())
+            .field("provided", &self.provided.len())
+            .finish()
+    }
+}
+
 impl ServerParts {
     /// Whether shared state of type `T` was registered.
     pub fn has_state<T: 'static>(&self) -> bool {
@@ -112,6 +121,7 @@ impl CallContext {
     }
 
     /// The HTTP request this call came in, when it came over HTTP.
+    #[cfg(feature = "http")]
     pub fn http_request(&self) -> Option<&http::request::Parts> {
         self.extensions.get::<http::request::Parts>()
     }
@@ -360,9 +370,11 @@ impl<T: Clone + Send + Sync + 'static> FromContext for Ext<T> {
 }
 
 /// The HTTP request a call came in (`None` over stdio or in the tester).
+#[cfg(feature = "http")]
 #[derive(Debug, Clone)]
 pub struct HttpRequest(pub Option<http::request::Parts>);
 
+#[cfg(feature = "http")]
 impl FromContext for HttpRequest {
     fn from_context(context: &CallContext) -> Result<Self, ToolError> {
         Ok(HttpRequest(context.http_request().cloned()))

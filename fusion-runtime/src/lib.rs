@@ -46,9 +46,9 @@ pub use action::{ActionInfo, CacheHint, Exposition, Exposure, Verb};
 pub use args::Params;
 pub use audit::{AuditRecord, AuditSink};
 pub use build::ServerBuilder;
-pub use context::{
-    CallContext, Ext, FromContext, HttpRequest, Progress, Provided, ServerParts, State,
-};
+#[cfg(feature = "http")]
+pub use context::HttpRequest;
+pub use context::{CallContext, Ext, FromContext, Progress, Provided, ServerParts, State};
 pub use error::{BuildError, ErrorCatalog, ToolError, codes};
 pub use guard::{Concurrency, Serialization};
 pub use hidden::Hidden;

@@ -238,6 +238,12 @@ pub struct FromFn<F> {
     provides: Vec<TypeId>,
 }
 
+impl<F> std::fmt::Debug for FromFn<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FromFn").finish_non_exhaustive()
+    }
+}
+
 impl<F> FromFn<F> {
     /// Declares that this middleware puts a `T` in the context.
     #[must_use]

@@ -170,6 +170,12 @@ pub trait ModelsNeverImplementSerialize {
 #[doc(hidden)]
 pub struct SerializableTypesAreNeverModels<T: ?Sized>(core::marker::PhantomData<T>);
 
+impl<T: ?Sized> std::fmt::Debug for SerializableTypesAreNeverModels<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SerializableTypesAreNeverModels")
+    }
+}
+
 // Not recommended: a type that is not a model should hear "declare it with `#[model]`", not
 // "implement `Serialize`".
 #[diagnostic::do_not_recommend]
@@ -187,6 +193,12 @@ pub trait ModelsNeverImplementDeserialize {
 #[doc(hidden)]
 pub struct DeserializableTypesAreNeverModels<T: ?Sized>(core::marker::PhantomData<T>);
 
+impl<T: ?Sized> std::fmt::Debug for DeserializableTypesAreNeverModels<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeserializableTypesAreNeverModels")
+    }
+}
+
 #[diagnostic::do_not_recommend]
 impl<T: DeserializeOwned> ModelsNeverImplementDeserialize for T {
     type Proof = DeserializableTypesAreNeverModels<T>;
@@ -194,6 +206,7 @@ impl<T: DeserializeOwned> ModelsNeverImplementDeserialize for T {
 
 /// Type-directed checks and helpers for the code `#[model]` generates.
 #[doc(hidden)]
+#[allow(missing_debug_implementations)] // Probes of generated code, never values a user holds.
 pub mod kinds {
     use std::fmt;
     use std::marker::PhantomData;

@@ -21,6 +21,17 @@ pub struct Router {
     pub(crate) specs: Vec<ToolSpec>,
 }
 
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router")
+            .field("prefix", &self.prefix)
+            .field("tags", &self.tags)
+            .field("toolset", &self.toolset)
+            .field("tools", &self.specs)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Router {
     /// A router for namespace `prefix`.
     pub fn new(prefix: impl Into<Cow<'static, str>>) -> Self {

@@ -116,6 +116,17 @@ pub struct ToolSpec {
     pub(crate) toolset: Option<Cow<'static, str>>,
 }
 
+impl std::fmt::Debug for ToolSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSpec")
+            .field("key", &self.key)
+            .field("verb", &self.verb)
+            .field("params", &self.params)
+            .field("handler", &self.handler.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl ToolSpec {
     /// A tool with a verb, a canonical key (`billing.get_invoice`) and a description for the
     /// agent. An invalid key is reported when the server is built.

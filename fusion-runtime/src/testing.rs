@@ -45,6 +45,14 @@ pub struct Tester {
     setup: Option<ContextSetup>,
 }
 
+impl std::fmt::Debug for Tester {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tester")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Tester {
     /// A tester of `server`.
     pub fn new(server: Server) -> Self {

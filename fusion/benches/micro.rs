@@ -41,6 +41,7 @@ pub struct Invoice {
 
 /// The view an agent gets.
 #[presenter(Invoice, fields(id, customer_id, total_cents, status))]
+#[derive(Debug)]
 pub struct InvoiceView;
 
 /// What a careful hand-written server serializes: the same visible fields.

@@ -88,8 +88,8 @@ pub use fusion_macros::tool;
 /// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
 pub use fusion_runtime::{
     AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
-    HttpRequest, Middleware, Params, Principal, Progress, Provided, Router, Serialization,
-    ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes,
+    Middleware, Params, Principal, Progress, Provided, Router, Serialization, ServerParts, State,
+    Tool, ToolError, ToolSpec, Verb, codes,
 };
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{
@@ -107,12 +107,18 @@ pub use fusion_runtime::{
     PresenterInfo, PresenterOf, Suggestion, ToolOutput, Truncation, UiBlock,
 };
 
+/// The HTTP request a call came in.
+#[cfg(feature = "http")]
+pub use fusion_runtime::HttpRequest;
 /// Bearer authentication of the HTTP transport.
+#[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;
 pub use fusion_runtime::{audit, envelope, middleware, observe, serve, testing};
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can
 /// name them through `fusion` instead of depending on them itself.
+#[cfg(feature = "http")]
+pub use axum;
 pub use fusion_runtime::rmcp;
 pub use schemars;
 pub use serde;

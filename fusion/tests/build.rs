@@ -143,6 +143,7 @@ fn verb_settings_and_keys_are_checked_for_tools_built_without_macros() {
 
 /// Suggests a tool that exists.
 #[presenter(Invoice, fields(id), suggest = nothing, actions = ["billing.get_invoice"])]
+#[derive(Debug)]
 pub struct SuggestsGet;
 
 fn nothing(_: fusion::Presented<'_, SuggestsGetItem<'_>>) -> Vec<fusion::Suggestion> {

@@ -218,8 +218,7 @@ fn arguments_named_like_guarded_or_hidden_fields_are_refused_at_build() {
         params.field::<Option<String>>(name, None);
         let problems = params
             .compile("billing.create_invoice")
-            .err()
-            .expect("the argument is refused")
+            .expect_err("the argument is refused")
             .problems()
             .to_vec();
         assert_eq!(problems.len(), 1, "{problems:?}");

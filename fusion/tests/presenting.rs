@@ -133,6 +133,7 @@ fn rogue(_shown: fusion::Presented<'_, RogueViewItem<'_>>) -> Vec<fusion::Sugges
 
 /// A presenter whose suggestion function misbehaves.
 #[presenter(Invoice, fields(id), suggest = rogue, actions = ["billing.get_invoice"])]
+#[derive(Debug)]
 pub struct RogueView;
 
 /// Shows an invoice with a presenter whose suggestion function misbehaves.

@@ -74,6 +74,7 @@ pub fn local_principal() -> Principal {
                      "A voided invoice can no longer be paid or changed."],
             suggest = next_for_invoice, actions = ["billing.void_invoice", "billing.list_invoices"],
             ui = invoice_blocks)]
+#[derive(Debug)]
 pub struct InvoiceView;
 
 fn next_for_invoice(shown: Presented<'_, InvoiceViewItem<'_>>) -> Vec<Suggestion> {
@@ -133,6 +134,7 @@ fn invoice_blocks(shown: Presented<'_, InvoiceViewItem<'_>>) -> Vec<UiBlock> {
 #[presenter(Invoice, fields(id, customer_id, total_cents, status), limit = 50,
             rules = ["Amounts are integer cents: divide by 100 and show two decimals."],
             suggest = next_for_list, actions = ["billing.get_invoice"], ui = list_blocks)]
+#[derive(Debug)]
 pub struct InvoiceList;
 
 fn next_for_list(shown: Presented<'_, InvoiceListItem<'_>>) -> Vec<Suggestion> {

@@ -6,6 +6,7 @@
 //! Each kind reads in two steps, as the request path does: `read` takes what the agent sent
 //! (before middleware and guards), `take` produces the parameter with the call's context
 //! (after them).
+// Probes of generated code, never values a user holds.
 #![allow(missing_docs, missing_debug_implementations)]
 
 use std::marker::PhantomData;

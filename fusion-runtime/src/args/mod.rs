@@ -25,13 +25,14 @@ use crate::model::{ArgumentGroup, ModelFields};
 
 /// The parameters of one tool, as declared. Turned into an input schema and an
 /// [`ArgLayout`] when the server is built.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Params {
     pub(crate) fields: Vec<FieldParamSpec>,
     pub(crate) groups: Vec<GroupParamSpec>,
     pub(crate) context: Vec<ContextParamSpec>,
 }
 
+#[derive(Debug)]
 pub(crate) struct FieldParamSpec {
     pub(crate) name: &'static str,
     pub(crate) description: Option<&'static str>,
@@ -39,12 +40,14 @@ pub(crate) struct FieldParamSpec {
     pub(crate) optional: bool,
 }
 
+#[derive(Debug)]
 pub(crate) struct GroupParamSpec {
     pub(crate) type_name: &'static str,
     pub(crate) schema: fn(&mut SchemaGenerator) -> Schema,
     pub(crate) model: Option<ModelFields>,
 }
 
+#[derive(Debug)]
 pub(crate) struct ContextParamSpec {
     pub(crate) type_name: &'static str,
     pub(crate) check: fn(&ServerParts) -> Result<(), String>,
@@ -193,6 +196,7 @@ impl Params {
 /// benchmarks and tests of argument handling).
 #[cfg(feature = "bench-hooks")]
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct CompiledParams {
     layout: ArgLayout,
     tool: String,

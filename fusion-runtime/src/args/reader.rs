@@ -15,6 +15,7 @@ const MAX_ISSUES: usize = 20;
 /// Reads one call's arguments. Every value is deserialized by reference from the arguments
 /// the agent sent, so that when anything is wrong the whole object can be explained against
 /// the input schema, every issue at once.
+#[derive(Debug)]
 pub struct ArgReader<'l> {
     args: Value,
     layout: &'l ArgLayout,

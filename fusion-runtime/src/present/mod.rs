@@ -146,6 +146,12 @@ impl<T: Serialize + JsonSchema + ?Sized> PresentedValue for T {}
 #[doc(hidden)]
 pub struct PresentedField<'a, T: ?Sized>(pub &'a T);
 
+impl<T: ?Sized> std::fmt::Debug for PresentedField<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PresentedField")
+    }
+}
+
 impl<T: PresentedValue + ?Sized> Serialize for PresentedField<'_, T> {
     #[inline]
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -244,6 +250,12 @@ pub mod nested {
 /// A nested value on its way to the wire, presented by `P` (used by generated code).
 #[doc(hidden)]
 pub struct NestedWire<'a, P, T>(&'a T, PhantomData<fn() -> P>);
+
+impl<P, T> std::fmt::Debug for NestedWire<'_, P, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NestedWire")
+    }
+}
 
 impl<P: PresenterOf<T>, T> Serialize for NestedWire<'_, P, T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

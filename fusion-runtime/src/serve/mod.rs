@@ -33,14 +33,20 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "http")]
 pub mod auth;
+#[cfg(feature = "stdio")]
 mod stdio;
+#[cfg(feature = "http")]
 mod streamable;
 
+#[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
+#[cfg(feature = "http")]
 pub use streamable::HttpOptions;
 
 use crate::context::{CallContext, RequestFacts};
+#[cfg(feature = "http")]
 use crate::principal::Principal;
 use crate::server::Server;
 
@@ -72,6 +78,14 @@ pub struct RequestInfo<'r> {
     context: &'r RequestContext<RoleServer>,
 }
 
+impl std::fmt::Debug for RequestInfo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestInfo")
+            .field("request_id", self.request_id())
+            .finish_non_exhaustive()
+    }
+}
+
 impl RequestInfo<'_> {
     /// The request's `_meta`.
     pub fn meta(&self) -> &rmcp::model::RequestMetaObject {
@@ -79,6 +93,7 @@ impl RequestInfo<'_> {
     }
 
     /// The HTTP request, when the request came over HTTP.
+    #[cfg(feature = "http")]
     pub fn http_request(&self) -> Option<&http::request::Parts> {
         self.context.extensions.get::<http::request::Parts>()
     }
@@ -125,16 +140,24 @@ impl RequestInfo<'_> {
 /// to the call after the factory, over anything it inserted, so a factory cannot forge them.
 pub type ContextFactory = Arc<dyn Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync>;
 
-/// A tower layer added with [`Mcp::layer`], kept as what it does to the router.
-type RouterLayer = Arc<dyn Fn(axum::Router) -> axum::Router + Send + Sync>;
-
 /// A [`Server`] ready to be served over MCP.
 #[derive(Clone)]
 pub struct Mcp {
     server: Server,
     options: McpOptions,
     context_factory: Option<ContextFactory>,
-    layers: Vec<RouterLayer>,
+    #[cfg(feature = "http")]
+    layers: Vec<streamable::RouterLayer>,
+}
+
+impl std::fmt::Debug for Mcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mcp")
+            .field("server", &self.server)
+            .field("options", &self.options)
+            .field("context_factory", &self.context_factory.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Mcp {
@@ -144,6 +167,7 @@ impl Mcp {
             server,
             options: McpOptions::default(),
             context_factory: None,
+            #[cfg(feature = "http")]
             layers: Vec::new(),
         }
     }
@@ -162,44 +186,6 @@ impl Mcp {
         factory: impl Fn(&RequestInfo<'_>, &mut CallContext) + Send + Sync + 'static,
     ) -> Self {
         self.context_factory = Some(Arc::new(factory));
-        self
-    }
-
-    /// Wraps the HTTP endpoint in a tower layer (tracing, CORS, compression, timeouts, extra
-    /// response headers…), wherever it is served: [`Mcp::router`], [`Mcp::serve_http`],
-    /// [`Mcp::serve_http_on`]. The serving defaults (`TCP_NODELAY`, graceful Ctrl-C) stay.
-    ///
-    /// As with [`axum::Router::layer`], the last layer added runs first. Every request meets,
-    /// in order: the `Host`/`Origin` check (a foreign one gets 403 before anything else runs),
-    /// your layers, the bearer-token check ([`HttpOptions::auth`]), then the MCP endpoint.
-    ///
-    /// ```no_run
-    /// # async fn run(server: fusion_runtime::Server) -> Result<(), fusion_runtime::serve::ServeError> {
-    /// use fusion_runtime::serve::{HttpOptions, Mcp};
-    ///
-    /// // Any tower layer whose service axum accepts, e.g. from tower-http:
-    /// // Mcp::new(server).layer(tower_http::trace::TraceLayer::new_for_http())
-    /// let logged = axum::middleware::map_request(|request: axum::extract::Request| async move {
-    ///     eprintln!("{} {}", request.method(), request.uri());
-    ///     request
-    /// });
-    /// Mcp::new(server).layer(logged).serve_http(HttpOptions::default()).await?;
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
-    pub fn layer<L>(mut self, layer: L) -> Self
-    where
-        L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
-        L::Service: tower::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
-        <L::Service as tower::Service<axum::extract::Request>>::Response:
-            axum::response::IntoResponse + 'static,
-        <L::Service as tower::Service<axum::extract::Request>>::Error:
-            Into<std::convert::Infallible> + 'static,
-        <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
-    {
-        self.layers.push(Arc::new(move |router: axum::Router| {
-            router.layer(layer.clone())
-        }));
         self
     }
 
@@ -286,6 +272,14 @@ pub struct McpHandler {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for McpHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHandler")
+            .field("server", &self.shared.server)
+            .finish_non_exhaustive()
+    }
+}
+
 struct Shared {
     server: Server,
     info: ServerConfig,
@@ -306,6 +300,7 @@ impl McpHandler {
     fn call_context(&self, context: RequestContext<RoleServer>) -> CallContext {
         let mut call = self.shared.server.new_context();
         // The principal the HTTP layer verified travels in the request parts.
+        #[cfg(feature = "http")]
         let principal = context
             .extensions
             .get::<http::request::Parts>()
@@ -336,6 +331,7 @@ impl McpHandler {
             }
         }
         // And so does the verified principal.
+        #[cfg(feature = "http")]
         if let Some(principal) = principal {
             call.extensions.insert(principal);
         }

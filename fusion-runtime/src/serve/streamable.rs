@@ -16,7 +16,48 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{Authenticator, TokenVerifier};
 use super::{Mcp, McpHandler, ServeError};
 
+/// A tower layer added with [`Mcp::layer`], kept as what it does to the router.
+pub(super) type RouterLayer = Arc<dyn Fn(axum::Router) -> axum::Router + Send + Sync>;
+
 impl Mcp {
+    /// Wraps the HTTP endpoint in a tower layer (tracing, CORS, compression, timeouts, extra
+    /// response headers…), wherever it is served: [`Mcp::router`], [`Mcp::serve_http`],
+    /// [`Mcp::serve_http_on`]. The serving defaults (`TCP_NODELAY`, graceful Ctrl-C) stay.
+    ///
+    /// As with [`axum::Router::layer`], the last layer added runs first. Every request meets,
+    /// in order: the `Host`/`Origin` check (a foreign one gets 403 before anything else runs),
+    /// your layers, the bearer-token check ([`HttpOptions::auth`]), then the MCP endpoint.
+    ///
+    /// ```no_run
+    /// # async fn run(server: fusion_runtime::Server) -> Result<(), fusion_runtime::serve::ServeError> {
+    /// use fusion_runtime::serve::{HttpOptions, Mcp};
+    ///
+    /// // Any tower layer whose service axum accepts, e.g. from tower-http:
+    /// // Mcp::new(server).layer(tower_http::trace::TraceLayer::new_for_http())
+    /// let logged = axum::middleware::map_request(|request: axum::extract::Request| async move {
+    ///     eprintln!("{} {}", request.method(), request.uri());
+    ///     request
+    /// });
+    /// Mcp::new(server).layer(logged).serve_http(HttpOptions::default()).await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+        L::Service: tower::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Response:
+            axum::response::IntoResponse + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Error:
+            Into<std::convert::Infallible> + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
+    {
+        self.layers.push(Arc::new(move |router: axum::Router| {
+            router.layer(layer.clone())
+        }));
+        self
+    }
+
     /// The Streamable HTTP endpoint as a tower service, to mount at a path of your choice.
     /// It checks `Host` and `Origin` itself (rmcp's check), but has no bearer authentication:
     /// [`Mcp::router`] adds that.

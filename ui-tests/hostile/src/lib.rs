@@ -1,9 +1,11 @@
 //! A hostile call site: the user's own `Result`, `Option`, `Some`, `None`, `Ok`, `Err`, `Box`,
 //! `Vec`, `String` and a module named `core` are in scope, and the facade is renamed.
+// The shadowing unit structs are the point of this crate, not types anyone formats.
 #![allow(
     dead_code,
     non_camel_case_types,
     missing_docs,
+    missing_debug_implementations,
     clippy::disallowed_names
 )]
 
