@@ -1,49 +1,9 @@
-//! Pieces shared by the macros: the path to the facade, attribute value shapes, doc comments,
-//! "did you mean" suggestions and the syntax of tool keys and globs.
+//! Pieces shared by the macros: attribute value shapes, doc comments, "did you mean"
+//! suggestions and the syntax of tool keys and globs.
 
 use darling::{Error, FromMeta, Result};
 use proc_macro2::TokenStream;
-use quote::quote;
-use syn::{Attribute, Expr, ExprArray, Ident, Lit, LitStr, Path};
-
-/// The path of the `fusion` facade in the user's crate: `::fusion` unless renamed with
-/// `crate = path`.
-#[derive(Clone)]
-pub(crate) struct Krate(pub(crate) Path);
-
-impl Default for Krate {
-    fn default() -> Self {
-        Krate(syn::parse_quote!(::fusion))
-    }
-}
-
-impl Krate {
-    /// `#krate::__private`: the only module generated code names.
-    pub(crate) fn private(&self) -> TokenStream {
-        let path = &self.0;
-        quote!(#path::__private)
-    }
-}
-
-impl FromMeta for Krate {
-    fn from_expr(expr: &Expr) -> Result<Self> {
-        match expr {
-            Expr::Path(path) => Ok(Krate(path.path.clone())),
-            Expr::Lit(lit) => Self::from_value(&lit.lit),
-            Expr::Group(group) => Self::from_expr(&group.expr),
-            other => Err(Error::custom("expected a path such as `::my_fusion`").with_span(other)),
-        }
-    }
-
-    fn from_value(value: &Lit) -> Result<Self> {
-        match value {
-            Lit::Str(text) => text.parse::<Path>().map(Krate).map_err(|_| {
-                Error::custom("expected a path such as `::my_fusion`").with_span(text)
-            }),
-            other => Err(Error::unexpected_lit_type(other)),
-        }
-    }
-}
+use syn::{Attribute, Expr, ExprArray, Ident, Lit, LitStr};
 
 /// A list of identifiers: `name(a, b)` or `name = [a, b]`.
 #[derive(Clone, Default)]

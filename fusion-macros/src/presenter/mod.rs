@@ -1,0 +1,56 @@
+//! `#[presenter]`: the egress view, rules, agent limit, suggestions and UI blocks (SPEC P1–P5).
+//!
+//! A presenter names its model, but the model's fields were declared in another item. So
+//! `#[presenter(Invoice, …)]` expands to a call of `Invoice!`, the descriptor macro that
+//! `#[model]` left under the model's name, which calls back `__presenter_for_model!` with the
+//! model's field facts. Everything is then checked with full knowledge, spans intact.
+
+mod check;
+mod expand;
+mod parse;
+
+use darling::Error;
+use darling::ast::NestedMeta;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::common::meta_list;
+use crate::fallback;
+use crate::paths::Krate;
+
+/// Stage 1: the attribute hands over to the model's descriptor.
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let list = match meta_list(args.clone()) {
+        Ok(list) => list,
+        Err(error) => return fallback::presenter_without_model(Some(error), item),
+    };
+    let Some(NestedMeta::Meta(syn::Meta::Path(model))) = list.first() else {
+        let error =
+            Error::custom("expected the model first: `#[presenter(Invoice, fields(id, total))]`");
+        return fallback::presenter_without_model(Some(error), item);
+    };
+    let private = Krate::find_in(&list).private();
+    quote! {
+        #model! { [#private::__presenter_for_model] attr { #args } item { #item } }
+    }
+}
+
+/// Stage 2: the callback, with the model's facts. Every mistake is reported in one run:
+/// parsing and checking share one accumulator, and only a presenter that cannot be understood
+/// at all stops before the checks.
+pub(crate) fn expand_callback(input: TokenStream) -> TokenStream {
+    let input: parse::CallbackInput = match syn::parse2(input) {
+        Ok(input) => input,
+        Err(error) => return error.to_compile_error(),
+    };
+    let item = input.item.clone();
+    let mut errors = Error::accumulator();
+    let Some(presenter) = parse::parse(input, &mut errors) else {
+        return fallback::presenter_without_model(errors.finish().err(), item);
+    };
+    let checked = errors.handle(check::check(&presenter));
+    match (errors.finish(), checked) {
+        (Ok(()), Some(checked)) => expand::presenter(&checked),
+        (result, _) => fallback::presenter_without_model(result.err(), item),
+    }
+}
