@@ -1,5 +1,5 @@
 //! Pieces shared by the macros: attribute value shapes, doc comments, "did you mean"
-//! suggestions and the syntax of tool keys and globs.
+//! suggestions, and tool keys and globs checked on their literals.
 
 use darling::{Error, FromMeta, Result};
 use proc_macro2::TokenStream;
@@ -151,46 +151,18 @@ pub(crate) fn unknown_field<'a>(
     Error::custom(message).with_span(ident)
 }
 
-/// A tool key: `namespace.action` or `action`; segments of ASCII letters, digits, `_`, `-`,
-/// starting with a letter or `_`. The runtime's `ToolKey::parse` enforces the same rule.
+/// A tool key: `namespace.action` or `action`. The syntax and its problem sentences are
+/// `fusion_names`', shared with the runtime's `ToolKey::parse`.
 pub(crate) fn check_key(key: &LitStr) -> Result<()> {
-    let text = key.value();
-    let segments: Vec<&str> = text.split('.').collect();
-    if segments.len() > 2 {
-        return Err(Error::custom(format!(
-            "tool name `{text}` has more than one dot: a tool name is `namespace.action`"
-        ))
-        .with_span(key));
-    }
-    for segment in segments {
-        if !valid_segment(segment) {
-            return Err(Error::custom(format!(
-                "tool name `{text}`: each segment is ASCII letters, digits, `_` or `-`, starting with a letter or `_`"
-            ))
-            .with_span(key));
-        }
-    }
-    Ok(())
+    fusion_names::check_key(&key.value())
+        .map_err(|problem| Error::custom(format!("tool name {problem}")).with_span(key))
 }
 
-/// A glob over tool keys: segments are `*`, `**` or a key segment.
+/// A glob over tool keys: segments are `*`, `**` or a key segment (`fusion_names`, shared with
+/// the runtime's `Glob::parse`).
 pub(crate) fn check_glob(glob: &LitStr) -> Result<()> {
-    let text = glob.value();
-    for segment in text.split('.') {
-        if !(segment == "*" || segment == "**" || valid_segment(segment)) {
-            return Err(Error::custom(format!(
-                "malformed glob `{text}`: segments are separated by `.` and are `*` (one segment), `**` (any number) or a name"
-            ))
-            .with_span(glob));
-        }
-    }
-    Ok(())
-}
-
-fn valid_segment(segment: &str) -> bool {
-    let mut chars = segment.chars();
-    matches!(chars.next(), Some(first) if first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    fusion_names::check_glob(&glob.value())
+        .map_err(|problem| Error::custom(problem).with_span(glob))
 }
 
 /// A deterministic 64-bit hash (FNV-1a), for unique generated names.
