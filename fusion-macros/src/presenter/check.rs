@@ -16,17 +16,16 @@ pub(super) struct Checked<'a> {
     pub(super) limit: Option<usize>,
 }
 
-pub(super) fn check(presenter: &Presenter) -> Result<Checked<'_>> {
-    let mut errors = Error::accumulator();
+/// The checked presenter, or `None` when it cannot be generated (the errors are in
+/// `errors`).
+pub(super) fn check<'a>(
+    presenter: &'a Presenter,
+    errors: &mut darling::error::Accumulator,
+) -> Option<Checked<'a>> {
     if let Some(item) = &presenter.item {
         errors.handle(check_unit_struct(item));
     }
-    let Some(args) = &presenter.args else {
-        return Err(errors
-            .finish()
-            .err()
-            .unwrap_or_else(|| Error::custom("unreadable presenter")));
-    };
+    let args = presenter.args.as_ref()?;
     let limit = errors.handle(check_limit(args));
     errors.handle(check_some_field(args));
     let mut fields = Vec::new();
@@ -39,20 +38,13 @@ pub(super) fn check(presenter: &Presenter) -> Result<Checked<'_>> {
     }
     errors.handle(check_suggest_has_actions(args));
     errors.handle(check_actions_are_keys(args));
-    match &presenter.item {
-        Some(item) => errors.finish_with(Checked {
-            presenter,
-            args,
-            item,
-            fields,
-            limit: limit.flatten(),
-        }),
-        // The item's error is reported with the rest.
-        None => Err(errors
-            .finish()
-            .err()
-            .unwrap_or_else(|| Error::custom("a presenter is a unit struct"))),
-    }
+    Some(Checked {
+        presenter,
+        args,
+        item: presenter.item.as_ref()?,
+        fields,
+        limit: limit.flatten(),
+    })
 }
 
 // A presenter is a unit struct: it is a name for a view, and holds nothing.

@@ -48,7 +48,7 @@ pub(crate) fn expand_callback(input: TokenStream) -> TokenStream {
     let Some(presenter) = parse::parse(input, &mut errors) else {
         return fallback::presenter_without_model(errors.finish().err(), item);
     };
-    let checked = errors.handle(check::check(&presenter));
+    let checked = check::check(&presenter, &mut errors);
     match (errors.finish(), checked) {
         (Ok(()), Some(checked)) => expand::presenter(&checked),
         (result, _) => fallback::presenter_without_model(result.err(), item),

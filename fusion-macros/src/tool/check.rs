@@ -7,6 +7,7 @@ use syn::{FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Signature, Type};
 
 use super::parse::{Tool, ToolArgs};
 use crate::common::{check_glob, check_key, docs};
+use crate::paths::Krate;
 
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Verb {
@@ -26,6 +27,7 @@ pub(super) struct Param<'a> {
 pub(super) struct Checked<'a> {
     pub(super) function: &'a ItemFn,
     pub(super) args: &'a ToolArgs,
+    pub(super) krate: &'a Krate,
     pub(super) verb: Verb,
     pub(super) key: String,
     pub(super) description: String,
@@ -33,41 +35,44 @@ pub(super) struct Checked<'a> {
     pub(super) output: &'a Type,
 }
 
-pub(super) fn check(tool: &Tool) -> Result<Checked<'_>> {
-    let mut errors = Error::accumulator();
-    let args = &tool.args;
+/// The checked tool, or `None` when a rule fails (its error is in `errors`).
+pub(super) fn check<'a>(
+    tool: &'a Tool,
+    errors: &mut darling::error::Accumulator,
+) -> Option<Checked<'a>> {
     let sig = &tool.function.sig;
-    let verb = errors.handle(check_one_verb(args));
+    let args = tool.args.as_ref();
+    let verb = args.and_then(|args| errors.handle(check_one_verb(args)));
     errors.handle(check_async(sig));
     errors.handle(check_not_generic(sig));
     errors.handle(check_free_function(sig));
     let params = errors.handle(check_plain_parameters(sig));
     let output = errors.handle(check_return_type(sig));
-    let key = errors.handle(check_key_syntax(args, sig));
-    let description = errors.handle(check_description(args, &tool.function));
-    errors.handle(check_globs(args));
-    if let Some(verb) = verb {
-        errors.handle(check_query_invalidates_nothing(args, verb));
-        errors.handle(check_cache(args, verb));
-        errors.handle(check_query_is_idempotent(args, verb));
-        errors.handle(check_query_is_not_destructive(args, verb));
-        errors.handle(check_query_is_not_serialized(args, verb));
+    let mut key = None;
+    let mut description = None;
+    if let Some(args) = args {
+        key = errors.handle(check_key_syntax(args, sig));
+        description = errors.handle(check_description(args, &tool.function));
+        errors.handle(check_globs(args));
+        if let Some(verb) = verb {
+            errors.handle(check_query_invalidates_nothing(args, verb));
+            errors.handle(check_cache(args, verb));
+            errors.handle(check_query_is_idempotent(args, verb));
+            errors.handle(check_query_is_not_destructive(args, verb));
+            errors.handle(check_query_is_not_serialized(args, verb));
+        }
+        errors.handle(check_positive_limits(args));
     }
-    errors.handle(check_positive_limits(args));
-    match (verb, params, output, key, description) {
-        (Some(verb), Some(params), Some(output), Some(key), Some(description)) => errors
-            .finish_with(Checked {
-                function: &tool.function,
-                args,
-                verb,
-                key,
-                description,
-                params,
-                output,
-            }),
-        // Each missing piece comes with its error.
-        _ => Err(errors.finish().expect_err("a missing piece has its error")),
-    }
+    Some(Checked {
+        function: &tool.function,
+        args: args?,
+        krate: &args?.krate,
+        verb: verb?,
+        key: key?,
+        description: description?,
+        params: params?,
+        output: output?,
+    })
 }
 
 // A tool has exactly one verb: it decides the annotations and what the runtime does around the

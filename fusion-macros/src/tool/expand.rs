@@ -12,7 +12,7 @@ use super::parse::SerializeArg;
 use crate::common::fnv1a;
 
 pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
-    let private = tool.args.krate.private();
+    let private = tool.krate.private();
     let function = without_param_docs(tool.function.clone());
     let fn_ident = &tool.function.sig.ident;
     let vis = &tool.function.vis;

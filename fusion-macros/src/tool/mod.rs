@@ -22,9 +22,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     let mut errors = Error::accumulator();
     let tool = parse::parse(args, function, &mut errors);
-    let checked = errors.handle(check::check(&tool));
+    let checked = check::check(&tool, &mut errors);
     match (errors.finish(), checked) {
         (Ok(()), Some(checked)) => expand::tool(&checked),
-        (result, _) => fallback::tool(result.err(), &tool.function),
+        (result, _) => fallback::tool(result.err(), &tool.function, &tool.krate),
     }
 }

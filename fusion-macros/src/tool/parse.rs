@@ -9,7 +9,7 @@ use syn::{Ident, ItemFn, LitStr, Path};
 use crate::common::{StrList, meta_list};
 use crate::paths::Krate;
 
-#[derive(FromMeta, Default)]
+#[derive(FromMeta)]
 pub(super) struct ToolArgs {
     pub(super) query: Flag,
     pub(super) mutation: Flag,
@@ -105,7 +105,12 @@ impl FromMeta for Exprs {
 /// The function as written and what its attribute says.
 pub(super) struct Tool {
     pub(super) function: ItemFn,
-    pub(super) args: ToolArgs,
+    /// `None` when the attribute could not be read (the error is reported): the rules that
+    /// read it do not run, so that a typo is not also reported as a missing verb.
+    pub(super) args: Option<ToolArgs>,
+    /// The facade as `crate = …` names it, even when the rest of the attribute could not be
+    /// read: the fallback names it too.
+    pub(super) krate: Krate,
 }
 
 pub(super) fn parse(
@@ -113,8 +118,12 @@ pub(super) fn parse(
     function: ItemFn,
     errors: &mut darling::error::Accumulator,
 ) -> Tool {
-    let args = errors
-        .handle(meta_list(args).and_then(|list| ToolArgs::from_list(&list)))
-        .unwrap_or_default();
-    Tool { function, args }
+    let list = errors.handle(meta_list(args));
+    let krate = list.as_deref().map(Krate::find_in).unwrap_or_default();
+    let args = list.and_then(|list| errors.handle(ToolArgs::from_list(&list)));
+    Tool {
+        function,
+        args,
+        krate,
+    }
 }

@@ -13,19 +13,26 @@ pub(super) struct Checked<'a> {
     pub(super) variants: Vec<(&'a Variant<'a>, &'a VariantArgs)>,
 }
 
-pub(super) fn check<'a>(input: &'a Input<'a>) -> Result<Checked<'a>> {
-    let mut errors = Error::accumulator();
+/// The checked enum, or `None` when a rule fails (its error is in `errors`).
+pub(super) fn check<'a>(
+    input: &'a Input<'a>,
+    errors: &mut darling::error::Accumulator,
+) -> Option<Checked<'a>> {
     let Some(variants) = &input.variants else {
         errors.push(
             Error::custom("`ToolError` is derived for an enum of domain errors")
                 .with_span(&input.original.ident),
         );
-        return Err(errors.finish().expect_err("just pushed"));
+        return None;
     };
     errors.handle(check_not_generic(input));
     let mut checked = Vec::new();
+    let mut valid = true;
     for variant in variants {
-        let Some(args) = &variant.args else { continue };
+        let Some(args) = &variant.args else {
+            valid = false;
+            continue;
+        };
         errors.handle(check_actions_are_keys(args));
         if args.internal.is_present() {
             errors.handle(check_internal_has_no_code(variant, args));
@@ -37,7 +44,7 @@ pub(super) fn check<'a>(input: &'a Input<'a>) -> Result<Checked<'a>> {
         }
         checked.push((variant, args));
     }
-    errors.finish_with(Checked {
+    valid.then_some(Checked {
         input,
         variants: checked,
     })

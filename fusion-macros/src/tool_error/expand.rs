@@ -41,26 +41,7 @@ pub(super) fn tool_error(checked: &Checked<'_>) -> TokenStream {
         .iter()
         .flat_map(|(_, args)| &args.actions.0)
         .collect();
-    let from_impls = variants
-        .iter()
-        .filter(|(_, args)| args.from.is_present())
-        .filter_map(|&(variant, _)| {
-            let field = variant.fields.iter().next()?;
-            let ty = &field.ty;
-            let variant_ident = &variant.ident;
-            let construct = match &field.ident {
-                Some(name) => quote!(#ident::#variant_ident { #name: source }),
-                None => quote!(#ident::#variant_ident(source)),
-            };
-            Some(quote! {
-                #[automatically_derived]
-                impl ::core::convert::From<#ty> for #ident {
-                    fn from(source: #ty) -> Self {
-                        #construct
-                    }
-                }
-            })
-        });
+    let from_impls = source_conversions(ident, variants.iter().map(|&(variant, _)| variant));
     quote! {
         #[allow(unused_qualifications, unused_variables)]
         const _: () = {
@@ -87,7 +68,7 @@ pub(super) fn tool_error(checked: &Checked<'_>) -> TokenStream {
                 }
             }
 
-            #(#from_impls)*
+            #from_impls
 
             // Compile-time only: an agent-facing message formats neither a model nor a hidden
             // value (their `Debug` is redacting, but what the agent reads should not even try).
@@ -97,6 +78,35 @@ pub(super) fn tool_error(checked: &Checked<'_>) -> TokenStream {
             }
         };
     }
+}
+
+/// `From<Source> for Enum` for each `from` variant: `?` on the source error builds the
+/// variant. Also emitted by the fallback.
+pub(super) fn source_conversions<'a>(
+    ident: &Ident,
+    variants: impl IntoIterator<Item = &'a Variant<'a>>,
+) -> TokenStream {
+    variants
+        .into_iter()
+        .filter(|variant| variant.from)
+        .filter_map(|variant| {
+            let field = variant.fields.iter().next()?;
+            let ty = &field.ty;
+            let variant_ident = &variant.ident;
+            let construct = match &field.ident {
+                Some(name) => quote!(#ident::#variant_ident { #name: source }),
+                None => quote!(#ident::#variant_ident(source)),
+            };
+            Some(quote! {
+                #[automatically_derived]
+                impl ::core::convert::From<#ty> for #ident {
+                    fn from(source: #ty) -> Self {
+                        #construct
+                    }
+                }
+            })
+        })
+        .collect()
 }
 
 /// The names of the arguments a format string refers to: `0` in `{0}` or `{0:?}`, `id` in

@@ -18,9 +18,18 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
     };
     let mut errors = Error::accumulator();
     let parsed = parse::parse(&input, &mut errors);
-    let checked = errors.handle(check::check(&parsed));
+    let checked = check::check(&parsed, &mut errors);
     match (errors.finish(), checked) {
         (Ok(()), Some(checked)) => expand::tool_error(&checked),
-        (result, _) => fallback::tool_error(result.err()),
+        (result, _) => {
+            // A generic enum would need the conversions generic too; it is refused anyway.
+            let conversions = match &parsed.variants {
+                Some(variants) if input.generics.params.is_empty() => {
+                    expand::source_conversions(&input.ident, variants)
+                }
+                _ => TokenStream::new(),
+            };
+            fallback::tool_error(result.err(), &input, &parsed.krate, conversions)
+        }
     }
 }

@@ -4,7 +4,8 @@
 use darling::util::Flag;
 use darling::{Error, FromMeta, Result};
 use proc_macro2::Span;
-use syn::{Attribute, DeriveInput, Fields, Ident, LitStr};
+use syn::punctuated::Punctuated;
+use syn::{Attribute, DeriveInput, Fields, Ident, LitStr, Token};
 
 use crate::common::StrList;
 use crate::paths::Krate;
@@ -87,6 +88,9 @@ pub(super) struct Variant<'a> {
     pub(super) fields: &'a Fields,
     /// `None` when the variant's attribute could not be read (the error is reported).
     pub(super) args: Option<VariantArgs>,
+    /// `#[tool_error(…, from)]`, read even when the rest of the attribute could not be: a
+    /// fallback still converts the source error, so that `?` on it reports nothing.
+    pub(super) from: bool,
 }
 
 pub(super) fn parse<'a>(
@@ -100,10 +104,18 @@ pub(super) fn parse<'a>(
         syn::Data::Enum(data) => Some(
             data.variants
                 .iter()
-                .map(|variant| Variant {
-                    ident: &variant.ident,
-                    fields: &variant.fields,
-                    args: errors.handle(tool_error_args(&variant.attrs)),
+                .map(|variant| {
+                    let args: Option<VariantArgs> = errors.handle(tool_error_args(&variant.attrs));
+                    let from = match &args {
+                        Some(args) => args.from.is_present(),
+                        None => mentions_from(&variant.attrs),
+                    };
+                    Variant {
+                        ident: &variant.ident,
+                        fields: &variant.fields,
+                        args,
+                        from,
+                    }
                 })
                 .collect(),
         ),
@@ -131,6 +143,19 @@ fn tool_error_args<T: FromMeta + Default>(attrs: &[Attribute]) -> Result<T> {
         found = errors.handle(T::from_meta(&attr.meta));
     }
     errors.finish_with(found.unwrap_or_default())
+}
+
+/// Whether a `#[tool_error(…)]` among `attrs` says `from`, whatever else it says.
+fn mentions_from(attrs: &[Attribute]) -> bool {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("tool_error"))
+        .filter_map(|attr| {
+            attr.parse_args_with(Punctuated::<syn::Meta, Token![,]>::parse_terminated)
+                .ok()
+        })
+        .flatten()
+        .any(|meta| meta.path().is_ident("from"))
 }
 
 #[cfg(test)]
