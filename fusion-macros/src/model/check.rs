@@ -75,6 +75,10 @@ fn check_profile(
     profile: &Profile,
     errors: &mut darling::error::Accumulator,
 ) -> Vec<Ident> {
+    // A profile lists field names.
+    for malformed in &profile.malformed {
+        errors.push(malformed.clone());
+    }
     let mut valid: Vec<Ident> = Vec::new();
     for ident in &profile.fields {
         let result = check_listed_once(profile, &valid, ident)

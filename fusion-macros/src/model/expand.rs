@@ -15,7 +15,6 @@ pub(super) fn model(model: &Model) -> TokenStream {
     let private = model.krate.private();
     let item = strip_fusion_attrs(model.item.clone());
     let ident = &model.item.ident;
-    let vis = &model.item.vis;
     let name = ident.to_string();
 
     let field_infos = model.fields.iter().map(|field| {
@@ -102,8 +101,7 @@ pub(super) fn model(model: &Model) -> TokenStream {
         .iter()
         .map(|profile| generate_profile(model, profile));
     let reserved_markers = generate_reserved_markers(model);
-    let descriptor_ident = descriptor_ident(model);
-    let descriptor = generate_descriptor(model, &descriptor_ident);
+    let descriptor = descriptor(&model.item, facts(model));
 
     quote! {
         #item
@@ -200,9 +198,6 @@ pub(super) fn model(model: &Model) -> TokenStream {
         #(#profiles)*
 
         #descriptor
-        #[doc(hidden)]
-        #[allow(unused_imports)]
-        #vis use #descriptor_ident as #ident;
     }
 }
 
@@ -372,11 +367,9 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
     }
 }
 
-/// A `macro_rules!` macro that carries the model's field facts to `#[presenter]`, which runs
-/// in another item (often another module or crate) and cannot see the struct. It is re-exported
-/// under the model's own name, in the macro namespace, so that whatever path names the model
-/// type also names its descriptor.
-fn generate_descriptor(model: &Model, descriptor_ident: &Ident) -> TokenStream {
+/// The facts `#[presenter]` needs: `"Invoice" [{ id 0 "label" false false } …]`, each field
+/// with its index, label (or `_`), hidden and guarded.
+fn facts(model: &Model) -> TokenStream {
     let name = model.item.ident.to_string();
     let fields = model.fields.iter().enumerate().map(|(index, field)| {
         let ident = &field.ident;
@@ -388,32 +381,46 @@ fn generate_descriptor(model: &Model, descriptor_ident: &Ident) -> TokenStream {
         let guarded = field.guarded;
         quote!({ #ident #index #label #hidden #guarded })
     });
+    quote!(#name [#(#fields)*])
+}
+
+/// A `macro_rules!` macro that carries the model's facts to `#[presenter]`, which runs in
+/// another item (often another module or crate) and cannot see the struct. It is re-exported
+/// under the model's own name, in the macro namespace, so that whatever path names the model
+/// type also names its descriptor.
+pub(crate) fn descriptor(item: &ItemStruct, facts: TokenStream) -> TokenStream {
+    let ident = &item.ident;
+    let vis = &item.vis;
+    let descriptor_ident = descriptor_ident(item);
     quote! {
         #[doc(hidden)]
         #[macro_export]
         #[allow(non_local_definitions)]
         macro_rules! #descriptor_ident {
             ([$($callback:tt)*] $($rest:tt)*) => {
-                $($callback)*! { model { #name [#(#fields)*] } $($rest)* }
+                $($callback)*! { model { #facts } $($rest)* }
             };
         }
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        #vis use #descriptor_ident as #ident;
     }
 }
 
 /// A name for the descriptor macro, unique in the crate (macro-exported names share the crate
 /// root): derived from the model's name, fields, file and position.
-fn descriptor_ident(model: &Model) -> Ident {
+fn descriptor_ident(item: &ItemStruct) -> Ident {
     let span = proc_macro::Span::call_site();
     let location = format!("{}:{}:{}", span.file(), span.line(), span.column());
-    let name = model.item.ident.to_string();
-    let field_names: Vec<String> = model
+    let name = item.ident.to_string();
+    let field_names: Vec<String> = item
         .fields
         .iter()
-        .map(|field| field.ident.to_string())
+        .filter_map(|field| field.ident.as_ref().map(Ident::to_string))
         .collect();
     let mut parts = vec![location.as_str(), name.as_str()];
     parts.extend(field_names.iter().map(String::as_str));
-    format_ident!("__fusion_model_{}_{:016x}", model.item.ident, fnv1a(&parts))
+    format_ident!("__fusion_model_{}_{:016x}", item.ident, fnv1a(&parts))
 }
 
 /// The struct without Fusion's field attributes, which only `#[model]` understands.

@@ -11,7 +11,7 @@ use syn::ItemStruct;
 
 use crate::fallback;
 
-pub(crate) use expand::strip_fusion_attrs;
+pub(crate) use expand::{descriptor, strip_fusion_attrs};
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let Ok(item) = syn::parse2::<ItemStruct>(item.clone()) else {

@@ -1,12 +1,13 @@
 //! The model as written: the attribute's receivers, and each field's Fusion attributes read
 //! where they are written (a label is not empty, a flag takes no arguments, nothing twice).
 
+use darling::ast::NestedMeta;
 use darling::{Error, FromMeta};
 use proc_macro2::TokenStream;
 use syn::ext::IdentExt as _;
 use syn::{Attribute, Field, Fields, Ident, ItemStruct, LitStr, Type};
 
-use crate::common::{IdentList, meta_list};
+use crate::common::{IdentList, meta_list, salvage};
 use crate::paths::Krate;
 
 #[derive(FromMeta, Default)]
@@ -78,6 +79,8 @@ impl ProfileKind {
 pub(super) struct Profile {
     pub(super) kind: ProfileKind,
     pub(super) fields: Vec<Ident>,
+    /// The list's elements that are not field names, reported by the checks.
+    pub(super) malformed: Vec<Error>,
 }
 
 pub(super) fn parse(
@@ -85,9 +88,13 @@ pub(super) fn parse(
     item: ItemStruct,
     errors: &mut darling::error::Accumulator,
 ) -> Option<Model> {
-    let args = errors
-        .handle(meta_list(args).and_then(|list| ModelArgs::from_list(&list)))
-        .unwrap_or_default();
+    let args = match errors.handle(meta_list(args)) {
+        Some(list) => ModelArgs::from_list(&list).unwrap_or_else(|error| {
+            errors.push(error);
+            salvage_args(&list)
+        }),
+        None => ModelArgs::default(),
+    };
     if !item.generics.params.is_empty() {
         errors.push(Error::custom("a model cannot be generic").with_span(&item.generics));
         return None;
@@ -115,7 +122,8 @@ pub(super) fn parse(
         if let Some(list) = list {
             profiles.push(Profile {
                 kind,
-                fields: list.0,
+                fields: list.idents,
+                malformed: list.malformed,
             });
         }
     }
@@ -125,6 +133,23 @@ pub(super) fn parse(
         fields,
         profiles,
     })
+}
+
+/// The profiles and facade of an attribute that did not parse whole, so that tools taking a
+/// profile do not also report it missing: the items that parse, and within `fillable(…)` the
+/// profiles that parse.
+fn salvage_args(list: &[NestedMeta]) -> ModelArgs {
+    let mut args: ModelArgs = salvage(list);
+    let fillable = list.iter().find_map(|item| match item {
+        NestedMeta::Meta(syn::Meta::List(fillable)) if fillable.path.is_ident("fillable") => {
+            NestedMeta::parse_meta_list(fillable.tokens.clone()).ok()
+        }
+        _ => None,
+    });
+    if let Some(fillable) = fillable {
+        args.fillable = salvage(&fillable);
+    }
+    args
 }
 
 /// Reads a field's Fusion attributes; mistakes are reported and the field is still returned,

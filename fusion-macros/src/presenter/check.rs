@@ -6,37 +6,46 @@ use syn::{Ident, ItemStruct};
 use super::parse::{FieldFacts, ListedField, ModelFacts, Presenter, PresenterArgs};
 use crate::common::{check_key, unknown_field};
 
-/// A presenter that follows every rule.
-pub(super) struct Checked<'a> {
-    pub(super) presenter: &'a Presenter,
-    pub(super) args: &'a PresenterArgs,
-    pub(super) item: &'a ItemStruct,
+/// A presenter as far as it follows the rules.
+pub(crate) struct Checked<'a> {
+    pub(crate) presenter: &'a Presenter,
+    pub(crate) args: &'a PresenterArgs,
+    pub(crate) item: &'a ItemStruct,
     /// Each listed field with the model's facts about it, in the presenter's order.
-    pub(super) fields: Vec<(&'a ListedField, &'a FieldFacts)>,
-    pub(super) limit: Option<usize>,
+    pub(crate) fields: Vec<(&'a ListedField, &'a FieldFacts)>,
+    pub(crate) limit: Option<usize>,
 }
 
-/// The checked presenter, or `None` when it cannot be generated (the errors are in
-/// `errors`).
-pub(super) fn check<'a>(
+/// The presenter with what follows the rules, or `None` when there is no struct to present
+/// (the errors are in `errors`). What breaks a rule is reported and left out: a listed field
+/// that breaks one is not among `fields`, an invalid limit is `None`.
+pub(crate) fn check<'a>(
     presenter: &'a Presenter,
     errors: &mut darling::error::Accumulator,
 ) -> Option<Checked<'a>> {
+    let args = &presenter.args;
     if let Some(item) = &presenter.item {
         errors.handle(check_unit_struct(item));
     }
-    let args = presenter.args.as_ref()?;
     let limit = errors.handle(check_limit(args));
-    errors.handle(check_some_field(args));
+    if presenter.complete {
+        errors.handle(check_some_field(args));
+    }
+    // The list holds field names, or `field = ItsPresenter`.
+    for malformed in &args.fields.malformed {
+        errors.push(malformed.clone());
+    }
     let mut fields = Vec::new();
-    for (position, listed) in args.fields.0.iter().enumerate() {
+    for (position, listed) in args.fields.fields.iter().enumerate() {
         let facts = check_listed_once(args, position, listed)
             .and_then(|()| check_field_exists(&presenter.model, listed))
             .and_then(|facts| check_not_hidden(&presenter.model, listed, facts))
             .and_then(|facts| check_cast(&presenter.model, listed, facts));
         fields.extend(errors.handle(facts).map(|facts| (listed, facts)));
     }
-    errors.handle(check_suggest_has_actions(args));
+    if presenter.complete {
+        errors.handle(check_suggest_has_actions(args));
+    }
     errors.handle(check_actions_are_keys(args));
     Some(Checked {
         presenter,
@@ -75,7 +84,7 @@ fn check_limit(args: &PresenterArgs) -> Result<Option<usize>> {
 
 // A presenter shows at least one field.
 fn check_some_field(args: &PresenterArgs) -> Result<()> {
-    if args.fields.0.is_empty() {
+    if args.fields.fields.is_empty() {
         Err(Error::custom(
             "a presenter lists at least one field: `fields(id, total)`",
         ))

@@ -2,54 +2,26 @@
 //! `Presenter` impls. Only `quote!`; every rule was checked before.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::LitStr;
 use syn::ext::IdentExt as _;
 use syn::spanned::Spanned as _;
 
 use super::check::Checked;
-use super::parse::{FieldFacts, ListedField};
+use super::parse::{FieldFacts, ListedField, item_ident};
 
-pub(super) fn presenter(checked: &Checked<'_>) -> TokenStream {
+pub(crate) fn presenter(checked: &Checked<'_>) -> TokenStream {
     let args = checked.args;
     let private = args.krate.private();
     let model = &checked.presenter.model_path;
     let item = checked.item;
     let ident = &item.ident;
-    let vis = &item.vis;
-    let item_ident = args
-        .item
-        .clone()
-        .unwrap_or_else(|| format_ident!("{}Item", ident));
+    let item_ident = item_ident(args, ident);
     let name = ident.to_string();
     let fields = &checked.fields;
     let count = fields.len();
-    // Spanned on the listed field (or its nested presenter), where type errors belong.
-    let field_type = |listed: &ListedField, facts: &FieldFacts| {
-        let index = facts.index;
-        let span = listed
-            .nested
-            .as_ref()
-            .map_or_else(|| listed.ident.span(), |nested| nested.span());
-        quote_spanned!(span=> <#model as #private::FieldAt<#index>>::Type)
-    };
+    let field_type = |listed: &ListedField, facts: &FieldFacts| field_type(checked, listed, facts);
 
-    // Spans of the presenter's own tokens, so type errors point at the listed field.
-    let view_fields = fields.iter().map(|(listed, facts)| {
-        let ident = &listed.ident;
-        let ty = field_type(listed, facts);
-        let label = facts.label.as_ref().map(LitStr::value).unwrap_or_default();
-        match &listed.nested {
-            None => quote_spanned! {ident.span()=>
-                #[doc = #label]
-                pub #ident: &'a #ty
-            },
-            Some(nested) => quote_spanned! {nested.span()=>
-                #[doc = #label]
-                pub #ident: #private::Nested<'a, #nested, #ty>
-            },
-        }
-    });
     let constructor = fields.iter().map(|(listed, facts)| {
         let ident = &listed.ident;
         let index = facts.index;
@@ -127,31 +99,14 @@ pub(super) fn presenter(checked: &Checked<'_>) -> TokenStream {
         None => quote!(#private::None),
     };
     let actions = &args.actions.0;
-    let suggest = args.suggest.as_ref().map(|suggest| {
-        quote! {
-            fn suggest(shown: #private::Presented<'_, Self::Item<'_>>) -> #private::Vec<#private::Suggestion> {
-                #suggest(shown)
-            }
-        }
-    });
-    let ui = args.ui.as_ref().map(|ui| {
-        quote! {
-            fn ui(shown: #private::Presented<'_, Self::Item<'_>>) -> #private::Vec<#private::UiBlock> {
-                #ui(shown)
-            }
-        }
-    });
-    let item_doc =
-        format!("What an agent sees of one value presented by [`{name}`]: only the listed fields.");
+    let hooks = hooks(checked);
+    let item_type = item_type(checked);
+    let presenter_of = presenter_of_impls(checked);
 
     quote! {
         #item
 
-        #[doc = #item_doc]
-        #[allow(unused_qualifications)]
-        #vis struct #item_ident<'a> {
-            #(#view_fields,)*
-        }
+        #item_type
 
         #[allow(unused_qualifications)]
         const _: () = {
@@ -167,6 +122,90 @@ pub(super) fn presenter(checked: &Checked<'_>) -> TokenStream {
                 }
             }
 
+            #presenter_of
+
+            #[automatically_derived]
+            impl #private::Presenter for #ident {
+                type Model = #model;
+                type Item<'a> = #item_ident<'a>;
+                const NAME: &'static str = #name;
+                const FIELDS: &'static [&'static str] = &[#(#keys),*];
+                const RULES: &'static [&'static str] = &[#(#rules),*];
+                const LIMIT: #private::Option<usize> = #limit;
+                const ACTIONS: &'static [&'static str] = &[#(#actions),*];
+                const NESTED: &'static [#private::NestedPresenter] = &[#(#nested),*];
+
+                fn item(model: &#model) -> #item_ident<'_> {
+                    #item_ident { #(#constructor,)* }
+                }
+
+                fn item_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
+                    let mut properties = #private::serde_json::Map::new();
+                    #(#schema_fields)*
+                    #private::object_schema(properties, &[#(#keys),*])
+                }
+
+                #hooks
+            }
+        };
+    }
+}
+
+/// The type of a listed field, spanned on the listed field (or its nested presenter), where
+/// type errors belong.
+fn field_type(checked: &Checked<'_>, listed: &ListedField, facts: &FieldFacts) -> TokenStream {
+    let private = checked.args.krate.private();
+    let model = &checked.presenter.model_path;
+    let index = facts.index;
+    let span = listed
+        .nested
+        .as_ref()
+        .map_or_else(|| listed.ident.span(), |nested| nested.span());
+    quote_spanned!(span=> <#model as #private::FieldAt<#index>>::Type)
+}
+
+/// The item type: the egress view of one model value, with only the listed fields.
+pub(crate) fn item_type(checked: &Checked<'_>) -> TokenStream {
+    let private = checked.args.krate.private();
+    let ident = &checked.item.ident;
+    let vis = &checked.item.vis;
+    let item_ident = item_ident(checked.args, ident);
+    let name = ident.to_string();
+    // Spans of the presenter's own tokens, so type errors point at the listed field.
+    let view_fields = checked.fields.iter().map(|(listed, facts)| {
+        let ident = &listed.ident;
+        let ty = field_type(checked, listed, facts);
+        let label = facts.label.as_ref().map(LitStr::value).unwrap_or_default();
+        match &listed.nested {
+            None => quote_spanned! {ident.span()=>
+                #[doc = #label]
+                pub #ident: &'a #ty
+            },
+            Some(nested) => quote_spanned! {nested.span()=>
+                #[doc = #label]
+                pub #ident: #private::Nested<'a, #nested, #ty>
+            },
+        }
+    });
+    let item_doc =
+        format!("What an agent sees of one value presented by [`{name}`]: only the listed fields.");
+    quote! {
+        #[doc = #item_doc]
+        #[allow(unused_qualifications)]
+        #vis struct #item_ident<'a> {
+            #(#view_fields,)*
+        }
+    }
+}
+
+/// `PresenterOf` the model, an `Option` and a `Vec` of it, so that the presenter can present a
+/// nested field. They only delegate to the `Presenter` impl.
+pub(crate) fn presenter_of_impls(checked: &Checked<'_>) -> TokenStream {
+    let private = checked.args.krate.private();
+    let model = &checked.presenter.model_path;
+    let ident = &checked.item.ident;
+    let item_ident = item_ident(checked.args, ident);
+    quote! {
             #[automatically_derived]
             impl #private::PresenterOf<#model> for #ident {
                 type Views<'a> = #item_ident<'a>;
@@ -217,31 +256,25 @@ pub(super) fn presenter(checked: &Checked<'_>) -> TokenStream {
                     #private::nested::vec_schema::<Self>(generator)
                 }
             }
-
-            #[automatically_derived]
-            impl #private::Presenter for #ident {
-                type Model = #model;
-                type Item<'a> = #item_ident<'a>;
-                const NAME: &'static str = #name;
-                const FIELDS: &'static [&'static str] = &[#(#keys),*];
-                const RULES: &'static [&'static str] = &[#(#rules),*];
-                const LIMIT: #private::Option<usize> = #limit;
-                const ACTIONS: &'static [&'static str] = &[#(#actions),*];
-                const NESTED: &'static [#private::NestedPresenter] = &[#(#nested),*];
-
-                fn item(model: &#model) -> #item_ident<'_> {
-                    #item_ident { #(#constructor,)* }
-                }
-
-                fn item_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
-                    let mut properties = #private::serde_json::Map::new();
-                    #(#schema_fields)*
-                    #private::object_schema(properties, &[#(#keys),*])
-                }
-
-                #suggest
-                #ui
-            }
-        };
     }
+}
+
+/// The `suggest` and `ui` functions of the `Presenter` impl, which call the user's.
+pub(crate) fn hooks(checked: &Checked<'_>) -> TokenStream {
+    let private = checked.args.krate.private();
+    let suggest = checked.args.suggest.as_ref().map(|suggest| {
+        quote! {
+            fn suggest(shown: #private::Presented<'_, Self::Item<'_>>) -> #private::Vec<#private::Suggestion> {
+                #suggest(shown)
+            }
+        }
+    });
+    let ui = checked.args.ui.as_ref().map(|ui| {
+        quote! {
+            fn ui(shown: #private::Presented<'_, Self::Item<'_>>) -> #private::Vec<#private::UiBlock> {
+                #ui(shown)
+            }
+        }
+    });
+    quote!(#suggest #ui)
 }

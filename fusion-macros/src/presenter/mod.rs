@@ -5,9 +5,9 @@
 //! `#[model]` left under the model's name, which calls back `__presenter_for_model!` with the
 //! model's field facts. Everything is then checked with full knowledge, spans intact.
 
-mod check;
-mod expand;
-mod parse;
+pub(crate) mod check;
+pub(crate) mod expand;
+pub(crate) mod parse;
 
 use darling::Error;
 use darling::ast::NestedMeta;
@@ -22,12 +22,17 @@ use crate::paths::Krate;
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let list = match meta_list(args.clone()) {
         Ok(list) => list,
-        Err(error) => return fallback::presenter_without_model(Some(error), item),
+        Err(error) => return fallback::presenter_without_model(Some(error), &[], item),
     };
     let Some(NestedMeta::Meta(syn::Meta::Path(model))) = list.first() else {
         let error =
             Error::custom("expected the model first: `#[presenter(Invoice, fields(id, total))]`");
-        return fallback::presenter_without_model(Some(error), item);
+        // On what stands first instead, if anything does.
+        let error = match list.first() {
+            Some(first) => error.with_span(first),
+            None => error,
+        };
+        return fallback::presenter_without_model(Some(error), &list, item);
     };
     let private = Krate::find_in(&list).private();
     quote! {
@@ -43,14 +48,24 @@ pub(crate) fn expand_callback(input: TokenStream) -> TokenStream {
         Ok(input) => input,
         Err(error) => return error.to_compile_error(),
     };
-    let item = input.item.clone();
+    let Some(model) = input.model else {
+        // `#[model]` reported why its struct is not a model; nothing to add.
+        let list = meta_list(input.attr).unwrap_or_default();
+        return fallback::presenter_without_model(None, &list, input.item);
+    };
     let mut errors = Error::accumulator();
-    let Some(presenter) = parse::parse(input, &mut errors) else {
-        return fallback::presenter_without_model(errors.finish().err(), item);
+    let Some(presenter) = parse::parse(input.attr.clone(), input.item.clone(), model, &mut errors)
+    else {
+        let list = meta_list(input.attr).unwrap_or_default();
+        return fallback::presenter_without_model(errors.finish().err(), &list, input.item);
     };
     let checked = check::check(&presenter, &mut errors);
     match (errors.finish(), checked) {
         (Ok(()), Some(checked)) => expand::presenter(&checked),
-        (result, _) => fallback::presenter_without_model(result.err(), item),
+        (Err(errors), Some(checked)) => fallback::presenter(errors, &checked),
+        (result, None) => {
+            let list = meta_list(input.attr).unwrap_or_default();
+            fallback::presenter_without_model(result.err(), &list, input.item)
+        }
     }
 }
