@@ -3,7 +3,7 @@
 
 use darling::ast::NestedMeta;
 use darling::{Error, FromMeta, Result};
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::{Expr, Lit, Path};
 
@@ -23,6 +23,19 @@ impl Krate {
     pub(crate) fn private(&self) -> TokenStream {
         let path = &self.0;
         quote!(#path::__private)
+    }
+
+    /// `#krate::__private`, spanned on a user's token: rustc reports an expression's errors
+    /// where its tokens are, so code whose errors belong on that token is written with these.
+    /// The path resolves the same from there: it is global (`::fusion`) or the user's own.
+    pub(crate) fn private_at(&self, span: Span) -> TokenStream {
+        self.private()
+            .into_iter()
+            .map(|mut token| {
+                token.set_span(span);
+                token
+            })
+            .collect()
     }
 
     /// `#krate::__private::serde` as a string, for `#[serde(crate = "…")]`.

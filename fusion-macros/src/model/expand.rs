@@ -204,7 +204,13 @@ pub(super) fn model(model: &Model) -> TokenStream {
 /// The marker of a guarded or hidden field, `{Model}_{field}`: a tool's plain argument that
 /// takes the field's name is reported with this type's name.
 fn reserved_marker(model: &Model, field: &ModelField) -> Ident {
-    format_ident!("{}_{}", model.item.ident, field.name())
+    // Spanned on the field, where rustc shows the marker when it names it in an error.
+    format_ident!(
+        "{}_{}",
+        model.item.ident,
+        field.name(),
+        span = field.ident.span()
+    )
 }
 
 /// The module holding the markers of the model's guarded and hidden fields.
@@ -213,11 +219,18 @@ fn reserved_module(model: &Model) -> Ident {
 }
 
 fn generate_reserved_markers(model: &Model) -> TokenStream {
-    let markers: Vec<Ident> = model
+    // Spanned on the field: rustc shows a marker's definition where it names the marker.
+    let markers: Vec<TokenStream> = model
         .fields
         .iter()
         .filter(|field| field.guarded || field.hidden)
-        .map(|field| reserved_marker(model, field))
+        .map(|field| {
+            let marker = reserved_marker(model, field);
+            quote_spanned! {field.ident.span()=>
+                #[doc(hidden)]
+                pub struct #marker;
+            }
+        })
         .collect();
     if markers.is_empty() {
         return TokenStream::new();
@@ -233,10 +246,7 @@ fn generate_reserved_markers(model: &Model) -> TokenStream {
         #[doc(hidden)]
         #[allow(non_camel_case_types, non_snake_case, dead_code)]
         #vis mod #module {
-            #(
-                #[doc(hidden)]
-                pub struct #markers;
-            )*
+            #(#markers)*
         }
     }
 }

@@ -31,9 +31,16 @@ pub(crate) fn presenter(checked: &Checked<'_>) -> TokenStream {
             Some(nested) => quote_spanned!(nested.span()=> #ident: #private::Nested::new(#value)),
         }
     });
+    // Written with `__private` spanned on the listed field (or its nested presenter) too: an
+    // expression mixing spans is reported on the whole attribute.
     let serialize_fields = fields.iter().map(|(listed, facts)| {
         let ident = &listed.ident;
         let key = ident.unraw().to_string();
+        let span = listed
+            .nested
+            .as_ref()
+            .map_or_else(|| ident.span(), |nested| nested.span());
+        let private = args.krate.private_at(span);
         // Through the presenting trait, so that a field that cannot be presented is reported
         // once, on the field, and its serialization does not fail a second time.
         let ty = field_type(listed, facts);
@@ -43,10 +50,6 @@ pub(crate) fn presenter(checked: &Checked<'_>) -> TokenStream {
                 &<#nested as #private::PresenterOf<#ty>>::wire(self.#ident.__fusion_value())
             ),
         };
-        let span = listed
-            .nested
-            .as_ref()
-            .map_or_else(|| ident.span(), |nested| nested.span());
         quote_spanned! {span=>
             #private::serde::ser::SerializeStruct::serialize_field(&mut state, #key, #value)?;
         }
@@ -58,11 +61,15 @@ pub(crate) fn presenter(checked: &Checked<'_>) -> TokenStream {
         let label = facts.label.as_ref().map(LitStr::value).unwrap_or_default();
         let schema = match &listed.nested {
             None => {
+                let private = args.krate.private_at(ident.span());
                 quote_spanned!(ident.span()=> #private::presented_value_schema::<#ty>(generator))
             }
-            Some(nested) => quote_spanned!(nested.span()=>
-                <#nested as #private::PresenterOf<#ty>>::views_schema(generator)
-            ),
+            Some(nested) => {
+                let private = args.krate.private_at(nested.span());
+                quote_spanned!(nested.span()=>
+                    <#nested as #private::PresenterOf<#ty>>::views_schema(generator)
+                )
+            }
         };
         quote! {
             {

@@ -1,11 +1,11 @@
 //! The tool's code: the function, its tool type and its `Tool` impl. Only `quote!`; every
 //! rule was checked before.
 
-use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::ext::IdentExt as _;
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, ItemFn};
+use syn::{FnArg, Ident, ItemFn, Type};
 
 use super::check::{Checked, Param, Verb};
 use super::parse::SerializeArg;
@@ -17,6 +17,21 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
     let fn_ident = &tool.function.sig.ident;
     let vis = &tool.function.vis;
     let output = &tool.output;
+    // Everything that takes the handler's return type apart is written across the return
+    // type (first token to last), so that a return type that is not a `Result`, an error that
+    // does not convert into `ToolError` and a success type that cannot reach the agent are
+    // reported there, once: a failed projection leaves nothing for later bounds to report.
+    let (first, last) = across(output);
+    let private_at_output = tool.krate.private_at(first);
+    let handler_return = quote_spanned!(first=> <#output as #private_at_output::HandlerReturn>);
+    let at_last = |name: &str| Ident::new(name, last);
+    let (ok_ident, err_ident) = (at_last("Ok"), at_last("Err"));
+    let ok = quote!(#handler_return::#ok_ident);
+    let err = quote!(#handler_return::#err_ident);
+    let catalog = {
+        let (new, method) = (at_last("NEW"), at_last("__fusion_catalog"));
+        quote_spanned!(first=> (&&#private_at_output::kinds::CatalogProbe::<#err>::#new).#method())
+    };
     let key = &tool.key;
     let description = &tool.description;
     let verb = match tool.verb {
@@ -115,6 +130,11 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
             )
         })
         .collect();
+    let handler_result = {
+        let method = at_last("into_result");
+        let args = quote_spanned!(last=> (#fn_ident(#(#bindings),*).await));
+        quote!(#handler_return::#method #args)
+    };
     let takes = tool.params.iter().zip(&bindings).map(|(param, binding)| {
         let probe = probe(param);
         let name = param.ident.to_string().trim_start_matches("r#").to_owned();
@@ -126,6 +146,7 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
         let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&name]));
         let probe = probe(param);
         let span = param.ident.span();
+        let private = tool.krate.private_at(span);
         for other in tool
             .params
             .iter()
@@ -170,12 +191,9 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
                     #(#declarations)*
                     #private::ToolSpec::new(#verb, #key, #description)
                         #(#options)*
-                        .with_error_actions(
-                            (&&#private::kinds::CatalogProbe::<<#output as #private::HandlerResult>::Err>::NEW)
-                                .__fusion_catalog(),
-                        )
+                        .with_error_actions(#catalog)
                         .with_params(params)
-                        .with_call_handler::<#presenter, _, _, _, _>(
+                        .with_call_handler::<#presenter, #ok, #err, _, _>(
                             |mut __fusion_call: #private::Call| async move {
                                 let (#(#bindings,)*) = {
                                     let (__fusion_context, mut __fusion_args) = __fusion_call.parts();
@@ -186,7 +204,7 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
                                 let (#(#private::Some(#bindings),)*) = (#(#bindings,)*) else {
                                     return #private::Err(#private::missing_argument());
                                 };
-                                #private::Ok::<#output, #private::ToolError>(#fn_ident(#(#bindings),*).await)
+                                #private::Ok::<_, #private::ToolError>(#handler_result)
                             },
                         )
                 }
@@ -204,4 +222,15 @@ pub(crate) fn without_param_docs(mut function: ItemFn) -> ItemFn {
         }
     }
     function
+}
+
+/// The spans of a type's first and last tokens: tokens located at the first and the last are
+/// reported by rustc across the whole type.
+fn across(ty: &Type) -> (Span, Span) {
+    let mut tokens = ty.to_token_stream().into_iter();
+    let first = tokens
+        .next()
+        .map_or_else(Span::call_site, |token| token.span());
+    let last = tokens.last().map_or(first, |token| token.span());
+    (first, last)
 }
