@@ -69,3 +69,75 @@ pub(crate) fn expand_callback(input: TokenStream) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use super::{check, parse};
+
+    /// The errors reported for a presenter over `Invoice { id, total, secret (hidden), note
+    /// (not cast) }`, and the fields that follow the rules.
+    fn check(attr: proc_macro2::TokenStream) -> (usize, Vec<String>) {
+        let input: parse::CallbackInput = syn::parse2(quote! {
+            model { "Invoice" [
+                { id 0 "Invoice id" false false }
+                { total 1 "Total in cents" false false }
+                { secret 2 "Webhook secret" true false }
+                { note 3 _ false false }
+            ] }
+            attr { #attr }
+            item { pub struct InvoiceView; }
+        })
+        .expect("the descriptor's syntax");
+        let mut errors = darling::Error::accumulator();
+        let model = input.model.expect("a model");
+        let presenter =
+            parse::parse(input.attr, input.item, model, &mut errors).expect("a presenter");
+        let fields = check::check(&presenter, &mut errors)
+            .map(|checked| {
+                checked
+                    .fields
+                    .iter()
+                    .map(|(listed, _)| listed.ident.to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        (errors.finish().err().map_or(0, |error| error.len()), fields)
+    }
+
+    #[test]
+    fn a_valid_presenter_passes() {
+        assert_eq!(
+            check(quote!(Invoice, fields(id, total), limit = 5)),
+            (0, vec!["id".into(), "total".into()])
+        );
+    }
+
+    #[test]
+    fn every_mistake_is_reported_and_the_valid_fields_kept() {
+        // A zero limit, a hidden field, a field that is not cast, an unknown one, one listed
+        // twice, an element that is not a field, `suggest` without `actions`.
+        let attr = quote!(
+            Invoice,
+            fields(id, secret, note, totl, id, 3),
+            limit = 0,
+            suggest = f
+        );
+        assert_eq!(check(attr), (7, vec!["id".into()]));
+    }
+
+    #[test]
+    fn a_failed_option_keeps_the_rest() {
+        // The typo is the only error: the fields are still read (and checked), and `suggest`
+        // is not reported without `actions`, which may be what failed.
+        assert_eq!(
+            check(quote!(Invoice, fields(id, total), limt = 5, suggest = f)),
+            (1, vec!["id".into(), "total".into()])
+        );
+        assert_eq!(
+            check(quote!(Invoice, fields(id, totl), limt = 5)),
+            (2, vec!["id".into()])
+        );
+    }
+}

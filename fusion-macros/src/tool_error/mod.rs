@@ -33,3 +33,65 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use syn::parse_quote;
+
+    use super::{check, parse};
+
+    /// The number of errors reported for `#[derive(ToolError)]` on `input`.
+    fn errors(input: syn::DeriveInput) -> usize {
+        let mut errors = darling::Error::accumulator();
+        let parsed = parse::parse(&input, &mut errors);
+        let _ = check::check(&parsed, &mut errors);
+        errors.finish().err().map_or(0, |error| error.len())
+    }
+
+    #[test]
+    fn a_valid_enum_passes() {
+        let input = parse_quote! {
+            enum BillingError {
+                #[tool_error(code = "InvoiceNotFound", message = "No invoice {0}.", actions = ["billing.list_invoices"])]
+                NotFound(String),
+                #[tool_error(internal, from)]
+                Store(std::io::Error),
+            }
+        };
+        assert_eq!(errors(input), 0);
+    }
+
+    #[test]
+    fn every_mistake_is_reported_at_once() {
+        let input = parse_quote! {
+            enum BillingError {
+                // Unknown option.
+                #[tool_error(code = "NotFound", mesage = "No invoice.")]
+                NotFound,
+                // No code; `from` on a domain variant.
+                #[tool_error(from)]
+                Conflict(String),
+                // Code without message; an action that is not a key.
+                #[tool_error(code = "Busy", actions = ["a.b.c"])]
+                Busy,
+                // An internal error with a code, two fields and a retry window.
+                #[tool_error(internal, code = "Store", retry_after = "5s")]
+                Store(std::io::Error, u8),
+                // A malformed retry window.
+                #[tool_error(code = "Slow", message = "Slow.", retry_after = "5 parsecs")]
+                Slow,
+            }
+        };
+        assert_eq!(errors(input), 9);
+    }
+
+    #[test]
+    fn a_struct_is_refused_without_a_panic() {
+        assert_eq!(
+            errors(parse_quote!(
+                struct NotAnEnum;
+            )),
+            1
+        );
+    }
+}
