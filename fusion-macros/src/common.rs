@@ -1,94 +1,64 @@
-//! Pieces shared by the macros: the path to the facade, attribute value shapes, doc comments,
-//! "did you mean" suggestions and the syntax of tool keys and globs.
+//! Pieces shared by the macros: attribute value shapes, doc comments, "did you mean"
+//! suggestions, and tool keys and globs checked on their literals.
 
+use darling::ast::NestedMeta;
 use darling::{Error, FromMeta, Result};
 use proc_macro2::TokenStream;
-use quote::quote;
-use syn::{Attribute, Expr, ExprArray, Ident, Lit, LitStr, Path};
+use quote::ToTokens;
+use syn::{Attribute, Expr, Ident, Lit, LitStr};
 
-/// The path of the `fusion` facade in the user's crate: `::fusion` unless renamed with
-/// `crate = path`.
-#[derive(Clone)]
-pub(crate) struct Krate(pub(crate) Path);
-
-impl Default for Krate {
-    fn default() -> Self {
-        Krate(syn::parse_quote!(::fusion))
-    }
-}
-
-impl Krate {
-    /// `#krate::__private`: the only module generated code names.
-    pub(crate) fn private(&self) -> TokenStream {
-        let path = &self.0;
-        quote!(#path::__private)
-    }
-}
-
-impl FromMeta for Krate {
-    fn from_expr(expr: &Expr) -> Result<Self> {
-        match expr {
-            Expr::Path(path) => Ok(Krate(path.path.clone())),
-            Expr::Lit(lit) => Self::from_value(&lit.lit),
-            Expr::Group(group) => Self::from_expr(&group.expr),
-            other => Err(Error::custom("expected a path such as `::my_fusion`").with_span(other)),
-        }
-    }
-
-    fn from_value(value: &Lit) -> Result<Self> {
-        match value {
-            Lit::Str(text) => text.parse::<Path>().map(Krate).map_err(|_| {
-                Error::custom("expected a path such as `::my_fusion`").with_span(text)
-            }),
-            other => Err(Error::unexpected_lit_type(other)),
-        }
-    }
-}
-
-/// A list of identifiers: `name(a, b)` or `name = [a, b]`.
+/// A list of identifiers: `name(a, b)` or `name = [a, b]`. An element that is not an
+/// identifier does not fail the list: it is kept as an error for the checks to report, so that
+/// a fallback still has the well-formed names.
 #[derive(Clone, Default)]
-pub(crate) struct IdentList(pub(crate) Vec<Ident>);
+pub(crate) struct IdentList {
+    pub(crate) idents: Vec<Ident>,
+    pub(crate) malformed: Vec<Error>,
+}
+
+impl IdentList {
+    fn push(&mut self, ident: Option<Ident>, element: &impl ToTokens) {
+        match ident {
+            Some(ident) => self.idents.push(ident),
+            None => self
+                .malformed
+                .push(Error::custom("expected a field name").with_span(element)),
+        }
+    }
+}
 
 impl FromMeta for IdentList {
-    fn from_list(items: &[darling::ast::NestedMeta]) -> Result<Self> {
-        let mut errors = Error::accumulator();
-        let mut idents = Vec::new();
+    fn from_list(items: &[NestedMeta]) -> Result<Self> {
+        let mut list = IdentList::default();
         for item in items {
             let ident = match item {
-                darling::ast::NestedMeta::Meta(syn::Meta::Path(path)) => path.get_ident().cloned(),
+                NestedMeta::Meta(syn::Meta::Path(path)) => path.get_ident().cloned(),
                 _ => None,
             };
-            match ident {
-                Some(ident) => idents.push(ident),
-                None => errors.push(Error::custom("expected a field name").with_span(item)),
-            }
+            list.push(ident, item);
         }
-        errors.finish_with(IdentList(idents))
+        Ok(list)
     }
 
     fn from_expr(expr: &Expr) -> Result<Self> {
         match expr {
-            Expr::Array(array) => idents_of(array),
+            Expr::Array(array) => {
+                let mut list = IdentList::default();
+                for element in &array.elems {
+                    let ident = match element {
+                        Expr::Path(path) => path.path.get_ident().cloned(),
+                        _ => None,
+                    };
+                    list.push(ident, element);
+                }
+                Ok(list)
+            }
             Expr::Group(group) => Self::from_expr(&group.expr),
             other => {
                 Err(Error::custom("expected a list of field names: `[a, b]`").with_span(other))
             }
         }
     }
-}
-
-fn idents_of(array: &ExprArray) -> Result<IdentList> {
-    let mut errors = Error::accumulator();
-    let mut idents = Vec::new();
-    for element in &array.elems {
-        match element {
-            Expr::Path(path) if path.path.get_ident().is_some() => {
-                idents.extend(path.path.get_ident().cloned());
-            }
-            other => errors.push(Error::custom("expected a field name").with_span(other)),
-        }
-    }
-    errors.finish_with(IdentList(idents))
 }
 
 /// One string or a list of strings: `name = "a"` or `name = ["a", "b"]`.
@@ -191,46 +161,18 @@ pub(crate) fn unknown_field<'a>(
     Error::custom(message).with_span(ident)
 }
 
-/// A tool key: `namespace.action` or `action`; segments of ASCII letters, digits, `_`, `-`,
-/// starting with a letter or `_`. The runtime's `ToolKey::parse` enforces the same rule.
+/// A tool key: `namespace.action` or `action`. The syntax and its problem sentences are
+/// `fusion_names`', shared with the runtime's `ToolKey::parse`.
 pub(crate) fn check_key(key: &LitStr) -> Result<()> {
-    let text = key.value();
-    let segments: Vec<&str> = text.split('.').collect();
-    if segments.len() > 2 {
-        return Err(Error::custom(format!(
-            "tool name `{text}` has more than one dot: a tool name is `namespace.action`"
-        ))
-        .with_span(key));
-    }
-    for segment in segments {
-        if !valid_segment(segment) {
-            return Err(Error::custom(format!(
-                "tool name `{text}`: each segment is ASCII letters, digits, `_` or `-`, starting with a letter or `_`"
-            ))
-            .with_span(key));
-        }
-    }
-    Ok(())
+    fusion_names::check_key(&key.value())
+        .map_err(|problem| Error::custom(format!("tool name {problem}")).with_span(key))
 }
 
-/// A glob over tool keys: segments are `*`, `**` or a key segment.
+/// A glob over tool keys: segments are `*`, `**` or a key segment (`fusion_names`, shared with
+/// the runtime's `Glob::parse`).
 pub(crate) fn check_glob(glob: &LitStr) -> Result<()> {
-    let text = glob.value();
-    for segment in text.split('.') {
-        if !(segment == "*" || segment == "**" || valid_segment(segment)) {
-            return Err(Error::custom(format!(
-                "malformed glob `{text}`: segments are separated by `.` and are `*` (one segment), `**` (any number) or a name"
-            ))
-            .with_span(glob));
-        }
-    }
-    Ok(())
-}
-
-fn valid_segment(segment: &str) -> bool {
-    let mut chars = segment.chars();
-    matches!(chars.next(), Some(first) if first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    fusion_names::check_glob(&glob.value())
+        .map_err(|problem| Error::custom(problem).with_span(glob))
 }
 
 /// A deterministic 64-bit hash (FNV-1a), for unique generated names.
@@ -245,7 +187,25 @@ pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     hash
 }
 
+/// What can still be read of an attribute whose items did not all parse: the items that parse
+/// on their own (the first of each name), parsed together. Fallbacks rely on it; the errors
+/// were reported by the strict reading.
+pub(crate) fn salvage<T: FromMeta + Default>(items: &[NestedMeta]) -> T {
+    let mut names: Vec<&syn::Path> = Vec::new();
+    let mut kept = Vec::new();
+    for item in items {
+        let NestedMeta::Meta(meta) = item else {
+            continue;
+        };
+        if !names.contains(&meta.path()) && T::from_list(std::slice::from_ref(item)).is_ok() {
+            names.push(meta.path());
+            kept.push(item.clone());
+        }
+    }
+    T::from_list(&kept).unwrap_or_default()
+}
+
 /// Parses the arguments of an attribute macro into darling's nested meta list.
-pub(crate) fn meta_list(args: TokenStream) -> Result<Vec<darling::ast::NestedMeta>> {
-    darling::ast::NestedMeta::parse_meta_list(args).map_err(Error::from)
+pub(crate) fn meta_list(args: TokenStream) -> Result<Vec<NestedMeta>> {
+    NestedMeta::parse_meta_list(args).map_err(Error::from)
 }

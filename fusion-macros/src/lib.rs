@@ -4,7 +4,9 @@
 //! Set `FUSION_MACROS_DEBUG=1` to print every expansion to stderr.
 
 mod common;
+mod fallback;
 mod model;
+mod paths;
 mod presenter;
 mod tool;
 mod tool_error;

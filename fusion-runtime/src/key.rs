@@ -20,7 +20,8 @@ impl ToolKey {
     /// is at most one dot.
     pub fn parse(key: impl Into<Cow<'static, str>>) -> Result<Self, String> {
         let full = key.into();
-        check_key(&full)?;
+        // The same rule as `#[tool]` applies at compile time.
+        fusion_names::check_key(&full)?;
         let dot = full.find('.');
         Ok(ToolKey { full, dot })
     }
@@ -75,34 +76,6 @@ impl fmt::Debug for ToolKey {
     }
 }
 
-/// Checks a canonical key's syntax; the `#[tool]` macro applies the same rule at compile time.
-fn check_key(key: &str) -> Result<(), String> {
-    let segments: Vec<&str> = key.split('.').collect();
-    if segments.len() > 2 {
-        return Err(format!(
-            "`{key}` has more than one dot: a tool name is `namespace.action`"
-        ));
-    }
-    for segment in segments {
-        check_segment(key, segment)?;
-    }
-    Ok(())
-}
-
-fn check_segment(key: &str, segment: &str) -> Result<(), String> {
-    let mut chars = segment.chars();
-    match chars.next() {
-        None => Err(format!("`{key}` has an empty segment")),
-        Some(first) if !(first.is_ascii_alphabetic() || first == '_') => Err(format!(
-            "`{key}`: each segment must start with an ASCII letter or `_`"
-        )),
-        Some(_) if chars.any(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) => Err(
-            format!("`{key}`: segments may only contain ASCII letters, digits, `_` and `-`"),
-        ),
-        Some(_) => Ok(()),
-    }
-}
-
 /// A dot-segmented glob over canonical keys: `*` matches one segment, `**` any number of
 /// segments (zero included), anything else matches itself.
 ///
@@ -122,20 +95,7 @@ impl Glob {
     /// Parses a glob; the `#[tool]` macro applies the same rule at compile time.
     pub fn parse(pattern: impl Into<Cow<'static, str>>) -> Result<Self, String> {
         let pattern = pattern.into();
-        for segment in pattern.split('.') {
-            match segment {
-                "*" | "**" => {}
-                "" => return Err(format!("glob `{pattern}` has an empty segment")),
-                literal if literal.contains('*') => {
-                    return Err(format!(
-                        "glob `{pattern}`: `*` and `**` must stand alone in a segment"
-                    ));
-                }
-                literal => {
-                    check_segment(&pattern, literal).map_err(|problem| format!("glob {problem}"))?
-                }
-            }
-        }
+        fusion_names::check_glob(&pattern)?;
         Ok(Glob { pattern })
     }
 
@@ -146,23 +106,7 @@ impl Glob {
 
     /// Whether the glob matches a canonical key.
     pub fn matches(&self, key: &str) -> bool {
-        let pattern: Vec<&str> = self.pattern.split('.').collect();
-        let key: Vec<&str> = key.split('.').collect();
-        matches_segments(&pattern, &key)
-    }
-}
-
-fn matches_segments(pattern: &[&str], key: &[&str]) -> bool {
-    match (pattern.split_first(), key.split_first()) {
-        (None, None) => true,
-        (Some((&"**", rest)), _) => {
-            (0..=key.len()).any(|skip| matches_segments(rest, &key[skip..]))
-        }
-        (Some((&"*", rest)), Some((_, key_rest))) => matches_segments(rest, key_rest),
-        (Some((literal, rest)), Some((segment, key_rest))) => {
-            literal == segment && matches_segments(rest, key_rest)
-        }
-        _ => false,
+        fusion_names::glob_matches(&self.pattern, key)
     }
 }
 

@@ -156,4 +156,29 @@ pub mod __private {
         Model, ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter,
         PresenterInfo, Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
     };
+
+    /// A tool handler's return value taken apart. Implemented for `Result` only, and used by
+    /// `#[tool]` on the handler's return type, so that a handler returning anything else is
+    /// reported once, there: a failed projection leaves nothing for later bounds to report.
+    #[diagnostic::on_unimplemented(
+        message = "a tool handler returns `Result<T, E>`, not `{Self}`",
+        label = "not a `Result`"
+    )]
+    pub trait HandlerReturn {
+        /// The success type.
+        type Ok;
+        /// The error type.
+        type Err;
+        /// The value as the `Result` it is.
+        fn into_result(self) -> Result<Self::Ok, Self::Err>;
+    }
+
+    impl<T, E> HandlerReturn for Result<T, E> {
+        type Ok = T;
+        type Err = E;
+        #[inline]
+        fn into_result(self) -> Self {
+            self
+        }
+    }
 }

@@ -1,0 +1,129 @@
+//! The attribute's receivers and the function as written: nothing is checked here beyond the
+//! shape of each single value.
+
+use darling::util::Flag;
+use darling::{Error, FromMeta, Result};
+use proc_macro2::TokenStream;
+use syn::{Ident, ItemFn, LitStr, Path};
+
+use crate::common::{StrList, meta_list};
+use crate::paths::Krate;
+
+#[derive(FromMeta)]
+pub(super) struct ToolArgs {
+    pub(super) query: Flag,
+    pub(super) mutation: Flag,
+    pub(super) action: Flag,
+    #[darling(default)]
+    pub(super) name: Option<LitStr>,
+    #[darling(default)]
+    pub(super) returns: Option<Path>,
+    #[darling(default)]
+    pub(super) invalidates: StrList,
+    #[darling(default)]
+    pub(super) cache: Option<Ident>,
+    pub(super) idempotent: Flag,
+    #[darling(default)]
+    pub(super) destructive: Option<bool>,
+    #[darling(default)]
+    pub(super) open_world: Option<bool>,
+    #[darling(default)]
+    pub(super) title: Option<LitStr>,
+    #[darling(default)]
+    pub(super) description: Option<LitStr>,
+    #[darling(default)]
+    pub(super) tags: StrList,
+    #[darling(default)]
+    pub(super) version: Option<LitStr>,
+    #[darling(default)]
+    pub(super) middleware: Exprs,
+    #[darling(default)]
+    pub(super) concurrency: Option<ConcurrencyArgs>,
+    #[darling(default)]
+    pub(super) serialize: Option<SerializeArg>,
+    #[darling(default)]
+    pub(super) max_bytes: Option<syn::LitInt>,
+    #[darling(default)]
+    pub(super) toolset: Option<LitStr>,
+    #[darling(rename = "crate", default)]
+    pub(super) krate: Krate,
+}
+
+/// `concurrency(max = 4, queue = 16)`.
+#[derive(FromMeta)]
+pub(super) struct ConcurrencyArgs {
+    pub(super) max: syn::LitInt,
+    #[darling(default)]
+    pub(super) queue: Option<syn::LitInt>,
+}
+
+/// `serialize = false`, `serialize = true` (per action) or `serialize = "argument"`.
+pub(super) enum SerializeArg {
+    Off,
+    PerAction,
+    PerArgument(LitStr),
+}
+
+impl FromMeta for SerializeArg {
+    fn from_bool(value: bool) -> Result<Self> {
+        Ok(if value {
+            SerializeArg::PerAction
+        } else {
+            SerializeArg::Off
+        })
+    }
+
+    fn from_string(_: &str) -> Result<Self> {
+        Err(Error::custom("unreachable: handled by from_value"))
+    }
+
+    fn from_value(value: &syn::Lit) -> Result<Self> {
+        match value {
+            syn::Lit::Bool(flag) => Self::from_bool(flag.value),
+            syn::Lit::Str(argument) => Ok(SerializeArg::PerArgument(argument.clone())),
+            other => Err(Error::custom(
+                "`serialize` is `true` (per action), `false`, or the name of an argument",
+            )
+            .with_span(other)),
+        }
+    }
+}
+
+/// One expression or a list of expressions: `middleware = auth()` or `middleware = [a, b()]`.
+#[derive(Default)]
+pub(super) struct Exprs(pub(super) Vec<syn::Expr>);
+
+impl FromMeta for Exprs {
+    fn from_expr(expr: &syn::Expr) -> Result<Self> {
+        match expr {
+            syn::Expr::Array(array) => Ok(Exprs(array.elems.iter().cloned().collect())),
+            other => Ok(Exprs(vec![other.clone()])),
+        }
+    }
+}
+
+/// The function as written and what its attribute says.
+pub(super) struct Tool {
+    pub(super) function: ItemFn,
+    /// `None` when the attribute could not be read (the error is reported): the rules that
+    /// read it do not run, so that a typo is not also reported as a missing verb.
+    pub(super) args: Option<ToolArgs>,
+    /// The facade as `crate = …` names it, even when the rest of the attribute could not be
+    /// read: the fallback names it too.
+    pub(super) krate: Krate,
+}
+
+pub(super) fn parse(
+    args: TokenStream,
+    function: ItemFn,
+    errors: &mut darling::error::Accumulator,
+) -> Tool {
+    let list = errors.handle(meta_list(args));
+    let krate = list.as_deref().map(Krate::find_in).unwrap_or_default();
+    let args = list.and_then(|list| errors.handle(ToolArgs::from_list(&list)));
+    Tool {
+        function,
+        args,
+        krate,
+    }
+}

@@ -1,0 +1,186 @@
+//! The derive's receivers and the enum as written: each single value is read here (a retry
+//! window is parsed where it is written); the rules that span values are in `check`.
+
+use darling::util::Flag;
+use darling::{Error, FromMeta, Result};
+use proc_macro2::Span;
+use syn::punctuated::Punctuated;
+use syn::{Attribute, DeriveInput, Fields, Ident, LitStr, Token};
+
+use crate::common::StrList;
+use crate::paths::Krate;
+
+#[derive(FromMeta, Default)]
+pub(super) struct VariantArgs {
+    #[darling(default)]
+    pub(super) code: Option<LitStr>,
+    #[darling(default)]
+    pub(super) message: Option<LitStr>,
+    #[darling(default)]
+    pub(super) recovery: Option<LitStr>,
+    #[darling(default)]
+    pub(super) actions: StrList,
+    pub(super) retryable: Flag,
+    #[darling(default)]
+    pub(super) retry_after: Option<RetryAfter>,
+    pub(super) internal: Flag,
+    pub(super) from: Flag,
+}
+
+/// `retry_after = "5s"`: a retry window of a whole number of `ms`, `s` or `m`, in milliseconds.
+pub(super) struct RetryAfter {
+    pub(super) millis: u64,
+    pub(super) span: Span,
+}
+
+impl FromMeta for RetryAfter {
+    fn from_value(value: &syn::Lit) -> Result<Self> {
+        let syn::Lit::Str(text) = value else {
+            return Err(Error::custom(
+                "expected a retry window as a string, such as `retry_after = \"5s\"`",
+            )
+            .with_span(value));
+        };
+        parse_window(&text.value())
+            .map(|millis| RetryAfter {
+                millis,
+                span: text.span(),
+            })
+            .ok_or_else(|| {
+                Error::custom(format!(
+                    "malformed retry window `{}`: a whole number followed by `ms`, `s` or `m`, such as \"500ms\" or \"5s\"",
+                    text.value()
+                ))
+                .with_span(text)
+            })
+    }
+}
+
+/// `"500ms"`, `"5s"` or `"2m"` in milliseconds; `None` when malformed or too long.
+fn parse_window(text: &str) -> Option<u64> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = text.split_at(digits);
+    let factor = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        _ => return None,
+    };
+    number.parse::<u64>().ok()?.checked_mul(factor)
+}
+
+#[derive(FromMeta, Default)]
+pub(super) struct ContainerArgs {
+    #[darling(rename = "crate", default)]
+    pub(super) krate: Krate,
+}
+
+/// The type as written and what its attributes say.
+pub(super) struct Input<'a> {
+    pub(super) original: &'a DeriveInput,
+    pub(super) krate: Krate,
+    /// `None` when the type is not an enum.
+    pub(super) variants: Option<Vec<Variant<'a>>>,
+}
+
+pub(super) struct Variant<'a> {
+    pub(super) ident: &'a Ident,
+    pub(super) fields: &'a Fields,
+    /// `None` when the variant's attribute could not be read (the error is reported).
+    pub(super) args: Option<VariantArgs>,
+    /// `#[tool_error(…, from)]`, read even when the rest of the attribute could not be: a
+    /// fallback still converts the source error, so that `?` on it reports nothing.
+    pub(super) from: bool,
+}
+
+pub(super) fn parse<'a>(
+    input: &'a DeriveInput,
+    errors: &mut darling::error::Accumulator,
+) -> Input<'a> {
+    let container: ContainerArgs = errors
+        .handle(tool_error_args(&input.attrs))
+        .unwrap_or_default();
+    let variants = match &input.data {
+        syn::Data::Enum(data) => Some(
+            data.variants
+                .iter()
+                .map(|variant| {
+                    let args: Option<VariantArgs> = errors.handle(tool_error_args(&variant.attrs));
+                    let from = match &args {
+                        Some(args) => args.from.is_present(),
+                        None => mentions_from(&variant.attrs),
+                    };
+                    Variant {
+                        ident: &variant.ident,
+                        fields: &variant.fields,
+                        args,
+                        from,
+                    }
+                })
+                .collect(),
+        ),
+        _ => None,
+    };
+    Input {
+        original: input,
+        krate: container.krate,
+        variants,
+    }
+}
+
+/// The one `#[tool_error(…)]` among `attrs`, or the defaults.
+fn tool_error_args<T: FromMeta + Default>(attrs: &[Attribute]) -> Result<T> {
+    let mut found = None;
+    let mut errors = Error::accumulator();
+    for attr in attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("tool_error"))
+    {
+        if found.is_some() {
+            errors.push(Error::custom("duplicate `#[tool_error]`").with_span(attr));
+            continue;
+        }
+        found = errors.handle(T::from_meta(&attr.meta));
+    }
+    errors.finish_with(found.unwrap_or_default())
+}
+
+/// Whether a `#[tool_error(…)]` among `attrs` says `from`, whatever else it says.
+fn mentions_from(attrs: &[Attribute]) -> bool {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("tool_error"))
+        .filter_map(|attr| {
+            attr.parse_args_with(Punctuated::<syn::Meta, Token![,]>::parse_terminated)
+                .ok()
+        })
+        .flatten()
+        .any(|meta| meta.path().is_ident("from"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_window;
+
+    #[test]
+    fn retry_windows_are_whole_numbers_of_ms_s_or_m() {
+        assert_eq!(parse_window("500ms"), Some(500));
+        assert_eq!(parse_window("5s"), Some(5_000));
+        assert_eq!(parse_window("2m"), Some(120_000));
+        assert_eq!(parse_window("0s"), Some(0));
+        for malformed in [
+            "",
+            "5",
+            "s",
+            "5 s",
+            "1.5s",
+            "-5s",
+            "5h",
+            "5sec",
+            "99999999999999999999ms",
+        ] {
+            assert_eq!(parse_window(malformed), None, "{malformed}");
+        }
+        assert_eq!(parse_window(&format!("{}m", u64::MAX / 60_000 + 1)), None);
+    }
+}
