@@ -34,17 +34,47 @@ pub struct AuditRecord {
     pub duration: Duration,
 }
 
-/// Why a sink could not record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditError(pub String);
+/// Why a sink could not record: what failed, and the error that caused it.
+#[derive(Debug)]
+pub struct AuditError {
+    what: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
 
-impl fmt::Display for AuditError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl AuditError {
+    /// A failure described by `what`.
+    pub fn new(what: impl Into<String>) -> Self {
+        AuditError {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A failure described by `what`, caused by `source`.
+    pub fn with_source(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        AuditError {
+            what: what.into(),
+            source: Some(Box::new(source)),
+        }
     }
 }
 
-impl std::error::Error for AuditError {}
+impl fmt::Display for AuditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl std::error::Error for AuditError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// Receives audit records. Called on the call's path, before the result is returned, so a
 /// record is written before the agent sees success; keep it fast.
@@ -145,7 +175,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 pub(crate) fn log_lost(record: &AuditRecord, error: &AuditError) {
     tracing::error!(
         target: "fusion::audit",
-        error = %error,
+        error = %crate::error::DisplayChain(error),
         tool = %record.tool,
         action = %record.action,
         principal = record.principal.as_deref().unwrap_or("-"),
@@ -264,7 +294,7 @@ mod sqlite {
     }
 
     fn to_audit_error(error: rusqlite::Error) -> AuditError {
-        AuditError(format!("sqlite audit sink: {error}"))
+        AuditError::with_source("the SQLite audit sink failed", error)
     }
 }
 

@@ -74,23 +74,6 @@ where
     }
 }
 
-/// Extracts the `Ok` and `Err` types of a handler's return type.
-#[diagnostic::on_unimplemented(
-    message = "a tool handler returns `Result<T, E>`, not `{Self}`",
-    label = "not a `Result`"
-)]
-pub trait HandlerResult {
-    /// The success type.
-    type Ok;
-    /// The error type.
-    type Err;
-}
-
-impl<T, E> HandlerResult for Result<T, E> {
-    type Ok = T;
-    type Err = E;
-}
-
 /// Everything a tool declares.
 pub struct ToolSpec {
     pub(crate) key: Result<ToolKey, String>,

@@ -138,7 +138,6 @@ pub mod __private {
     pub use fusion_macros::__presenter_for_model;
     pub use fusion_runtime::args::ArgReader;
     pub use fusion_runtime::args::kinds;
-    pub use fusion_runtime::args::kinds::missing_argument;
     pub use fusion_runtime::model::kinds as model_kinds;
     pub use fusion_runtime::model::{
         FieldAt, ModelsNeverImplementDeserialize, ModelsNeverImplementSerialize, profile,
@@ -146,7 +145,6 @@ pub mod __private {
     pub use fusion_runtime::present::{
         PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,
     };
-    pub use fusion_runtime::spec::HandlerResult;
     pub use fusion_runtime::wire::{
         AcceptsRawModel, CarriesRawModel, DescribesRawModel, TheWire,
         unreachable_impl as unreachable_model_impl,

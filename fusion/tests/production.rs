@@ -728,7 +728,7 @@ struct Recorder {
 impl AuditSink for Recorder {
     fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
         if self.failing.load(Ordering::SeqCst) {
-            return Err(AuditError("disk full".into()));
+            return Err(AuditError::new("disk full"));
         }
         self.records.lock().unwrap().push(record.clone());
         Ok(())

@@ -75,7 +75,14 @@ async fn main() -> ExitCode {
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!("{error}");
+            // The whole chain: what failed, then each cause.
+            let mut text = error.to_string();
+            let mut source = error.source();
+            while let Some(cause) = source {
+                text.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            tracing::error!("{text}");
             ExitCode::FAILURE
         }
     }

@@ -136,7 +136,7 @@ impl Report {
         let recorded =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink.record(&record)))
                 .unwrap_or_else(|panic| {
-                    Err(audit::AuditError(format!(
+                    Err(audit::AuditError::new(format!(
                         "the audit sink panicked: {}",
                         panic_text(&*panic)
                     )))

@@ -14,6 +14,32 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Embedding
+//!
+//! [`Mcp::router`] is an `axum::Router`: merge it into an application of your own. Cancel
+//! [`HttpOptions::shutdown`] when the application stops, so that open SSE streams and sessions
+//! end instead of holding the graceful shutdown up:
+//!
+//! ```no_run
+//! # async fn run(server: fusion_runtime::Server) -> Result<(), Box<dyn std::error::Error>> {
+//! use fusion_runtime::serve::{HttpOptions, Mcp};
+//!
+//! let options = HttpOptions::default();
+//! let shutdown = options.shutdown.clone();
+//! let app = axum::Router::new()
+//!     .route("/healthz", axum::routing::get(|| async { "ok" }))
+//!     .merge(Mcp::new(server).router(&options));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app)
+//!     .with_graceful_shutdown(async move {
+//!         let _ = tokio::signal::ctrl_c().await;
+//!         // Ends the MCP endpoint's SSE streams and sessions; the rest drains as usual.
+//!         shutdown.cancel();
+//!     })
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
 //! Defaults are the fast and safe configuration: the non-blocking stdio transport, `TCP_NODELAY`
 //! on every accepted socket, JSON (not SSE) responses for stateless requests, loopback binding,
 //! and `Host`/`Origin` checked against loopback allow-lists, in front of everything else
@@ -253,17 +279,38 @@ fn page_of(cursor: &str) -> Option<usize> {
     cursor.strip_prefix("page-")?.parse().ok()
 }
 
-/// A transport could not start or stopped with an error.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServeError(String);
+/// A transport could not start or stopped with an error: what failed, and why.
+#[derive(Debug)]
+pub struct ServeError {
+    what: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
 
-impl fmt::Display for ServeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl ServeError {
+    pub(crate) fn new(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        ServeError {
+            what: what.into(),
+            source: Some(source.into()),
+        }
     }
 }
 
-impl std::error::Error for ServeError {}
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl std::error::Error for ServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// A Fusion server as an rmcp [`ServerHandler`]: a cheap `Arc` over what [`Mcp::handler`]
 /// computed once.

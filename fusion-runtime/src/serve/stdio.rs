@@ -13,11 +13,11 @@ impl Mcp {
             .handler()
             .serve(rmcp::transport::stdio_pipes())
             .await
-            .map_err(|error| ServeError(format!("stdio handshake failed: {error}")))?;
+            .map_err(|error| ServeError::new("the stdio handshake failed", error))?;
         service
             .waiting()
             .await
-            .map_err(|error| ServeError(format!("stdio service stopped: {error}")))?;
+            .map_err(|error| ServeError::new("the stdio service stopped", error))?;
         Ok(())
     }
 }

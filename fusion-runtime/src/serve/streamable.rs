@@ -118,7 +118,7 @@ impl Mcp {
     pub async fn serve_http(&self, options: HttpOptions) -> Result<(), ServeError> {
         let listener = tokio::net::TcpListener::bind(options.bind)
             .await
-            .map_err(|error| ServeError(format!("cannot bind {}: {error}", options.bind)))?;
+            .map_err(|error| ServeError::new(format!("cannot bind {}", options.bind), error))?;
         self.serve_http_on(listener, options).await
     }
 
@@ -130,7 +130,7 @@ impl Mcp {
     ) -> Result<(), ServeError> {
         let address = listener
             .local_addr()
-            .map_err(|error| ServeError(format!("listener has no address: {error}")))?;
+            .map_err(|error| ServeError::new("the listener has no address", error))?;
         let shutdown = options.shutdown.clone();
         let router = self.router(&options);
         tracing::info!(%address, path = %options.path, "serving MCP over Streamable HTTP");
@@ -157,7 +157,7 @@ impl Mcp {
                 shutdown.cancel();
             })
             .await
-            .map_err(|error| ServeError(format!("HTTP server failed: {error}")))
+            .map_err(|error| ServeError::new("the HTTP server failed", error))
     }
 }
 // ---------------------------------------------------------------------------------------------
