@@ -4,7 +4,7 @@
 use darling::ast::NestedMeta;
 use darling::{Error, FromMeta, Result};
 use proc_macro2::TokenStream;
-use quote::ToTokens;
+use quote::{ToTokens, quote};
 use syn::{Attribute, Expr, Ident, Lit, LitStr};
 
 /// A list of identifiers: `name(a, b)` or `name = [a, b]`. An element that is not an
@@ -208,4 +208,126 @@ pub(crate) fn salvage<T: FromMeta + Default>(items: &[NestedMeta]) -> T {
 /// Parses the arguments of an attribute macro into darling's nested meta list.
 pub(crate) fn meta_list(args: TokenStream) -> Result<Vec<NestedMeta>> {
     NestedMeta::parse_meta_list(args).map_err(Error::from)
+}
+
+/// A constraint on a model field or a tool parameter, written as schemars writes it on a type's
+/// field (`#[schemars(length(max = 64))]`). It goes into the schema of the argument (a model
+/// field's goes to every profile that fills it), and the runtime enforces it there.
+pub(crate) enum Constraint {
+    /// `length(min = …, max = …)` or `length(equal = …)`.
+    Length {
+        min: Option<syn::Expr>,
+        max: Option<syn::Expr>,
+    },
+    /// `range(min = …, max = …)`.
+    Range {
+        min: Option<syn::Expr>,
+        max: Option<syn::Expr>,
+    },
+    /// `regex(pattern = "…")` or `pattern("…")`.
+    Pattern(syn::Expr),
+    /// `email` or `url`.
+    Format(&'static str),
+}
+
+impl Constraint {
+    pub(crate) fn parse_attr(attr: &Attribute) -> darling::Result<Vec<Constraint>> {
+        let items = attr
+            .parse_args_with(
+                syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated,
+            )
+            .map_err(Error::from)?;
+        let mut errors = Error::accumulator();
+        let mut constraints = Vec::new();
+        for item in &items {
+            if let Some(constraint) = errors.handle(Constraint::parse_item(item)) {
+                constraints.push(constraint);
+            }
+        }
+        errors.finish_with(constraints)
+    }
+
+    fn parse_item(item: &syn::Meta) -> darling::Result<Constraint> {
+        let name = item
+            .path()
+            .get_ident()
+            .map(Ident::to_string)
+            .unwrap_or_default();
+        match (name.as_str(), item) {
+            ("length" | "range", syn::Meta::List(list)) => {
+                let pairs = list
+                    .parse_args_with(
+                        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated,
+                    )
+                    .map_err(Error::from)?;
+                let (mut min, mut max) = (None, None);
+                for pair in pairs {
+                    let key = pair.path.get_ident().map(Ident::to_string).unwrap_or_default();
+                    match key.as_str() {
+                        "min" => min = Some(pair.value),
+                        "max" => max = Some(pair.value),
+                        "equal" if name == "length" => {
+                            min = Some(pair.value.clone());
+                            max = Some(pair.value);
+                        }
+                        _ => {
+                            return Err(Error::custom(format!(
+                                "`{name}` takes `min` and `max`{}",
+                                if name == "length" { " (or `equal`)" } else { "" }
+                            ))
+                            .with_span(&pair.path));
+                        }
+                    }
+                }
+                Ok(if name == "length" {
+                    Constraint::Length { min, max }
+                } else {
+                    Constraint::Range { min, max }
+                })
+            }
+            ("regex", syn::Meta::List(list)) => {
+                let pair: syn::MetaNameValue = list.parse_args().map_err(Error::from)?;
+                if pair.path.is_ident("pattern") {
+                    Ok(Constraint::Pattern(pair.value))
+                } else {
+                    Err(Error::custom("expected `regex(pattern = \"…\")`").with_span(&pair.path))
+                }
+            }
+            ("pattern", syn::Meta::List(list)) => {
+                Ok(Constraint::Pattern(list.parse_args().map_err(Error::from)?))
+            }
+            ("email", syn::Meta::Path(_)) => Ok(Constraint::Format("email")),
+            ("url", syn::Meta::Path(_)) => Ok(Constraint::Format("uri")),
+            _ => Err(Error::custom(
+                "an argument takes the constraints `length(..)`, `range(..)`, `regex(pattern = ..)`, `pattern(..)`, `email` and `url`: each is advertised in its schema and enforced",
+            )
+            .with_span(item)),
+        }
+    }
+}
+
+impl Constraint {
+    /// The call that adds this constraint to a profile field's `schema`.
+    pub(crate) fn expand(&self, private: &TokenStream) -> TokenStream {
+        let bound = |value: &Option<syn::Expr>| match value {
+            Some(value) => quote!(#private::Some(#private::serde_json::Value::from(#value))),
+            None => quote!(#private::None),
+        };
+        match self {
+            Constraint::Length { min, max } => {
+                let (min, max) = (bound(min), bound(max));
+                quote!(#private::constrain::length(&mut schema, #min, #max);)
+            }
+            Constraint::Range { min, max } => {
+                let (min, max) = (bound(min), bound(max));
+                quote!(#private::constrain::range(&mut schema, #min, #max);)
+            }
+            Constraint::Pattern(pattern) => {
+                quote!(#private::constrain::pattern(&mut schema, #pattern);)
+            }
+            Constraint::Format(format) => {
+                quote!(#private::constrain::format(&mut schema, #format);)
+            }
+        }
+    }
 }

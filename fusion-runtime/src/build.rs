@@ -490,7 +490,13 @@ fn compile_action(
             .is_some_and(|presenter| presenter.limit.is_some());
     let pages_by_offset = can_cut && takes_integer(&input_schema, "offset");
     let input_schema = Arc::new(input_schema);
-    let layout = params.layout(Arc::new(Value::Object((*input_schema).clone())));
+    let layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
+        Ok(layout) => layout,
+        Err(problem) => {
+            problems.push(format!("tool `{key}`: {problem}"));
+            return None;
+        }
+    };
     let annotations = annotations(verb, title.as_deref(), idempotent, destructive, open_world);
     let version = version.map_or_else(
         || context.server_version.to_owned(),

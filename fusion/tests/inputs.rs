@@ -209,3 +209,156 @@ fn a_model_declares_its_casts_and_lists() {
     assert!(!field("api_key").presentable());
     assert!(field("tenant_id").guarded && field("tenant_id").hidden);
 }
+
+/// A model whose fields carry constraints, as schemars writes them on a type's fields.
+#[fusion::model(fillable(create = [code, name, quantity, contact, tags], update = [name, quantity]))]
+struct Item {
+    #[cast("Stock code: three capital letters")]
+    #[schemars(regex(pattern = "^[A-Z]{3}$"))]
+    code: String,
+    #[cast("Display name")]
+    #[schemars(length(min = 1, max = 12))]
+    name: String,
+    #[cast("Quantity on hand")]
+    #[schemars(range(min = 1, max = 100))]
+    quantity: u32,
+    #[cast("Who to ask")]
+    #[schemars(email)]
+    contact: String,
+    #[cast("Labels")]
+    #[schemars(length(max = 2))]
+    tags: Vec<String>,
+}
+
+/// Adds an item.
+#[fusion::tool(mutation, name = "stock.add", destructive = false)]
+async fn add_item(item: fusion::Create<Item>) -> Result<String, fusion::ToolError> {
+    Ok(item.code)
+}
+
+/// Renames an item.
+#[fusion::tool(mutation, name = "stock.rename", destructive = false)]
+async fn rename_item(
+    code: String,
+    changes: fusion::Update<Item>,
+) -> Result<Option<String>, fusion::ToolError> {
+    let _ = code;
+    Ok(changes.name)
+}
+
+fn stock(exposition: fusion::Exposition) -> fusion::Server {
+    fusion::ServerBuilder::new("stock", "1.0.0")
+        .exposition(exposition)
+        .tool::<add_item>()
+        .tool::<rename_item>()
+        .build()
+        .unwrap()
+}
+
+/// Every constraint the input schema advertises is enforced before the handler runs, with a
+/// `VALIDATION_ERROR` naming the field, what was sent and what was expected.
+#[tokio::test]
+async fn advertised_constraints_are_enforced_in_both_expositions() {
+    let valid = json!({"code": "ABC", "name": "Bolt", "quantity": 5, "contact": "a@b.example", "tags": ["x"]});
+    for exposition in [fusion::Exposition::Flat, fusion::Exposition::Grouped] {
+        let server = stock(exposition);
+        let schema = server.action("stock.add").unwrap().input_schema().clone();
+        let properties = &schema["properties"];
+        assert_eq!(properties["code"]["pattern"], "^[A-Z]{3}$");
+        assert_eq!(properties["name"]["maxLength"], 12);
+        assert_eq!(properties["quantity"]["maximum"], 100);
+        assert_eq!(properties["contact"]["format"], "email");
+        assert_eq!(properties["tags"]["maxItems"], 2);
+        let tester = Tester::new(server);
+        let ok = tester.call("stock.add", valid.clone()).await;
+        assert_eq!(
+            ok.data(),
+            &json!("ABC"),
+            "{exposition:?}: {}",
+            ok.raw_text()
+        );
+        for (field, value) in [
+            ("code", json!("abcd")),
+            ("name", json!("")),
+            ("name", json!("a name far too long")),
+            ("quantity", json!(0)),
+            ("quantity", json!(101)),
+            ("contact", json!("not an address")),
+            ("tags", json!(["a", "b", "c"])),
+        ] {
+            let mut arguments = valid.clone();
+            arguments[field] = value.clone();
+            let refused = tester.call("stock.add", arguments).await;
+            assert_eq!(
+                refused.error_code(),
+                Some("VALIDATION_ERROR"),
+                "{exposition:?} {field}={value}: {}",
+                refused.raw_text()
+            );
+            let issue = &issues(&refused)[0];
+            assert_eq!(issue["field"], field, "{exposition:?}: {issue}");
+            assert!(issue["sent"].is_string(), "{issue}");
+        }
+        // In an update profile the constraint applies to a value that is sent, and an absent
+        // value stays absent.
+        let renamed = tester
+            .call("stock.rename", json!({"code": "ABC", "name": "Nut"}))
+            .await;
+        assert_eq!(renamed.data(), &json!("Nut"));
+        let unchanged = tester.call("stock.rename", json!({"code": "ABC"})).await;
+        assert_eq!(unchanged.data(), &Value::Null);
+        let too_long = tester
+            .call(
+                "stock.rename",
+                json!({"code": "ABC", "name": "x".repeat(13)}),
+            )
+            .await;
+        assert_eq!(too_long.error_code(), Some("VALIDATION_ERROR"));
+    }
+}
+
+/// Finds items by a code.
+#[fusion::tool(query, name = "stock.find")]
+async fn find_items(
+    /// A stock code.
+    #[schemars(regex(pattern = "^[A-Z]{3}$"))]
+    code: String,
+    /// How many to return.
+    #[schemars(range(min = 1, max = 50))]
+    limit: Option<u32>,
+) -> Result<String, fusion::ToolError> {
+    Ok(format!("{code}:{}", limit.unwrap_or(10)))
+}
+
+#[tokio::test]
+async fn constraints_on_plain_arguments_are_advertised_and_enforced() {
+    let server = fusion::ServerBuilder::new("stock", "1.0.0")
+        .tool::<find_items>()
+        .build()
+        .unwrap();
+    let schema = server.action("stock.find").unwrap().input_schema().clone();
+    assert_eq!(schema["properties"]["code"]["pattern"], "^[A-Z]{3}$");
+    assert_eq!(schema["properties"]["limit"]["maximum"], 50);
+    assert_eq!(schema["properties"]["code"]["description"], "A stock code.");
+    let tester = Tester::new(server);
+    assert_eq!(
+        tester
+            .call("stock.find", json!({"code": "ABC"}))
+            .await
+            .data(),
+        &json!("ABC:10")
+    );
+    for arguments in [
+        json!({"code": "abc"}),
+        json!({"code": "ABC", "limit": 0}),
+        json!({"code": "ABC", "limit": 51}),
+    ] {
+        let refused = tester.call("stock.find", arguments.clone()).await;
+        assert_eq!(
+            refused.error_code(),
+            Some("VALIDATION_ERROR"),
+            "{arguments}: {}",
+            refused.raw_text()
+        );
+    }
+}

@@ -9,6 +9,7 @@ use syn::spanned::Spanned as _;
 use syn::{Fields, Ident, ItemStruct, LitStr};
 
 use super::parse::{Model, ModelField, Profile, ProfileKind};
+use crate::common::Constraint;
 use crate::common::fnv1a;
 
 pub(super) fn model(model: &Model) -> TokenStream {
@@ -279,7 +280,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
         .iter()
         .map(|ident| ident.unraw().to_string())
         .collect();
-    let listed: Vec<(&Ident, &LitStr, TokenStream)> = profile
+    let listed: Vec<(&Ident, &LitStr, TokenStream, &[Constraint])> = profile
         .fields
         .iter()
         .filter_map(|ident| {
@@ -290,7 +291,12 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
             } else {
                 quote!(#private::Option<#ty>)
             };
-            Some((ident, field.label.as_ref()?, ty))
+            Some((
+                ident,
+                field.label.as_ref()?,
+                ty,
+                field.constraints.as_slice(),
+            ))
         })
         .collect();
     // The guarded and hidden fields this profile leaves out: no other argument of a tool that
@@ -310,7 +316,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
                 }
             }
         });
-    let fields = listed.iter().map(|(ident, label, ty)| {
+    let fields = listed.iter().map(|(ident, label, ty, _)| {
         let default = (!required).then(|| quote!(#[serde(default)]));
         quote_spanned! {ident.span()=>
             #[doc = #label]
@@ -318,8 +324,11 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
             pub #ident: #ty
         }
     });
-    let schema_properties = listed.iter().map(|(ident, label, ty)| {
+    let schema_properties = listed.iter().map(|(ident, label, ty, constraints)| {
         let key = ident.unraw().to_string();
+        let constraints = constraints
+            .iter()
+            .map(|constraint| constraint.expand(&private));
         let require = required.then(|| {
             quote! {
                 if #private::is_required::<#ty>() {
@@ -330,6 +339,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
         quote! {
             let mut schema = generator.subschema_for::<#ty>();
             schema.insert("description".into(), #label.into());
+            #(#constraints)*
             properties.insert(#key.into(), schema.to_value());
             #require
         }
@@ -439,7 +449,8 @@ pub(crate) fn strip_fusion_attrs(mut item: ItemStruct) -> ItemStruct {
     if let Fields::Named(named) = &mut item.fields {
         for field in &mut named.named {
             field.attrs.retain(|attr| {
-                !["cast", "hidden", "guarded"]
+                // `schemars` too: a model has no schema, its constraints go to its profiles.
+                !["cast", "hidden", "guarded", "schemars"]
                     .iter()
                     .any(|name| attr.path().is_ident(name))
             });

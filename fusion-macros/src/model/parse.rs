@@ -7,6 +7,7 @@ use proc_macro2::TokenStream;
 use syn::ext::IdentExt as _;
 use syn::{Attribute, Field, Fields, Ident, ItemStruct, LitStr, Type};
 
+use crate::common::Constraint;
 use crate::common::{IdentList, meta_list, salvage};
 use crate::paths::Krate;
 
@@ -38,6 +39,9 @@ pub(super) struct ModelField {
     pub(super) label: Option<LitStr>,
     pub(super) hidden: bool,
     pub(super) guarded: bool,
+    /// `#[schemars(...)]` constraints (`length`, `range`, `regex`, `email`…): they apply to the
+    /// field wherever a profile fills it, and are enforced there.
+    pub(super) constraints: Vec<Constraint>,
 }
 
 impl ModelField {
@@ -158,8 +162,16 @@ fn parse_field(field: &Field, errors: &mut darling::error::Accumulator) -> Optio
     let mut label = None;
     let mut hidden = false;
     let mut guarded = false;
+    let mut constraints = Vec::new();
     for attr in &field.attrs {
-        if attr.path().is_ident("cast") {
+        if attr.path().is_ident("schemars") {
+            constraints.extend(
+                errors
+                    .handle(Constraint::parse_attr(attr))
+                    .into_iter()
+                    .flatten(),
+            );
+        } else if attr.path().is_ident("cast") {
             match attr.parse_args::<LitStr>() {
                 Ok(text) if text.value().trim().is_empty() => errors.push(
                     Error::custom(
@@ -188,6 +200,7 @@ fn parse_field(field: &Field, errors: &mut darling::error::Accumulator) -> Optio
         label,
         hidden,
         guarded,
+        constraints,
     })
 }
 

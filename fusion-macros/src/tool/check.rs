@@ -6,6 +6,7 @@ use darling::{Error, Result};
 use syn::{FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Signature, Type};
 
 use super::parse::{Tool, ToolArgs};
+use crate::common::Constraint;
 use crate::common::{check_glob, check_key, docs};
 use crate::paths::Krate;
 
@@ -21,6 +22,8 @@ pub(super) struct Param<'a> {
     pub(super) ident: &'a Ident,
     pub(super) ty: &'a Type,
     pub(super) doc: Option<String>,
+    /// `#[schemars(...)]` constraints on the argument.
+    pub(super) constraints: Vec<Constraint>,
 }
 
 /// A tool that follows every rule.
@@ -143,11 +146,18 @@ fn check_plain_parameters(sig: &Signature) -> Result<Vec<Param<'_>>> {
     for input in &sig.inputs {
         let FnArg::Typed(typed) = input else { continue };
         match &*typed.pat {
-            Pat::Ident(pat) if pat.subpat.is_none() && pat.by_ref.is_none() => params.push(Param {
-                ident: &pat.ident,
-                ty: &typed.ty,
-                doc: docs(&typed.attrs),
-            }),
+            Pat::Ident(pat) if pat.subpat.is_none() && pat.by_ref.is_none() => {
+                let mut constraints = Vec::new();
+                for attr in typed.attrs.iter().filter(|attr| attr.path().is_ident("schemars")) {
+                    constraints.extend(errors.handle(Constraint::parse_attr(attr)).into_iter().flatten());
+                }
+                params.push(Param {
+                    ident: &pat.ident,
+                    ty: &typed.ty,
+                    doc: docs(&typed.attrs),
+                    constraints,
+                })
+            }
             other => errors.push(
                 Error::custom("tool parameters are plain names (`id: String`): the name is the argument's name")
                     .with_span(other),

@@ -118,7 +118,21 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
             Some(doc) => quote!(#private::Some(#doc)),
             None => quote!(#private::None),
         };
-        quote_spanned!(param.ty.span()=> #probe.declare(&mut params, #name, #doc);)
+        if param.constraints.is_empty() {
+            return quote_spanned!(param.ty.span()=> #probe.declare(&mut params, #name, #doc););
+        }
+        // Only a plain argument takes constraints; on another kind of parameter the method is
+        // missing, which reports the mistake on its type.
+        let constraints = param
+            .constraints
+            .iter()
+            .map(|constraint| constraint.expand(&private));
+        quote_spanned! {param.ty.span()=>
+            #probe.declare_constrained(&mut params, #name, #doc, |mut schema: #private::schemars::Schema| {
+                #(#constraints)*
+                schema
+            });
+        }
     });
     let bindings: Vec<Ident> = tool
         .params
@@ -221,7 +235,10 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
 pub(crate) fn without_param_docs(mut function: ItemFn) -> ItemFn {
     for input in &mut function.sig.inputs {
         if let FnArg::Typed(typed) = input {
-            typed.attrs.retain(|attr| !attr.path().is_ident("doc"));
+            // Doc comments and constraints describe the argument; rustc accepts neither there.
+            typed
+                .attrs
+                .retain(|attr| !attr.path().is_ident("doc") && !attr.path().is_ident("schemars"));
         }
     }
     function

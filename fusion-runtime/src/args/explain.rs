@@ -645,7 +645,7 @@ fn json_eq(a: &Value, b: &Value) -> bool {
 }
 
 /// Compact JSON cut to `SENT_CHARS` chars, without serializing more than that.
-fn render(v: &Value) -> String {
+pub(crate) fn render(v: &Value) -> String {
     struct Capped(Vec<u8>);
     impl io::Write for Capped {
         fn write(&mut self, b: &[u8]) -> io::Result<usize> {

@@ -111,6 +111,15 @@ impl<T: DeserializeOwned + JsonSchema + Send + 'static> FieldParam<T> {
     pub fn read(self, args: &mut ArgReader<'_>, name: &'static str) -> Option<T> {
         args.field::<T>(name)
     }
+    pub fn declare_constrained(
+        self,
+        params: &mut Params,
+        name: &'static str,
+        doc: Option<&'static str>,
+        constrain: fn(schemars::Schema) -> schemars::Schema,
+    ) {
+        params.field_constrained::<T>(name, doc, constrain);
+    }
     pub fn take(self, _context: &CallContext, read: Option<T>) -> Result<T, ToolError> {
         read.ok_or_else(missing_argument)
     }

@@ -7,6 +7,8 @@
 //!   fillable profile;
 //! - a plain argument (`Deserialize + JsonSchema`), named after the parameter.
 
+pub mod constrain;
+mod constraints;
 mod explain;
 pub mod kinds;
 mod reader;
@@ -37,6 +39,8 @@ pub(crate) struct FieldParamSpec {
     pub(crate) name: &'static str,
     pub(crate) description: Option<&'static str>,
     pub(crate) schema: fn(&mut SchemaGenerator) -> Schema,
+    /// Constraints written on the parameter (`#[schemars(length(max = 64))]`).
+    pub(crate) constrain: Option<fn(Schema) -> Schema>,
     pub(crate) optional: bool,
 }
 
@@ -68,8 +72,25 @@ impl Params {
             name,
             description,
             schema: SchemaGenerator::subschema_for::<T>,
+            constrain: None,
             optional: !crate::present::is_required::<T>(),
         });
+    }
+
+    /// Declares a plain argument `name` of type `T` whose schema `constrain` narrows (lengths,
+    /// ranges, patterns, formats); every constraint is enforced before the handler runs.
+    pub fn field_constrained<T>(
+        &mut self,
+        name: &'static str,
+        description: Option<&'static str>,
+        constrain: fn(Schema) -> Schema,
+    ) where
+        T: DeserializeOwned + JsonSchema,
+    {
+        self.field::<T>(name, description);
+        if let Some(field) = self.fields.last_mut() {
+            field.constrain = Some(constrain);
+        }
     }
 
     /// Declares a group of arguments flattened into the tool's arguments.
@@ -145,6 +166,9 @@ impl Params {
                 }
             }
             let mut schema = (field.schema)(&mut generator);
+            if let Some(constrain) = field.constrain {
+                schema = constrain(schema);
+            }
             if let Some(description) = field.description {
                 schema.insert("description".into(), description.into());
             }
@@ -177,18 +201,21 @@ impl Params {
         }
     }
 
-    /// How arguments are read: the accepted names are the input schema's properties.
-    pub(crate) fn layout(&self, schema: Arc<Value>) -> ArgLayout {
+    /// How arguments are read: the accepted names are the input schema's properties, and the
+    /// constraints serde does not enforce are compiled here, once (a constraint that cannot be
+    /// compiled is a problem: the schema would promise what the server does not check).
+    pub(crate) fn layout(&self, schema: Arc<Value>) -> Result<ArgLayout, String> {
         let accepted = schema
             .get("properties")
             .and_then(Value::as_object)
             .map(|properties| properties.keys().cloned().collect())
             .unwrap_or_default();
-        ArgLayout {
+        Ok(ArgLayout {
             accepted,
             sole_group: self.groups.len() == 1 && self.fields.is_empty(),
+            constraints: constraints::Constraints::of(&schema)?,
             schema,
-        }
+        })
     }
 }
 
@@ -212,8 +239,11 @@ impl Params {
         if !problems.is_empty() {
             return Err(crate::error::BuildError::new(problems));
         }
+        let layout = self
+            .layout(Arc::new(Value::Object(schema)))
+            .map_err(|problem| crate::error::BuildError::new(vec![problem]))?;
         Ok(CompiledParams {
-            layout: self.layout(Arc::new(Value::Object(schema))),
+            layout,
             tool: tool.to_owned(),
         })
     }
@@ -239,4 +269,6 @@ pub struct ArgLayout {
     accepted: Vec<String>,
     sole_group: bool,
     schema: Arc<Value>,
+    /// The constraints serde does not enforce, when the schema has any.
+    constraints: Option<constraints::Constraints>,
 }

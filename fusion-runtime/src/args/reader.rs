@@ -98,10 +98,19 @@ impl<'l> ArgReader<'l> {
             .object()
             .keys()
             .any(|key| !self.layout.accepted.iter().any(|accepted| accepted == key));
-        if self.failed.is_none() && !unknown {
+        let constraints = self.layout.constraints.as_ref();
+        if self.failed.is_none()
+            && !unknown
+            && constraints.is_none_or(|constraints| constraints.is_valid(&self.args))
+        {
             return Ok(());
         }
         let mut issues = explain(&self.layout.schema, &self.args, MAX_ISSUES);
+        if issues.is_empty()
+            && let Some(constraints) = constraints
+        {
+            issues = constraints.issues(&self.args, MAX_ISSUES);
+        }
         if issues.is_empty() {
             // serde refused what the schema allows: report serde's own words.
             issues.push(Issue {

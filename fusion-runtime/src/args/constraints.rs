@@ -1,0 +1,226 @@
+//! Schema constraints that serde does not enforce (SPEC E2): `#[schemars(length(..))]`,
+//! `range(..)`, `regex(..)`, `email`, `url`… appear in an input schema as `maxLength`,
+//! `minimum`, `pattern`, `format`… A schema keyword is a promise to the agent, so every one
+//! that serde would not check is checked before the handler runs, by a validator compiled once
+//! when the server is built. Actions whose schemas carry no such keyword pay nothing.
+
+use serde_json::{Map, Value};
+
+use super::explain::{Issue, render};
+
+/// A compiled validator of the constraints of one input schema.
+pub(crate) struct Constraints {
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for Constraints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Constraints")
+    }
+}
+
+impl Constraints {
+    /// The validator of `schema`, when it constrains more than serde enforces; an error when a
+    /// constraint cannot be compiled (an invalid `pattern`): the server must not promise what it
+    /// cannot check.
+    pub(crate) fn of(schema: &Value) -> Result<Option<Constraints>, String> {
+        if !constrains(schema) {
+            return Ok(None);
+        }
+        jsonschema::options()
+            .should_validate_formats(true)
+            .build(schema)
+            .map(|validator| Some(Constraints { validator }))
+            .map_err(|error| format!("its input schema cannot be enforced: {}", error.masked()))
+    }
+
+    pub(crate) fn is_valid(&self, args: &Value) -> bool {
+        self.validator.is_valid(args)
+    }
+
+    /// Every violated constraint, as issues naming the field, what was sent and what is
+    /// expected.
+    pub(crate) fn issues(&self, args: &Value, max: usize) -> Vec<Issue> {
+        self.validator
+            .iter_errors(args)
+            .take(max)
+            .map(|error| {
+                let pointer = error.instance_path().to_string();
+                Issue {
+                    path: field_path(&pointer, args),
+                    problem: "not allowed by the schema".to_owned(),
+                    expected: error.masked().to_string(),
+                    sent: args.pointer(&pointer).map(render),
+                }
+            })
+            .collect()
+    }
+}
+
+/// `/items/2/qty` as `items[2].qty`, the way other issues name fields.
+fn field_path(pointer: &str, root: &Value) -> String {
+    let mut path = String::new();
+    let mut at = root;
+    for segment in pointer.split('/').skip(1) {
+        let segment = segment.replace("~1", "/").replace("~0", "~");
+        match at {
+            Value::Array(items) => {
+                path.push_str(&format!("[{segment}]"));
+                at = segment
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|index| items.get(index))
+                    .unwrap_or(&Value::Null);
+            }
+            _ => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&segment);
+                at = at.get(&segment).unwrap_or(&Value::Null);
+            }
+        }
+    }
+    path
+}
+
+/// Keywords that only constrain a value: serde never checks them.
+const CONSTRAINTS: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "pattern",
+    "multipleOf",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "contains",
+    "minContains",
+    "maxContains",
+    "propertyNames",
+    "patternProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "if",
+    "not",
+];
+
+/// Whether `schema` constrains values beyond what serde enforces when it deserializes the
+/// parameter types. Bounds that only restate a numeric format's range (`uint8`: 0 to 255) and
+/// the item counts of tuples are serde's; any other bound, length, pattern or string format is
+/// a constraint.
+pub(crate) fn constrains(schema: &Value) -> bool {
+    match schema {
+        Value::Object(object) => {
+            object_constrains(object)
+                || object.iter().any(|(key, value)| match key.as_str() {
+                    // Annotations and values, not schemas: nothing below them constrains.
+                    "description" | "title" | "default" | "examples" | "const" | "enum" => false,
+                    _ => constrains(value),
+                })
+        }
+        Value::Array(items) => items.iter().any(constrains),
+        _ => false,
+    }
+}
+
+fn object_constrains(object: &Map<String, Value>) -> bool {
+    if CONSTRAINTS
+        .iter()
+        .any(|keyword| object.contains_key(*keyword))
+    {
+        return true;
+    }
+    let format = object.get("format").and_then(Value::as_str);
+    if let Some(format) = format
+        && numeric_range(format).is_none()
+        && !matches!(format, "float" | "double")
+    {
+        // A string format (`email`, `uri`, `uuid`…): checked, whether or not the type's
+        // deserializer would also refuse it.
+        return true;
+    }
+    let implied = format.and_then(numeric_range);
+    let bound =
+        |keyword: &str, implied: Option<f64>| match object.get(keyword).and_then(Value::as_f64) {
+            None => false,
+            Some(bound) => implied != Some(bound),
+        };
+    if bound("minimum", implied.map(|(min, _)| min))
+        || bound("maximum", implied.map(|(_, max)| max))
+        || object.contains_key("exclusiveMinimum")
+        || object.contains_key("exclusiveMaximum")
+    {
+        return true;
+    }
+    // A tuple's item count is its type's; any other count is a constraint.
+    !object.contains_key("prefixItems")
+        && (object.contains_key("minItems") || object.contains_key("maxItems"))
+}
+
+/// The range a numeric format implies (schemars writes it as `minimum`/`maximum` too).
+fn numeric_range(format: &str) -> Option<(f64, f64)> {
+    Some(match format {
+        "int8" => (i8::MIN as f64, i8::MAX as f64),
+        "int16" => (i16::MIN as f64, i16::MAX as f64),
+        "int32" => (i32::MIN as f64, i32::MAX as f64),
+        "int64" => (i64::MIN as f64, i64::MAX as f64),
+        "uint8" => (0.0, u8::MAX as f64),
+        "uint16" => (0.0, u16::MAX as f64),
+        "uint32" => (0.0, u32::MAX as f64),
+        "uint64" => (0.0, u64::MAX as f64),
+        "uint" => (0.0, u64::MAX as f64),
+        "int" => (i64::MIN as f64, i64::MAX as f64),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn what_serde_enforces_is_not_a_constraint() {
+        for schema in [
+            json!({"type": "integer", "format": "uint32", "minimum": 0}),
+            json!({"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255}),
+            json!({"type": "number", "format": "double"}),
+            json!({"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1, "maxItems": 1}),
+            json!({"type": "string", "description": "maxLength is only a word here", "enum": ["a"]}),
+            json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}),
+        ] {
+            assert!(!constrains(&schema), "{schema}");
+        }
+    }
+
+    #[test]
+    fn lengths_ranges_patterns_and_string_formats_are_constraints() {
+        for schema in [
+            json!({"type": "string", "maxLength": 64}),
+            json!({"type": "integer", "format": "uint32", "minimum": 1}),
+            json!({"type": "integer", "format": "int64", "maximum": 100}),
+            json!({"type": "string", "pattern": "^[A-Z]+$"}),
+            json!({"type": "string", "format": "email"}),
+            json!({"type": "array", "items": {"type": "string"}, "maxItems": 5}),
+            json!({"type": "object", "properties": {"n": {"type": "number", "exclusiveMinimum": 0}}}),
+            json!({"$defs": {"Tag": {"type": "string", "minLength": 1}}, "$ref": "#/$defs/Tag"}),
+        ] {
+            assert!(constrains(&schema), "{schema}");
+        }
+    }
+
+    #[test]
+    fn pointers_become_field_paths() {
+        let args = json!({"items": [{"qty": 1}, {"qty": 2}], "a/b": 1});
+        assert_eq!(field_path("/items/1/qty", &args), "items[1].qty");
+        assert_eq!(field_path("/a~1b", &args), "a/b");
+        assert_eq!(field_path("", &args), "");
+    }
+
+    #[test]
+    fn an_invalid_pattern_cannot_be_promised() {
+        let schema =
+            json!({"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}});
+        assert!(Constraints::of(&schema).is_err());
+    }
+}
