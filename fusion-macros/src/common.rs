@@ -331,3 +331,107 @@ impl Constraint {
         }
     }
 }
+
+/// A duration written as a whole number of `ms`, `s` or `m` (`"500ms"`, `"5s"`, `"2m"`), in
+/// milliseconds: `retry_after = "5s"`, `timeout = "30s"`.
+pub(crate) struct Window {
+    pub(crate) millis: u64,
+    pub(crate) span: proc_macro2::Span,
+}
+
+impl FromMeta for Window {
+    fn from_value(value: &Lit) -> Result<Self> {
+        let Lit::Str(text) = value else {
+            return Err(Error::custom(
+                "expected a duration as a string, such as \"500ms\", \"5s\" or \"2m\"",
+            )
+            .with_span(value));
+        };
+        parse_window(&text.value())
+            .map(|millis| Window {
+                millis,
+                span: text.span(),
+            })
+            .ok_or_else(|| {
+                Error::custom(format!(
+                    "malformed duration `{}`: a whole number followed by `ms`, `s` or `m`, such as \"500ms\" or \"5s\"",
+                    text.value()
+                ))
+                .with_span(text)
+            })
+    }
+}
+
+/// `"500ms"`, `"5s"` or `"2m"` in milliseconds; `None` when malformed or too long.
+pub(crate) fn parse_window(text: &str) -> Option<u64> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = text.split_at(digits);
+    let factor = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        _ => return None,
+    };
+    number.parse::<u64>().ok()?.checked_mul(factor)
+}
+
+/// A rate: `"10/s"`, `"100/m"` or `"1000/h"`: at most so many calls per second, minute or hour.
+pub(crate) struct Rate {
+    pub(crate) count: u32,
+    pub(crate) per_millis: u64,
+}
+
+impl FromMeta for Rate {
+    fn from_value(value: &Lit) -> Result<Self> {
+        let malformed = |text: &str| {
+            Error::custom(format!(
+                "malformed rate `{text}`: a positive whole number of calls per `s`, `m` or `h`, such as \"10/s\" or \"100/m\""
+            ))
+        };
+        let Lit::Str(text) = value else {
+            return Err(malformed("").with_span(value));
+        };
+        let written = text.value();
+        let parsed = written.split_once('/').and_then(|(count, unit)| {
+            let count: u32 = count.trim().parse().ok().filter(|count| *count > 0)?;
+            let per_millis = match unit.trim() {
+                "s" => 1_000,
+                "m" => 60_000,
+                "h" => 3_600_000,
+                _ => return None,
+            };
+            Some((count, per_millis))
+        });
+        match parsed {
+            Some((count, per_millis)) => Ok(Rate { count, per_millis }),
+            None => Err(malformed(&written).with_span(text)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::parse_window;
+
+    #[test]
+    fn retry_windows_are_whole_numbers_of_ms_s_or_m() {
+        assert_eq!(parse_window("500ms"), Some(500));
+        assert_eq!(parse_window("5s"), Some(5_000));
+        assert_eq!(parse_window("2m"), Some(120_000));
+        assert_eq!(parse_window("0s"), Some(0));
+        for malformed in [
+            "",
+            "5",
+            "s",
+            "5 s",
+            "1.5s",
+            "-5s",
+            "5h",
+            "5sec",
+            "99999999999999999999ms",
+        ] {
+            assert_eq!(parse_window(malformed), None, "{malformed}");
+        }
+        assert_eq!(parse_window(&format!("{}m", u64::MAX / 60_000 + 1)), None);
+    }
+}

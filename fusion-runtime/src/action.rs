@@ -10,7 +10,7 @@ use rmcp::model::{JsonObject, ToolAnnotations};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::guard::{Concurrency, Serialization};
+use crate::guard::{Concurrency, RateLimit, Serialization};
 use crate::key::{Glob, ToolKey};
 use crate::present::PresenterInfo;
 
@@ -138,6 +138,8 @@ pub struct ActionFacts {
     pub(crate) concurrency: Option<Concurrency>,
     pub(crate) serialization: Serialization,
     pub(crate) max_bytes: Option<usize>,
+    pub(crate) timeout: Option<std::time::Duration>,
+    pub(crate) rate_limit: Option<RateLimit>,
     pub(crate) toolset: Option<String>,
     pub(crate) exposure: Exposure,
 }
@@ -225,6 +227,16 @@ impl<'s> ActionInfo<'s> {
     /// Its egress budget in bytes, if any (SPEC G3).
     pub fn max_bytes(&self) -> Option<usize> {
         self.0.max_bytes
+    }
+
+    /// How long a call may take, if limited.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.0.timeout
+    }
+
+    /// How often each caller may call it, if limited (the server's own limit applies too).
+    pub fn rate_limit(&self) -> Option<RateLimit> {
+        self.0.rate_limit
     }
 
     /// How an agent calls it.

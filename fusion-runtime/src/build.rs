@@ -18,7 +18,7 @@ use crate::context::{ServerParts, StateMap};
 use crate::envelope::SealedParts;
 use crate::error::BuildError;
 use crate::expose::{check_exposed_name, expose};
-use crate::guard::{ConcurrencyGuard, SerialGuard, Serialization};
+use crate::guard::{ConcurrencyGuard, RateLimit, RateLimiter, SerialGuard, Serialization};
 use crate::key::ToolKey;
 use crate::middleware::Middleware;
 use crate::observe::Metrics;
@@ -65,6 +65,8 @@ pub struct ServerBuilder {
     enabled_toolsets: Option<Vec<String>>,
     disabled_toolsets: Vec<String>,
     max_bytes: Option<usize>,
+    default_timeout: Option<std::time::Duration>,
+    rate_limit: Option<RateLimit>,
     span_level: tracing::Level,
 }
 
@@ -96,6 +98,8 @@ impl ServerBuilder {
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
             max_bytes: None,
+            default_timeout: None,
+            rate_limit: None,
             span_level: tracing::Level::DEBUG,
         }
     }
@@ -221,6 +225,23 @@ impl ServerBuilder {
         self
     }
 
+    /// The timeout of every tool that does not set its own: a call that takes longer is
+    /// stopped and answered `TIMEOUT`, retryable.
+    #[must_use]
+    pub fn default_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.default_timeout = Some(timeout);
+        self
+    }
+
+    /// Limits how often each caller (by verified subject; all anonymous callers share one
+    /// bucket) may call any tool of the server; beyond it a call gets `RATE_LIMITED` with the
+    /// time to wait. A tool's own limit applies too.
+    #[must_use]
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limit = Some(limit);
+        self
+    }
+
     /// The egress budget of every tool that does not set its own.
     #[must_use]
     pub fn max_bytes(mut self, max_bytes: usize) -> Self {
@@ -297,6 +318,7 @@ impl ServerBuilder {
                 server_middleware: &self.middleware,
                 server_version: &self.version,
                 max_bytes: self.max_bytes,
+                default_timeout: self.default_timeout,
             };
             if let Some(action) = compile_action(key, exposure, spec, &context, &mut problems) {
                 actions.push(action);
@@ -335,6 +357,7 @@ impl ServerBuilder {
                 access: self.access,
                 audit: self.audit,
                 metrics: self.metrics,
+                rate_limiter: self.rate_limit.map(RateLimiter::new),
                 span_level: self.span_level,
             }),
         })
@@ -348,6 +371,7 @@ struct CompileContext<'a> {
     server_middleware: &'a [Arc<dyn Middleware>],
     server_version: &'a str,
     max_bytes: Option<usize>,
+    default_timeout: Option<std::time::Duration>,
 }
 
 /// How an action is exposed: in grouped exposition, a namespaced key is an action of its
@@ -395,6 +419,8 @@ fn compile_action(
         serialization,
         max_bytes,
         toolset,
+        timeout,
+        rate_limit,
     } = spec;
     let Some(handler) = handler else {
         problems.push(format!("tool `{key}` has no handler"));
@@ -527,6 +553,8 @@ fn compile_action(
         concurrency,
         serialization,
         max_bytes,
+        timeout: timeout.or(context.default_timeout),
+        rate_limit,
         toolset: toolset.map(|toolset| toolset.into_owned()),
         exposure,
     };
@@ -539,6 +567,7 @@ fn compile_action(
         middleware: chain.into(),
         concurrency: concurrency.map(ConcurrencyGuard::new),
         serial,
+        rate_limiter: rate_limit.map(RateLimiter::new),
         pages_by_offset,
     })
 }

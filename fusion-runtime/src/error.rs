@@ -8,11 +8,12 @@ use serde_json::Value;
 
 /// The error codes the framework itself produces. Domain errors use their own codes
 /// (`InvoiceNotFound` beats `NOT_FOUND`).
+///
+/// A call naming no tool at all has no code here: MCP answers it with a JSON-RPC error
+/// (`-32602`, unknown tool), not a tool result (SPEC E3).
 pub mod codes {
     /// The arguments do not match the tool's input schema.
     pub const VALIDATION_ERROR: &str = "VALIDATION_ERROR";
-    /// No tool has this name.
-    pub const UNKNOWN_TOOL: &str = "UNKNOWN_TOOL";
     /// A grouped tool was called with an `action` it does not have.
     pub const UNKNOWN_ACTION: &str = "UNKNOWN_ACTION";
     /// A grouped tool was called without its `action` discriminator.

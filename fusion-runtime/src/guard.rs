@@ -52,6 +52,82 @@ pub enum Serialization {
     Off,
 }
 
+/// A rate limit: at most `max` calls per `per`, for each caller (SPEC G1). Beyond it a call gets
+/// `RATE_LIMITED` with the time to wait, before its arguments are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Calls allowed in a window.
+    pub max: u32,
+    /// The window.
+    pub per: Duration,
+}
+
+impl RateLimit {
+    /// At most `max` calls per `per` (a token bucket: `max` at once, refilled over `per`).
+    pub fn new(max: u32, per: Duration) -> Self {
+        RateLimit {
+            max: max.max(1),
+            per: per.max(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// The buckets of one rate limit, one per caller. Buckets that are full again are forgotten
+/// when the map grows, so idle callers cost no memory.
+pub(crate) struct RateLimiter {
+    limit: RateLimit,
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+struct Bucket {
+    tokens: f64,
+    updated: std::time::Instant,
+}
+
+/// How many callers' buckets are kept before the full ones are swept.
+const BUCKETS_BEFORE_SWEEP: usize = 4096;
+
+impl RateLimiter {
+    pub(crate) fn new(limit: RateLimit) -> Self {
+        RateLimiter {
+            limit,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes one call's token for `caller`, or says how long to wait for one.
+    pub(crate) fn admit(&self, caller: &str) -> Result<(), Duration> {
+        let now = std::time::Instant::now();
+        let capacity = f64::from(self.limit.max);
+        let per_token = self.limit.per.as_secs_f64() / capacity;
+        let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        if buckets.len() >= BUCKETS_BEFORE_SWEEP && !buckets.contains_key(caller) {
+            buckets.retain(|_, bucket| {
+                let refilled =
+                    bucket.tokens + now.duration_since(bucket.updated).as_secs_f64() / per_token;
+                refilled < capacity
+            });
+        }
+        let bucket = buckets.entry(caller.to_owned()).or_insert(Bucket {
+            tokens: capacity,
+            updated: now,
+        });
+        let refilled = now.duration_since(bucket.updated).as_secs_f64() / per_token;
+        bucket.tokens = (bucket.tokens + refilled).min(capacity);
+        bucket.updated = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - bucket.tokens) * per_token))
+        }
+    }
+
+    pub(crate) fn limit(&self) -> RateLimit {
+        self.limit
+    }
+}
+
 pub(crate) struct ConcurrencyGuard {
     limits: Concurrency,
     slots: Arc<Semaphore>,
@@ -215,6 +291,31 @@ mod tests {
             .unwrap()
             .expect("the queued call runs once a slot frees");
         assert_eq!(guard.queued.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn a_rate_limit_admits_a_burst_then_says_how_long_to_wait_per_caller() {
+        let limiter = RateLimiter::new(RateLimit::new(2, Duration::from_secs(60)));
+        assert_eq!(limiter.admit("a"), Ok(()));
+        assert_eq!(limiter.admit("a"), Ok(()));
+        let wait = limiter.admit("a").expect_err("the third call waits");
+        assert!(
+            wait > Duration::from_secs(29) && wait <= Duration::from_secs(30),
+            "{wait:?}"
+        );
+        // Another caller has a bucket of its own.
+        assert_eq!(limiter.admit("b"), Ok(()));
+    }
+
+    #[test]
+    fn full_buckets_are_swept_when_the_map_grows() {
+        let limiter = RateLimiter::new(RateLimit::new(1, Duration::from_millis(1)));
+        for caller in 0..BUCKETS_BEFORE_SWEEP {
+            let _ = limiter.admit(&caller.to_string());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        let _ = limiter.admit("new");
+        assert_eq!(limiter.buckets.lock().unwrap().len(), 1);
     }
 
     #[tokio::test]

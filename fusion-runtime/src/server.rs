@@ -13,7 +13,7 @@ use crate::args::ArgLayout;
 use crate::audit::AuditSink;
 use crate::context::{CallContext, StateMap};
 use crate::envelope::SealedParts;
-use crate::guard::{ConcurrencyGuard, SerialGuard};
+use crate::guard::{ConcurrencyGuard, RateLimiter, SerialGuard};
 use crate::middleware::Middleware;
 use crate::observe::Metrics;
 use crate::spec::Handler;
@@ -38,6 +38,8 @@ pub(crate) struct ServerInner {
     pub(crate) access: Option<Arc<dyn AccessPolicy>>,
     pub(crate) audit: Option<Arc<dyn AuditSink>>,
     pub(crate) metrics: Option<Arc<dyn Metrics>>,
+    /// The rate limit of each caller across the server.
+    pub(crate) rate_limiter: Option<RateLimiter>,
     pub(crate) span_level: tracing::Level,
 }
 
@@ -66,6 +68,8 @@ pub(crate) struct CompiledAction {
     pub(crate) middleware: Box<[Arc<dyn Middleware>]>,
     pub(crate) concurrency: Option<ConcurrencyGuard>,
     pub(crate) serial: Option<SerialGuard>,
+    /// The rate limit of each caller of this action.
+    pub(crate) rate_limiter: Option<RateLimiter>,
     /// Takes an integer `offset` and can be cut: the truncation notice names the next offset.
     pub(crate) pages_by_offset: bool,
     /// No middleware and no guard: nothing runs around the handler.

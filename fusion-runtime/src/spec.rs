@@ -97,6 +97,8 @@ pub struct ToolSpec {
     pub(crate) serialization: Serialization,
     pub(crate) max_bytes: Option<usize>,
     pub(crate) toolset: Option<Cow<'static, str>>,
+    pub(crate) timeout: Option<std::time::Duration>,
+    pub(crate) rate_limit: Option<crate::guard::RateLimit>,
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -140,6 +142,8 @@ impl ToolSpec {
             serialization: Serialization::ByVerb,
             max_bytes: None,
             toolset: None,
+            timeout: None,
+            rate_limit: None,
         }
     }
 
@@ -255,6 +259,22 @@ impl ToolSpec {
     #[must_use]
     pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
         self.max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// Stops a call that takes longer than `timeout` (from after its arguments are read to its
+    /// result) and answers `TIMEOUT`, retryable; the server's default otherwise.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Limits how often each caller may call this tool; beyond it a call gets `RATE_LIMITED`
+    /// with the time to wait.
+    #[must_use]
+    pub fn with_rate_limit(mut self, limit: crate::guard::RateLimit) -> Self {
+        self.rate_limit = Some(limit);
         self
     }
 

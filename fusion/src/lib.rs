@@ -88,8 +88,8 @@ pub use fusion_macros::tool;
 /// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
 pub use fusion_runtime::{
     AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
-    Middleware, Params, Principal, Progress, Provided, Router, Serialization, ServerParts, State,
-    Tool, ToolError, ToolSpec, Verb, codes,
+    Middleware, Params, Principal, Progress, Provided, RateLimit, Router, Serialization,
+    ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes,
 };
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{
@@ -153,7 +153,8 @@ pub mod __private {
     pub use fusion_runtime::{
         ArgumentGroup, CacheHint, CallContext, Concurrency, ErrorCatalog, FieldInfo, Fillable,
         Model, ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter,
-        PresenterInfo, Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
+        PresenterInfo, RateLimit, Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock,
+        Verb,
     };
 
     /// A tool handler's return value taken apart. Implemented for `Result` only, and used by

@@ -1148,3 +1148,114 @@ async fn panicking_hooks_do_not_take_the_result_or_the_server_down() {
     assert_eq!(lost.len(), 2, "{events:?}");
     assert!(lost[0].fields["error"].contains("the audit sink exploded"));
 }
+
+/// Set when the slow handler's future is dropped: proves a timed-out call was stopped.
+#[derive(Default)]
+struct Stopped(std::sync::atomic::AtomicBool);
+
+struct SetOnDrop(Arc<Stopped>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Never finishes on its own.
+#[tool(query, name = "slow.forever", timeout = "50ms")]
+async fn forever(stopped: State<Stopped>) -> Result<bool, ToolError> {
+    let _guard = SetOnDrop(State::arc(&stopped).clone());
+    std::future::pending::<()>().await;
+    Ok(true)
+}
+
+/// Answers at once.
+#[tool(query, name = "slow.quick")]
+async fn quick() -> Result<bool, ToolError> {
+    Ok(true)
+}
+
+#[tokio::test]
+async fn a_call_past_its_timeout_is_stopped_and_answered_timeout_retryable() {
+    let server = ServerBuilder::new("s", "1")
+        .state(Stopped::default())
+        .tool::<forever>()
+        .tool::<quick>()
+        .build()
+        .unwrap();
+    assert_eq!(
+        server.action("slow.forever").unwrap().timeout(),
+        Some(Duration::from_millis(50))
+    );
+    assert_eq!(server.action("slow.quick").unwrap().timeout(), None);
+    let stopped = server.new_context().state::<Stopped>().unwrap();
+    let tester = Tester::new(server);
+    let started = std::time::Instant::now();
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        tester.call("slow.forever", json!({})),
+    )
+    .await
+    .expect("the timeout answers");
+    assert_eq!(result.error_code(), Some("TIMEOUT"));
+    assert_eq!(result.error()["retryable"], true);
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    assert!(stopped.0.load(Ordering::SeqCst), "the handler was stopped");
+    assert!(!tester.call("slow.quick", json!({})).await.is_error());
+}
+
+#[tokio::test]
+async fn a_server_default_timeout_applies_to_tools_without_their_own() {
+    let server = ServerBuilder::new("s", "1")
+        .state(Stopped::default())
+        .default_timeout(Duration::from_secs(7))
+        .tool::<quick>()
+        .tool::<forever>()
+        .build()
+        .unwrap();
+    assert_eq!(
+        server.action("slow.quick").unwrap().timeout(),
+        Some(Duration::from_secs(7))
+    );
+    // A tool's own timeout wins.
+    assert_eq!(
+        server.action("slow.forever").unwrap().timeout(),
+        Some(Duration::from_millis(50))
+    );
+}
+
+/// Limited to one call a minute per caller.
+#[tool(query, name = "slow.rare", rate_limit = "1/m")]
+async fn rare() -> Result<bool, ToolError> {
+    Ok(true)
+}
+
+#[tokio::test]
+async fn rate_limits_answer_rate_limited_per_caller_with_the_time_to_wait() {
+    let server = ServerBuilder::new("s", "1")
+        .rate_limit(fusion::RateLimit::new(3, Duration::from_secs(60)))
+        .tool::<quick>()
+        .tool::<rare>()
+        .build()
+        .unwrap();
+    let alice = Tester::new(server.clone()).with_context(|call| {
+        call.extensions_mut().insert(Principal::new("alice"));
+    });
+    let bob = Tester::new(server).with_context(|call| {
+        call.extensions_mut().insert(Principal::new("bob"));
+    });
+    // The tool's own limit: one a minute.
+    assert!(!alice.call("slow.rare", json!({})).await.is_error());
+    let again = alice.call("slow.rare", json!({})).await;
+    assert_eq!(again.error_code(), Some("RATE_LIMITED"));
+    let wait = again.error()["retryAfterMs"].as_u64().unwrap();
+    assert!(wait > 50_000 && wait <= 60_000, "{wait}");
+    assert_eq!(again.error()["retryable"], true);
+    // The server's limit, three a minute across tools: the refused call above counted too.
+    assert!(!alice.call("slow.quick", json!({})).await.is_error());
+    let over = alice.call("slow.quick", json!({})).await;
+    assert_eq!(over.error_code(), Some("RATE_LIMITED"));
+    // Bob has buckets of his own.
+    assert!(!bob.call("slow.rare", json!({})).await.is_error());
+    assert!(!bob.call("slow.quick", json!({})).await.is_error());
+}

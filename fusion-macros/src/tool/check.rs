@@ -262,7 +262,7 @@ fn check_query_is_not_serialized(args: &ToolArgs, verb: Verb) -> Result<()> {
     }
 }
 
-// Limits (`concurrency(max)`, `max_bytes`) are positive numbers: zero would refuse every call.
+// Limits (`concurrency(max)`, `max_bytes`, `timeout`) are positive: zero would refuse every call.
 fn check_positive_limits(args: &ToolArgs) -> Result<()> {
     let mut errors = Error::accumulator();
     for limit in args
@@ -277,6 +277,13 @@ fn check_positive_limits(args: &ToolArgs) -> Result<()> {
         {
             errors.push(Error::custom("expected a positive number").with_span(limit));
         }
+    }
+    // A zero timeout would stop every call before it starts.
+    if let Some(timeout) = args.timeout.as_ref().filter(|timeout| timeout.millis == 0) {
+        errors.push(
+            Error::custom("a timeout is a positive duration, such as \"5s\"")
+                .with_span(&timeout.span),
+        );
     }
     errors.finish()
 }

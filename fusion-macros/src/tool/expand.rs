@@ -102,6 +102,18 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
     if let Some(toolset) = &tool.args.toolset {
         options.push(quote!(.with_toolset(#toolset)));
     }
+    if let Some(timeout) = &tool.args.timeout {
+        let millis = proc_macro2::Literal::u64_suffixed(timeout.millis);
+        options.push(quote!(.with_timeout(::core::time::Duration::from_millis(#millis))));
+    }
+    if let Some(rate) = &tool.args.rate_limit {
+        let count = proc_macro2::Literal::u32_suffixed(rate.count);
+        let per = proc_macro2::Literal::u64_suffixed(rate.per_millis);
+        options.push(quote!(.with_rate_limit(#private::RateLimit::new(
+            #count,
+            ::core::time::Duration::from_millis(#per),
+        ))));
+    }
 
     // Spanned on the parameter's type, so that a type that cannot be a parameter is reported
     // there.

@@ -6,7 +6,7 @@ use darling::{Error, FromMeta, Result};
 use proc_macro2::TokenStream;
 use syn::{Ident, ItemFn, LitStr, Path};
 
-use crate::common::{StrList, meta_list};
+use crate::common::{Rate, StrList, Window, meta_list};
 use crate::paths::Krate;
 
 #[derive(FromMeta)]
@@ -45,6 +45,10 @@ pub(super) struct ToolArgs {
     pub(super) max_bytes: Option<syn::LitInt>,
     #[darling(default)]
     pub(super) toolset: Option<LitStr>,
+    #[darling(default)]
+    pub(super) timeout: Option<Window>,
+    #[darling(default)]
+    pub(super) rate_limit: Option<Rate>,
     #[darling(rename = "crate", default)]
     pub(super) krate: Krate,
 }

@@ -3,11 +3,10 @@
 
 use darling::util::Flag;
 use darling::{Error, FromMeta, Result};
-use proc_macro2::Span;
 use syn::punctuated::Punctuated;
 use syn::{Attribute, DeriveInput, Fields, Ident, LitStr, Token};
 
-use crate::common::StrList;
+use crate::common::{StrList, Window};
 use crate::paths::Krate;
 
 #[derive(FromMeta, Default)]
@@ -22,51 +21,9 @@ pub(super) struct VariantArgs {
     pub(super) actions: StrList,
     pub(super) retryable: Flag,
     #[darling(default)]
-    pub(super) retry_after: Option<RetryAfter>,
+    pub(super) retry_after: Option<Window>,
     pub(super) internal: Flag,
     pub(super) from: Flag,
-}
-
-/// `retry_after = "5s"`: a retry window of a whole number of `ms`, `s` or `m`, in milliseconds.
-pub(super) struct RetryAfter {
-    pub(super) millis: u64,
-    pub(super) span: Span,
-}
-
-impl FromMeta for RetryAfter {
-    fn from_value(value: &syn::Lit) -> Result<Self> {
-        let syn::Lit::Str(text) = value else {
-            return Err(Error::custom(
-                "expected a retry window as a string, such as `retry_after = \"5s\"`",
-            )
-            .with_span(value));
-        };
-        parse_window(&text.value())
-            .map(|millis| RetryAfter {
-                millis,
-                span: text.span(),
-            })
-            .ok_or_else(|| {
-                Error::custom(format!(
-                    "malformed retry window `{}`: a whole number followed by `ms`, `s` or `m`, such as \"500ms\" or \"5s\"",
-                    text.value()
-                ))
-                .with_span(text)
-            })
-    }
-}
-
-/// `"500ms"`, `"5s"` or `"2m"` in milliseconds; `None` when malformed or too long.
-fn parse_window(text: &str) -> Option<u64> {
-    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    let (number, unit) = text.split_at(digits);
-    let factor = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        _ => return None,
-    };
-    number.parse::<u64>().ok()?.checked_mul(factor)
 }
 
 #[derive(FromMeta, Default)]
@@ -156,31 +113,4 @@ fn mentions_from(attrs: &[Attribute]) -> bool {
         })
         .flatten()
         .any(|meta| meta.path().is_ident("from"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_window;
-
-    #[test]
-    fn retry_windows_are_whole_numbers_of_ms_s_or_m() {
-        assert_eq!(parse_window("500ms"), Some(500));
-        assert_eq!(parse_window("5s"), Some(5_000));
-        assert_eq!(parse_window("2m"), Some(120_000));
-        assert_eq!(parse_window("0s"), Some(0));
-        for malformed in [
-            "",
-            "5",
-            "s",
-            "5 s",
-            "1.5s",
-            "-5s",
-            "5h",
-            "5sec",
-            "99999999999999999999ms",
-        ] {
-            assert_eq!(parse_window(malformed), None, "{malformed}");
-        }
-        assert_eq!(parse_window(&format!("{}m", u64::MAX / 60_000 + 1)), None);
-    }
 }

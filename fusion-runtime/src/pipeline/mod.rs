@@ -2,14 +2,15 @@
 //!
 //! 1. **resolve** the action from the tool's name (and the `action` discriminator of a grouped
 //!    tool): one hash lookup;
-//! 2. **access**: the access policy; a denied call stops here, before its arguments are read;
+//! 2. **access**: the access policy, then the rate limits of the server and the action; a
+//!    denied or limited call stops here, before its arguments are read;
 //! 3. **arguments**: read and validated against the input schema; a `VALIDATION_ERROR` names
 //!    every issue, and nothing after this runs;
 //! 4. **middleware**: the server's, then the router's, then the action's own;
 //! 5. **guards**: the concurrency limit, then the FIFO turn of a serialized action, keyed on a
 //!    validated argument;
 //! 6. **handler**: context parameters, then the author's function, stopped if the request is
-//!    cancelled, its panics caught;
+//!    cancelled or its timeout (which counts from stage 4) runs out, its panics caught;
 //! 7. **present**: the result through its presenter;
 //! 8. **seal**: the envelope and text blocks, fitted to the egress budget;
 //! 9. **report**: span, metrics and, for a successful write, the audit record.
@@ -95,8 +96,9 @@ impl Server {
         args: JsonObject,
         mut context: CallContext,
     ) -> Result<Presentation, ToolError> {
-        // 2. Access.
+        // 2. Access and rate limits.
         self.check_access(action.info(), &context)?;
+        self.check_rate(action, &context)?;
         // 3. Arguments. The FIFO key is taken from the raw JSON and used only once the
         // arguments are valid.
         let key = action
@@ -108,18 +110,61 @@ impl Server {
                 .handler
                 .read(ArgReader::new(args, &action.layout, action.tool()))
         })??;
-        // 4–5. Middleware and guards, held until the handler is done. Boxed: their futures
-        // would otherwise make every call's future larger; a panic in one is caught here.
-        let _guards = if action.bare {
-            None
-        } else {
-            Some(
-                CatchPanic::new(Box::pin(around(action, &mut context, key)), "a middleware")
-                    .await?,
-            )
+        let rest = async move {
+            // 4–5. Middleware and guards, held until the handler is done. Boxed: their
+            // futures would otherwise make every call's future larger; a panic in one is
+            // caught here.
+            let _guards = if action.bare {
+                None
+            } else {
+                Some(
+                    CatchPanic::new(Box::pin(around(action, &mut context, key)), "a middleware")
+                        .await?,
+                )
+            };
+            // 6–7. Handler and presenter.
+            Running::new(ready, context).await
         };
-        // 6–7. Handler and presenter.
-        Running::new(ready, context).await
+        match action.facts.timeout {
+            None => rest.await,
+            // Dropping the call's future on expiry stops the handler where it waits.
+            Some(timeout) => tokio::time::timeout(timeout, rest)
+                .await
+                .unwrap_or_else(|_| Err(timed_out(timeout))),
+        }
+    }
+
+    /// The rate limits of the server and of the action, for the caller of `context` (by
+    /// verified subject; anonymous callers share one bucket).
+    fn check_rate(&self, action: &CompiledAction, context: &CallContext) -> Result<(), ToolError> {
+        let limiters = [
+            self.inner.rate_limiter.as_ref(),
+            action.rate_limiter.as_ref(),
+        ];
+        if limiters.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        let caller = context
+            .principal()
+            .map_or("", |principal| principal.subject.as_str());
+        for limiter in limiters.into_iter().flatten() {
+            if let Err(wait) = limiter.admit(caller) {
+                let limit = limiter.limit();
+                return Err(ToolError::new(
+                    codes::RATE_LIMITED,
+                    format!(
+                        "Too many calls: at most {} per {} ms.",
+                        limit.max,
+                        limit.per.as_millis()
+                    ),
+                )
+                .with_recovery(
+                    "Wait for the retry window, then call again with the same arguments.",
+                )
+                .with_retry_after(wait));
+            }
+        }
+        Ok(())
     }
 
     /// Whether the access policy lets the caller of `context` call `action`; a denied call is
@@ -260,6 +305,19 @@ async fn around(
         None => None,
     };
     Ok((slot, turn))
+}
+
+/// A call stopped at its timeout: retryable, since the same call may be faster next time.
+fn timed_out(timeout: std::time::Duration) -> ToolError {
+    ToolError::new(
+        codes::TIMEOUT,
+        format!(
+            "The call took longer than its {} ms limit and was stopped.",
+            timeout.as_millis()
+        ),
+    )
+    .with_recovery("Retry later, or ask for less (a narrower filter, a smaller limit).")
+    .with_retryable(true)
 }
 
 fn unknown_action(tool: &str, action: &str, names: &[String]) -> ToolError {
