@@ -298,3 +298,15 @@ pub mod kinds {
         }
     }
 }
+
+/// Reads an `update` or `filter` field that was sent: `Some` of whatever the field's type makes
+/// of the value, `null` included (an absent field stays `None` through `#[serde(default)]`), so
+/// that a nullable field can be set to null (used by generated code).
+#[doc(hidden)]
+pub fn present_field<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}

@@ -141,7 +141,8 @@ pub mod __private {
     pub use fusion_runtime::args::kinds;
     pub use fusion_runtime::model::kinds as model_kinds;
     pub use fusion_runtime::model::{
-        FieldAt, ModelsNeverImplementDeserialize, ModelsNeverImplementSerialize, profile,
+        FieldAt, ModelsNeverImplementDeserialize, ModelsNeverImplementSerialize, present_field,
+        profile,
     };
     pub use fusion_runtime::present::{
         PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,

@@ -362,3 +362,35 @@ async fn constraints_on_plain_arguments_are_advertised_and_enforced() {
         );
     }
 }
+
+/// In `update` and `filter` profiles an absent field is `None`, and a sent one is `Some`,
+/// `null` included when the field's type admits it: the schema says exactly that.
+#[tokio::test]
+async fn update_profiles_tell_absent_from_null() {
+    let server = server();
+    let schema = server
+        .action("billing.update_invoice")
+        .unwrap()
+        .input_schema()
+        .clone();
+    // `memo` is `Option<String>`: null is allowed and means "clear it"; `total_cents` is not.
+    assert_eq!(schema["properties"]["memo"]["type"], json!(["string", "null"]));
+    assert_eq!(schema["properties"]["total_cents"]["type"], "integer");
+    let tester = Tester::new(server);
+    let set = tester
+        .call("billing.update_invoice", json!({"id": "INV-1", "memo": "hello"}))
+        .await;
+    assert_eq!(set.data()["memo"], "hello");
+    let untouched = tester
+        .call("billing.update_invoice", json!({"id": "INV-1", "total_cents": 5}))
+        .await;
+    assert_eq!(untouched.data()["memo"], "hello");
+    let cleared = tester
+        .call("billing.update_invoice", json!({"id": "INV-1", "memo": null}))
+        .await;
+    assert_eq!(cleared.data()["memo"], Value::Null, "{}", cleared.raw_text());
+    let refused = tester
+        .call("billing.update_invoice", json!({"id": "INV-1", "total_cents": null}))
+        .await;
+    assert_eq!(refused.error_code(), Some("VALIDATION_ERROR"));
+}

@@ -280,21 +280,18 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
         .iter()
         .map(|ident| ident.unraw().to_string())
         .collect();
-    let listed: Vec<(&Ident, &LitStr, TokenStream, &[Constraint])> = profile
+    // (field, label, the field's own type, constraints). In `update` and `filter` the input
+    // field is `Option<type>`: absent is `None`, and a sent value (`null` included, when the
+    // field's type admits it) is `Some`; the schema is the field's own type, not required.
+    let listed: Vec<(&Ident, &LitStr, &syn::Type, &[Constraint])> = profile
         .fields
         .iter()
         .filter_map(|ident| {
             let field = model.fields.iter().find(|field| field.ident == *ident)?;
-            let ty = &field.ty;
-            let ty = if required {
-                quote!(#ty)
-            } else {
-                quote!(#private::Option<#ty>)
-            };
             Some((
                 ident,
                 field.label.as_ref()?,
-                ty,
+                &field.ty,
                 field.constraints.as_slice(),
             ))
         })
@@ -316,12 +313,22 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
                 }
             }
         });
+    let present = format!(
+        "{}::present_field",
+        model.krate.serde_path().trim_end_matches("::serde")
+    );
     let fields = listed.iter().map(|(ident, label, ty, _)| {
-        let default = (!required).then(|| quote!(#[serde(default)]));
-        quote_spanned! {ident.span()=>
-            #[doc = #label]
-            #default
-            pub #ident: #ty
+        if required {
+            quote_spanned! {ident.span()=>
+                #[doc = #label]
+                pub #ident: #ty
+            }
+        } else {
+            quote_spanned! {ident.span()=>
+                #[doc = #label]
+                #[serde(default, deserialize_with = #present)]
+                pub #ident: #private::Option<#ty>
+            }
         }
     });
     let schema_properties = listed.iter().map(|(ident, label, ty, constraints)| {
