@@ -140,6 +140,8 @@ pub struct ActionFacts {
     pub(crate) max_bytes: Option<usize>,
     pub(crate) toolset: Option<String>,
     pub(crate) exposure: Exposure,
+    /// Returns a page and takes a string `cursor` argument: a page's next cursor is given.
+    pub(crate) takes_cursor: bool,
 }
 
 /// An action, read back: everything it declares and everything computed from it.

@@ -387,6 +387,7 @@ fn compile_action(
         version,
         params,
         data_schema,
+        paged,
         presenter,
         error_actions,
         handler,
@@ -482,13 +483,16 @@ fn compile_action(
         return None;
     }
     // An integer `offset` argument pages the results: a cut collection (agent limit or egress
-    // budget) tells the agent the offset of the next items.
+    // budget) or a page tells the agent the offset of the next items; a page's next cursor is
+    // given back through a string `cursor` argument.
     let max_bytes = max_bytes.or(context.max_bytes);
-    let can_cut = max_bytes.is_some()
+    let can_cut = paged
+        || max_bytes.is_some()
         || presenter
             .as_ref()
             .is_some_and(|presenter| presenter.limit.is_some());
-    let pages_by_offset = can_cut && takes_integer(&input_schema, "offset");
+    let pages_by_offset = can_cut && takes(&input_schema, "offset", "integer");
+    let takes_cursor = paged && takes(&input_schema, "cursor", "string");
     let input_schema = Arc::new(input_schema);
     let layout = params.layout(Arc::new(Value::Object((*input_schema).clone())));
     let annotations = annotations(verb, title.as_deref(), idempotent, destructive, open_world);
@@ -523,6 +527,7 @@ fn compile_action(
         max_bytes,
         toolset: toolset.map(|toolset| toolset.into_owned()),
         exposure,
+        takes_cursor,
     };
     Some(CompiledAction {
         sealed: SealedParts::new(&facts),
@@ -537,8 +542,8 @@ fn compile_action(
     })
 }
 
-/// Whether an input schema has an integer (or optional integer) property `name`.
-fn takes_integer(input_schema: &JsonObject, name: &str) -> bool {
+/// Whether an input schema has a property `name` of JSON type `kind` (or an optional one).
+fn takes(input_schema: &JsonObject, name: &str, kind: &str) -> bool {
     let Some(property) = input_schema
         .get("properties")
         .and_then(|properties| properties.get(name))
@@ -546,8 +551,8 @@ fn takes_integer(input_schema: &JsonObject, name: &str) -> bool {
         return false;
     };
     match property.get("type") {
-        Some(Value::String(kind)) => kind == "integer",
-        Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "integer"),
+        Some(Value::String(given)) => given == kind,
+        Some(Value::Array(given)) => given.iter().any(|given| given == kind),
         _ => false,
     }
 }

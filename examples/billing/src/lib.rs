@@ -12,7 +12,7 @@ pub mod store;
 use std::sync::Arc;
 
 use fusion::{
-    ActionInfo, CallContext, Create, Filter, Presented, Principal, Provided, Router, Server,
+    ActionInfo, CallContext, Create, Filter, Page, Presented, Principal, Provided, Router, Server,
     ServerBuilder, State, Suggestion, ToolError, UiBlock, Update, Verb, presenter, tool,
 };
 use schemars::JsonSchema;
@@ -253,13 +253,17 @@ pub async fn list_invoices(
     filter: Filter<Invoice>,
     /// How many invoices to return (default 20; at most 50 are shown).
     limit: Option<u32>,
-    /// How many matching invoices to skip first (default 0). A cut list says which offset
+    /// How many matching invoices to skip first (default 0). A partial list says which offset
     /// shows the next ones.
     offset: Option<u32>,
-) -> Result<Vec<Invoice>, BillingError> {
+) -> Result<Page<Invoice>, BillingError> {
     let limit = limit.unwrap_or(20) as usize;
-    let offset = offset.unwrap_or(0) as usize;
-    Ok(store.list_from(&tenant.0, filter.status, offset, limit)?)
+    let offset = offset.unwrap_or(0);
+    // The count comes from the same snapshot as the page: the agent is told how many exist.
+    let (invoices, total) = store.page(&tenant.0, filter.status, offset as usize, limit)?;
+    Ok(Page::new(invoices)
+        .with_total(total)
+        .at_offset(u64::from(offset)))
 }
 
 /// Voids an invoice so that it can no longer be paid.

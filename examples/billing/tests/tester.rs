@@ -74,7 +74,9 @@ async fn lists_are_limited_charted_and_suggest_the_next_step() {
         )
         .await;
     assert_eq!(list.data().as_array().unwrap().len(), 50);
-    assert_eq!(list.truncation(), Some((50, 80)));
+    // 333 open invoices exist; a page of 80 was fetched and the agent limit shows 50.
+    assert_eq!(list.truncation(), Some((50, 333)));
+    assert_eq!(list.truncated().unwrap().next_offset, Some(50));
     let kinds: Vec<String> = list
         .ui_blocks()
         .into_iter()
@@ -83,6 +85,81 @@ async fn lists_are_limited_charted_and_suggest_the_next_step() {
     assert_eq!(kinds, ["table", "chart"]);
     assert_eq!(list.suggestions()[0].tool, "billing_get_invoice");
     assert_eq!(list.meta()["cache"], "volatile");
+}
+
+#[tokio::test]
+async fn the_default_list_says_how_many_invoices_exist_and_how_to_see_the_next() {
+    let tester = tester(Exposition::Flat);
+    let open = tester
+        .call("billing.list_invoices", json!({"status": "open"}))
+        .await;
+    assert_eq!(open.data().as_array().unwrap().len(), 20);
+    assert_eq!(
+        open.meta()["truncated"],
+        json!({"shown": 20, "total": 333, "hidden": 313, "reason": "page", "offset": 0, "nextOffset": 20})
+    );
+    let notice = open.truncation_notice().expect("a notice");
+    assert!(
+        notice.contains("Only 20 of 333 items are shown; 313 are hidden."),
+        "{notice}"
+    );
+    assert!(
+        notice.contains(
+            "Call `billing_list_invoices` again with the same arguments and \"offset\": 20 for the next ones."
+        ),
+        "{notice}"
+    );
+    // Without a filter: every invoice of the tenant, and only of the tenant.
+    let all = tester.call("billing.list_invoices", json!({})).await;
+    assert_eq!(all.truncation(), Some((20, 1000)));
+    tester
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 1}),
+        )
+        .await;
+    let after = tester.call("billing.list_invoices", json!({})).await;
+    assert_eq!(after.truncation(), Some((20, 1001)));
+}
+
+#[tokio::test]
+async fn following_the_next_offsets_lists_every_invoice_once_then_stops() {
+    let tester = tester(Exposition::Flat);
+    let mut seen = Vec::new();
+    let mut arguments = json!({"status": "open", "limit": 80});
+    let mut last = None;
+    for _ in 0..20 {
+        let page = tester
+            .call("billing.list_invoices", arguments.clone())
+            .await;
+        assert!(!page.is_error(), "{}", page.raw_text());
+        seen.extend(
+            page.data()
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|invoice| invoice["id"].as_str().unwrap().to_owned()),
+        );
+        match page.truncated().and_then(|truncated| truncated.next_offset) {
+            Some(next) => arguments["offset"] = next.into(),
+            None => {
+                last = Some(page);
+                break;
+            }
+        }
+    }
+    let expected: Vec<String> = (1..=333).map(|n| format!("INV-{}", 3 * n)).collect();
+    assert_eq!(seen, expected, "every open invoice, once, in order");
+    // The last page still says how many exist, and that there is nothing after it.
+    let last = last.expect("a last page");
+    assert_eq!(last.truncation(), Some((33, 333)));
+    assert!(
+        last.truncation_notice()
+            .unwrap()
+            .contains("There are no more after these."),
+        "{}",
+        last.raw_text()
+    );
 }
 
 #[tokio::test]
