@@ -306,7 +306,7 @@ impl ServerBuilder {
             return Err(BuildError::new(problems));
         }
 
-        let tools = expose(&actions, &mut problems);
+        let tools = expose(&actions, &names, &mut problems);
         let mut by_name = HashMap::new();
         for (index, tool) in tools.iter().enumerate() {
             if by_name.insert(tool.name.to_string(), index).is_some() {
@@ -324,7 +324,10 @@ impl ServerBuilder {
             inner: Arc::new(ServerInner {
                 name: self.name,
                 version: self.version,
-                instructions: self.instructions,
+                // Tool keys between backticks, as the agent calls those tools.
+                instructions: self
+                    .instructions
+                    .map(|instructions| names.rewrite(&instructions).into_owned()),
                 exposition: self.exposition,
                 tools,
                 by_name,
@@ -336,6 +339,7 @@ impl ServerBuilder {
                 audit: self.audit,
                 metrics: self.metrics,
                 span_level: self.span_level,
+                grouped_views: Default::default(),
             }),
         })
     }

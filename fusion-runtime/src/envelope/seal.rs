@@ -361,7 +361,9 @@ fn resolve_suggestions(
 }
 
 /// Seals a failure: `isError: true`, the error envelope, one `<tool_error>` block. An internal
-/// error gets its error id here, and its hidden text is logged under it.
+/// error gets its error id here, and its hidden text is logged under it. Tool keys between
+/// backticks in the message and the recovery line become the exposed call
+/// ([`Names::rewrite`]).
 pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolError) -> Sealed {
     let tool = sealed.meta.tool.as_str();
     error.assign_error_id(tool);
@@ -378,9 +380,12 @@ pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolErr
     }
     let body = ErrorBody {
         code: error.code().to_owned(),
-        message: error.message().to_owned(),
+        // Tool keys written by the author, as the agent calls those tools.
+        message: names.rewrite(error.message()).into_owned(),
         retryable: error.is_retryable(),
-        recovery: error.recovery().map(str::to_owned),
+        recovery: error
+            .recovery()
+            .map(|recovery| names.rewrite(recovery).into_owned()),
         available_actions,
         details: error.details().cloned(),
         retry_after_ms: error
