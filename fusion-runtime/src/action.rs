@@ -3,6 +3,7 @@
 //! middleware, the envelope) read actions through [`ActionInfo`] without knowing how a server
 //! is built or run.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -108,6 +109,17 @@ impl Exposure {
         }
     }
 
+    /// How agent-facing text names it, backticks included: `` `billing_get_invoice` ``, or
+    /// `` `billing` with `{"action":"get_invoice"}` ``.
+    pub fn in_text(&self) -> String {
+        match self {
+            Exposure::Tool(tool) => format!("`{tool}`"),
+            Exposure::Grouped { tool, action } => {
+                format!("`{tool}` with `{{\"action\":\"{action}\"}}`")
+            }
+        }
+    }
+
     /// The arguments that call the action: `arguments` with the discriminator added when
     /// grouped.
     pub fn arguments(&self, mut arguments: JsonObject) -> JsonObject {
@@ -142,6 +154,8 @@ pub struct ActionFacts {
     pub(crate) rate_limit: Option<RateLimit>,
     pub(crate) toolset: Option<String>,
     pub(crate) exposure: Exposure,
+    /// Returns a page and takes a string `cursor` argument: a page's next cursor is given.
+    pub(crate) takes_cursor: bool,
 }
 
 /// An action, read back: everything it declares and everything computed from it.
@@ -255,29 +269,130 @@ impl<'s> ActionInfo<'s> {
     }
 }
 
-/// How every action of a server is called, by canonical key: what suggestions and error
-/// actions are rewritten to, in either exposition.
+/// How every action of a server is called, by canonical key: what suggestions, error actions
+/// and tool keys in agent-facing text are rewritten to, in either exposition.
 #[derive(Debug, Default)]
 pub(crate) struct Names {
-    by_key: HashMap<String, (Exposure, String)>,
+    by_key: HashMap<String, Name>,
+}
+
+#[derive(Debug)]
+struct Name {
+    exposure: Exposure,
+    /// [`Exposure::reference`].
+    reference: String,
+    /// [`Exposure::in_text`].
+    in_text: String,
 }
 
 impl Names {
     pub(crate) fn insert(&mut self, key: &ToolKey, exposure: &Exposure) {
         self.by_key.insert(
             key.as_str().to_owned(),
-            (exposure.clone(), exposure.reference()),
+            Name {
+                exposure: exposure.clone(),
+                reference: exposure.reference(),
+                in_text: exposure.in_text(),
+            },
         );
     }
 
     pub(crate) fn exposure(&self, key: &str) -> Option<&Exposure> {
-        self.by_key.get(key).map(|(exposure, _)| exposure)
+        self.by_key.get(key).map(|name| &name.exposure)
     }
 
     /// How an agent is told to call `key`, if it is a tool of the server.
     pub(crate) fn reference(&self, key: &str) -> Option<&str> {
-        self.by_key
-            .get(key)
-            .map(|(_, reference)| reference.as_str())
+        self.by_key.get(key).map(|name| name.reference.as_str())
+    }
+
+    /// `text` with every tool key written between backticks (`` `billing.list_invoices` ``)
+    /// rewritten to how the agent calls that tool in this exposition ([`Exposure::in_text`]).
+    /// Only a span that is exactly a key of the server changes; text without backticks is
+    /// returned as it is, without copying.
+    pub(crate) fn rewrite<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if !text.contains('`') {
+            return Cow::Borrowed(text);
+        }
+        let mut out = String::new();
+        // Copied up to here.
+        let mut copied = 0;
+        let mut from = 0;
+        while let Some(open) = text[from..].find('`').map(|at| from + at) {
+            let Some(close) = text[open + 1..].find('`').map(|at| open + 1 + at) else {
+                break;
+            };
+            if let Some(name) = self.by_key.get(&text[open + 1..close]) {
+                out.push_str(&text[copied..open]);
+                out.push_str(&name.in_text);
+                copied = close + 1;
+            }
+            from = close + 1;
+        }
+        if copied == 0 {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(exposition: Exposition) -> Names {
+        let mut names = Names::default();
+        for key in ["billing.list_invoices", "ping"] {
+            let key = ToolKey::parse(key).unwrap();
+            let exposure = match (exposition, key.namespace()) {
+                (Exposition::Grouped, Some(namespace)) => Exposure::Grouped {
+                    tool: Arc::from(namespace),
+                    action: Arc::from(key.action()),
+                },
+                (Exposition::Grouped, None) => Exposure::Tool(Arc::from(key.action())),
+                (Exposition::Flat, _) => Exposure::Tool(Arc::from(key.flat_name())),
+            };
+            names.insert(&key, &exposure);
+        }
+        names
+    }
+
+    #[test]
+    fn keys_between_backticks_become_the_exposed_call() {
+        let text = "Call `billing.list_invoices` to find ids, then `ping`.";
+        assert_eq!(
+            names(Exposition::Flat).rewrite(text),
+            "Call `billing_list_invoices` to find ids, then `ping`."
+        );
+        assert_eq!(
+            names(Exposition::Grouped).rewrite(text),
+            "Call `billing` with `{\"action\":\"list_invoices\"}` to find ids, then `ping`."
+        );
+    }
+
+    #[test]
+    fn only_an_exact_key_between_backticks_changes() {
+        let names = names(Exposition::Flat);
+        for text in [
+            "billing.list_invoices without backticks",
+            "`billing.list_invoices ` with a space",
+            "`billing.list` is no key",
+            "an `unclosed billing.list_invoices",
+            "`a` `b` ``",
+            "",
+        ] {
+            assert!(matches!(names.rewrite(text), Cow::Borrowed(same) if same == text));
+        }
+        // Pairs are read left to right: the second key is between the second pair.
+        assert_eq!(
+            names.rewrite("`x` `billing.list_invoices` and `billing.list_invoices`"),
+            "`x` `billing_list_invoices` and `billing_list_invoices`"
+        );
+        // Multi-byte text around a key.
+        assert_eq!(
+            names.rewrite("é `billing.list_invoices` ✓"),
+            "é `billing_list_invoices` ✓"
+        );
     }
 }

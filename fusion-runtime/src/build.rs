@@ -328,7 +328,7 @@ impl ServerBuilder {
             return Err(BuildError::new(problems));
         }
 
-        let tools = expose(&actions, &mut problems);
+        let tools = expose(&actions, &names, &mut problems);
         let mut by_name = HashMap::new();
         for (index, tool) in tools.iter().enumerate() {
             if by_name.insert(tool.name.to_string(), index).is_some() {
@@ -346,7 +346,10 @@ impl ServerBuilder {
             inner: Arc::new(ServerInner {
                 name: self.name,
                 version: self.version,
-                instructions: self.instructions,
+                // Tool keys between backticks, as the agent calls those tools.
+                instructions: self
+                    .instructions
+                    .map(|instructions| names.rewrite(&instructions).into_owned()),
                 exposition: self.exposition,
                 tools,
                 by_name,
@@ -359,6 +362,7 @@ impl ServerBuilder {
                 metrics: self.metrics,
                 rate_limiter: self.rate_limit.map(RateLimiter::new),
                 span_level: self.span_level,
+                grouped_views: Default::default(),
             }),
         })
     }
@@ -411,6 +415,7 @@ fn compile_action(
         version,
         params,
         data_schema,
+        paged,
         presenter,
         error_actions,
         handler,
@@ -508,13 +513,16 @@ fn compile_action(
         return None;
     }
     // An integer `offset` argument pages the results: a cut collection (agent limit or egress
-    // budget) tells the agent the offset of the next items.
+    // budget) or a page tells the agent the offset of the next items; a page's next cursor is
+    // given back through a string `cursor` argument.
     let max_bytes = max_bytes.or(context.max_bytes);
-    let can_cut = max_bytes.is_some()
+    let can_cut = paged
+        || max_bytes.is_some()
         || presenter
             .as_ref()
             .is_some_and(|presenter| presenter.limit.is_some());
-    let pages_by_offset = can_cut && takes_integer(&input_schema, "offset");
+    let pages_by_offset = can_cut && takes(&input_schema, "offset", "integer");
+    let takes_cursor = paged && takes(&input_schema, "cursor", "string");
     let input_schema = Arc::new(input_schema);
     let layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
         Ok(layout) => layout,
@@ -557,6 +565,7 @@ fn compile_action(
         rate_limit,
         toolset: toolset.map(|toolset| toolset.into_owned()),
         exposure,
+        takes_cursor,
     };
     Some(CompiledAction {
         sealed: SealedParts::new(&facts),
@@ -572,8 +581,8 @@ fn compile_action(
     })
 }
 
-/// Whether an input schema has an integer (or optional integer) property `name`.
-fn takes_integer(input_schema: &JsonObject, name: &str) -> bool {
+/// Whether an input schema has a property `name` of JSON type `kind` (or an optional one).
+fn takes(input_schema: &JsonObject, name: &str, kind: &str) -> bool {
     let Some(property) = input_schema
         .get("properties")
         .and_then(|properties| properties.get(name))
@@ -581,8 +590,8 @@ fn takes_integer(input_schema: &JsonObject, name: &str) -> bool {
         return false;
     };
     match property.get("type") {
-        Some(Value::String(kind)) => kind == "integer",
-        Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "integer"),
+        Some(Value::String(given)) => given == kind,
+        Some(Value::Array(given)) => given.iter().any(|given| given == kind),
         _ => false,
     }
 }

@@ -8,14 +8,19 @@ use std::sync::Arc;
 use rmcp::model::{Tool as ToolDefinition, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use crate::action::{ActionFacts, CacheHint, Exposure, Verb};
+use crate::action::{ActionFacts, CacheHint, Exposure, Names, Verb};
+use crate::context::CallContext;
 use crate::key::Glob;
 use crate::schema;
-use crate::server::{CompiledAction, Dispatch, ExposedTool};
+use crate::server::{CompiledAction, Dispatch, ExposedTool, Server};
 
 /// The exposed tools of `actions`, in order of first appearance: an action of its own tool,
 /// or the actions of a namespace under one grouped tool.
-pub(crate) fn expose(actions: &[CompiledAction], problems: &mut Vec<String>) -> Vec<ExposedTool> {
+pub(crate) fn expose(
+    actions: &[CompiledAction],
+    names: &Names,
+    problems: &mut Vec<String>,
+) -> Vec<ExposedTool> {
     enum Slot<'a> {
         Single(usize),
         Group(&'a Arc<str>),
@@ -41,7 +46,7 @@ pub(crate) fn expose(actions: &[CompiledAction], problems: &mut Vec<String>) -> 
                 let facts = &actions[index].facts;
                 let name = facts.exposure.tool();
                 ExposedTool {
-                    definition: single_definition(facts, name),
+                    definition: single_definition(facts, name, names),
                     name: Arc::from(name),
                     dispatch: Dispatch::Single(index),
                 }
@@ -50,7 +55,7 @@ pub(crate) fn expose(actions: &[CompiledAction], problems: &mut Vec<String>) -> 
                 let members = &members[name];
                 let key_action = |index: &usize| actions[*index].facts.key.action().to_owned();
                 ExposedTool {
-                    definition: grouped_definition(name, members, actions, problems),
+                    definition: grouped_definition(name, members, actions, names, problems),
                     name: Arc::clone(name),
                     dispatch: Dispatch::Grouped {
                         actions: members
@@ -58,6 +63,7 @@ pub(crate) fn expose(actions: &[CompiledAction], problems: &mut Vec<String>) -> 
                             .map(|index| (key_action(index), *index))
                             .collect(),
                         names: members.iter().map(key_action).collect(),
+                        members: members.clone(),
                     },
                 }
             }
@@ -77,10 +83,10 @@ pub(crate) fn check_exposed_name(name: &str, problems: &mut Vec<String>) {
     }
 }
 
-fn single_definition(action: &ActionFacts, name: &str) -> ToolDefinition {
+fn single_definition(action: &ActionFacts, name: &str, names: &Names) -> ToolDefinition {
     let mut definition = ToolDefinition::new(
         name.to_owned(),
-        described(action),
+        described(action, names),
         Arc::clone(&action.input_schema),
     )
     .with_raw_output_schema(Arc::clone(&action.output_schema))
@@ -92,9 +98,10 @@ fn single_definition(action: &ActionFacts, name: &str) -> ToolDefinition {
     definition
 }
 
-/// The description the agent reads: the tool's own, plus what its settings mean.
-fn described(action: &ActionFacts) -> String {
-    let mut description = action.description.clone();
+/// The description the agent reads: the tool's own (tool keys between backticks rewritten to
+/// the exposed call), plus what its settings mean.
+fn described(action: &ActionFacts, names: &Names) -> String {
+    let mut description = names.rewrite(&action.description).into_owned();
     match action.cache {
         Some(CacheHint::Immutable) => description
             .push_str("\n\nCache: immutable. The result never changes; reuse it instead of calling again."),
@@ -139,11 +146,14 @@ fn tool_meta(action: &ActionFacts) -> Map<String, Value> {
 }
 
 /// One tool for a namespace: a discriminator `action`, every action's arguments, and a
-/// `oneOf` that keeps each action's own required fields.
-fn grouped_definition(
+/// `oneOf` that keeps each action's own required fields. `members` may be a subset of the
+/// namespace's actions (what one caller may call): the enum, the branches, the description
+/// and the annotations then describe that subset only.
+pub(crate) fn grouped_definition(
     name: &str,
     members: &[usize],
     actions: &[CompiledAction],
+    names: &Names,
     problems: &mut Vec<String>,
 ) -> ToolDefinition {
     let action_names: Vec<&str> = members
@@ -205,7 +215,7 @@ fn grouped_definition(
             format!(
                 "- {}: {}",
                 action.key.action(),
-                described(action).replace('\n', "\n  ")
+                described(action, names).replace('\n', "\n  ")
             )
         })
         .collect();
@@ -292,4 +302,70 @@ fn grouped_definition(
     .with_raw_output_schema(Arc::new(output))
     .with_annotations(annotations)
     .with_meta(rmcp::model::MetaObject(meta))
+}
+
+impl Server {
+    /// The tool definitions `tools/list` shows the caller of `context`: every tool without an
+    /// access policy; under one, the tools it may call, and each grouped tool restricted to the
+    /// actions it may call (its `action` enum, branches, description and annotations). A
+    /// restricted definition is built once per set of visible actions and then reused.
+    pub fn visible_tools(&self, context: &CallContext) -> Vec<ToolDefinition> {
+        self.visible_tools_with(context, true)
+    }
+
+    /// [`Server::visible_tools`] building every restricted definition again: what the cache
+    /// saves.
+    #[cfg(feature = "bench-hooks")]
+    #[doc(hidden)]
+    pub fn visible_tools_uncached(&self, context: &CallContext) -> Vec<ToolDefinition> {
+        self.visible_tools_with(context, false)
+    }
+
+    fn visible_tools_with(&self, context: &CallContext, cached: bool) -> Vec<ToolDefinition> {
+        let inner = &*self.inner;
+        if inner.access.is_none() {
+            return inner
+                .tools
+                .iter()
+                .map(|tool| tool.definition.clone())
+                .collect();
+        }
+        let may_call = |index: usize| self.may_call(inner.actions[index].info(), context);
+        let mut definitions = Vec::with_capacity(inner.tools.len());
+        let mut visible = Vec::new();
+        for tool in &inner.tools {
+            match &tool.dispatch {
+                Dispatch::Single(index) => {
+                    if may_call(*index) {
+                        definitions.push(tool.definition.clone());
+                    }
+                }
+                Dispatch::Grouped { members, .. } => {
+                    visible.clear();
+                    visible.extend(members.iter().copied().filter(|&index| may_call(index)));
+                    if visible.len() == members.len() {
+                        definitions.push(tool.definition.clone());
+                    } else if !visible.is_empty() {
+                        // The subset of a valid group is valid: its problems were reported
+                        // when the server was built.
+                        let build = || {
+                            grouped_definition(
+                                &tool.name,
+                                &visible,
+                                &inner.actions,
+                                &inner.names,
+                                &mut Vec::new(),
+                            )
+                        };
+                        definitions.push(if cached {
+                            inner.grouped_views.get_or_build(&visible, build)
+                        } else {
+                            build()
+                        });
+                    }
+                }
+            }
+        }
+        definitions
+    }
 }

@@ -57,7 +57,7 @@ pub use middleware::Middleware;
 pub use model::{ArgumentGroup, Create, FieldInfo, Fillable, Filter, Model, ModelFields, Update};
 pub use observe::Metrics;
 pub use present::{
-    Nested, NestedPresenter, Plain, Presentation, Presented, PresentedValue, Presenter,
+    Nested, NestedPresenter, Page, Plain, Presentation, Presented, PresentedValue, Presenter,
     PresenterInfo, PresenterOf, Suggestion, ToolOutput, Truncation, UiBlock,
 };
 pub use principal::Principal;

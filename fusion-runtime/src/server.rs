@@ -3,7 +3,7 @@
 //! ([`Server::call_tool`]) runs its actions.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use rmcp::model::Tool as ToolDefinition;
 
@@ -41,6 +41,45 @@ pub(crate) struct ServerInner {
     /// The rate limit of each caller across the server.
     pub(crate) rate_limiter: Option<RateLimiter>,
     pub(crate) span_level: tracing::Level,
+    /// Grouped definitions per set of visible actions (access policy only).
+    pub(crate) grouped_views: GroupedViews,
+}
+
+/// The definitions of grouped tools restricted to the actions one caller may call, keyed by
+/// those actions (indices into the server's actions, which also tell the tool): callers with
+/// the same rights share one definition, built once instead of on every `tools/list`.
+#[derive(Debug, Default)]
+pub(crate) struct GroupedViews {
+    views: RwLock<HashMap<Box<[usize]>, ToolDefinition>>,
+}
+
+/// Distinct subsets kept at most. Rights come in few shapes (roles, scopes); a policy that
+/// yields more only rebuilds more often.
+const MAX_VIEWS: usize = 256;
+
+impl GroupedViews {
+    /// The definition for the actions `visible`, built by `build` the first time.
+    pub(crate) fn get_or_build(
+        &self,
+        visible: &[usize],
+        build: impl FnOnce() -> ToolDefinition,
+    ) -> ToolDefinition {
+        if let Some(definition) = self
+            .views
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(visible)
+        {
+            return definition.clone();
+        }
+        let definition = build();
+        let mut views = self.views.write().unwrap_or_else(PoisonError::into_inner);
+        if views.len() >= MAX_VIEWS {
+            views.clear();
+        }
+        views.insert(visible.into(), definition.clone());
+        definition
+    }
 }
 
 /// One MCP tool: a single action, or the actions of a namespace (grouped exposition).
@@ -56,6 +95,8 @@ pub(crate) enum Dispatch {
     Grouped {
         actions: HashMap<String, usize>,
         names: Vec<String>,
+        /// The actions' indices, in the order of `names`.
+        members: Vec<usize>,
     },
 }
 
@@ -217,9 +258,8 @@ impl<'s> ToolInfo<'s> {
     pub fn actions(&self) -> Vec<ActionInfo<'s>> {
         match &self.tool.dispatch {
             Dispatch::Single(index) => vec![self.server.actions[*index].info()],
-            Dispatch::Grouped { names, actions } => names
+            Dispatch::Grouped { members, .. } => members
                 .iter()
-                .filter_map(|name| actions.get(name))
                 .map(|&index| self.server.actions[index].info())
                 .collect(),
         }

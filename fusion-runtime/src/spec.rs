@@ -89,6 +89,8 @@ pub struct ToolSpec {
     pub(crate) version: Option<Cow<'static, str>>,
     pub(crate) params: Params,
     pub(crate) data_schema: Option<fn(&mut SchemaGenerator) -> Schema>,
+    /// The handler returns a [`Page`](crate::Page).
+    pub(crate) paged: bool,
     pub(crate) presenter: Option<PresenterInfo>,
     pub(crate) error_actions: &'static [&'static str],
     pub(crate) handler: Option<Arc<dyn Handler>>,
@@ -134,6 +136,7 @@ impl ToolSpec {
             version: None,
             params: Params::new(),
             data_schema: None,
+            paged: false,
             presenter: None,
             error_actions: &[],
             handler: None,
@@ -315,6 +318,7 @@ impl ToolSpec {
         Fut: Future<Output = Result<Result<T, E>, ToolError>> + Send + 'static,
     {
         self.data_schema = Some(T::data_schema);
+        self.paged = T::PAGED;
         self.presenter = P::info();
         self.handler = Some(Arc::new(move |args: ArgReader<'_>| {
             let run = read(args)?;

@@ -33,7 +33,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::Value;
 
 use crate::context::CallContext;
-use crate::envelope::{Envelope, ErrorBody, Meta, SuggestedCall};
+use crate::envelope::{Envelope, ErrorBody, Meta, SuggestedCall, Truncated};
 use crate::server::{Server, UnknownTool};
 
 type ContextSetup = Arc<dyn Fn(&mut CallContext) + Send + Sync>;
@@ -289,10 +289,23 @@ impl TestResult {
             .unwrap_or_default()
     }
 
-    /// `(shown, total)` when a collection was cut.
+    /// `(shown, total)` when a collection was cut and its total is known (see
+    /// [`truncated`](Self::truncated) for the rest).
     pub fn truncation(&self) -> Option<(u64, u64)> {
-        let truncated = self.typed_meta().truncated.as_ref()?;
-        Some((truncated.shown, truncated.total))
+        let truncated = self.truncated()?;
+        Some((truncated.shown, truncated.total?))
+    }
+
+    /// How a collection was cut (`meta.truncated`), if it was.
+    pub fn truncated(&self) -> Option<&Truncated> {
+        self.typed_meta().truncated.as_ref()
+    }
+
+    /// The truncation notice the agent read, if any.
+    pub fn truncation_notice(&self) -> Option<&str> {
+        self.texts()
+            .into_iter()
+            .find(|text| text.starts_with("<truncation"))
     }
 
     fn block_body(&self, open: &str, close: &str) -> Option<&str> {

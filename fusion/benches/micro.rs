@@ -4,6 +4,8 @@
 //! - `arguments`: reading a fillable profile as the pipeline does vs `serde_json::from_value`
 //!   into a hand-written struct;
 //! - `dispatch`: one call through the whole pipeline with 10, 100 and 1,000 tools registered;
+//! - `tools_list`: `tools/list` per caller under an access policy, grouped, before and after
+//!   grouped tools were restricted to the caller's actions;
 //! - `build`: compiling a registry of 1,000 tools.
 //!
 //! Run with `cargo bench -p fusion --bench micro`; `bench/micro.sh` prints the ratios.
@@ -223,6 +225,87 @@ fn hooks(c: &mut Criterion) {
     group.finish();
 }
 
+/// Arguments of a benchmark action: a few typed fields, as a real tool takes.
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct ActionArgs {
+    /// The invoice id, such as INV-7.
+    id: String,
+    /// How many to return.
+    limit: Option<u32>,
+    /// A note.
+    memo: Option<String>,
+}
+
+/// Three namespaces of eight actions (three reads, five writes), grouped, under an access
+/// policy that lets readers call reads only: what `tools/list` serves per caller.
+fn grouped_server() -> fusion::Server {
+    let mut builder = ServerBuilder::new("bench", "1.0.0").exposition(fusion::Exposition::Grouped);
+    for namespace in ["billing", "crm", "ops"] {
+        for index in 0..8 {
+            let key = format!("{namespace}.action_{index}");
+            let spec = if index < 3 {
+                ToolSpec::query(
+                    key,
+                    "Reads something of the benchmark; see `billing.action_0`.",
+                )
+            } else {
+                ToolSpec::mutation(key, "Changes something of the benchmark.")
+            };
+            builder = builder.tool_spec(spec.handler(|_: CallContext, _: ActionArgs| async {
+                Ok::<_, ToolError>(Pong { ok: true })
+            }));
+        }
+    }
+    builder
+        .access(|call: &CallContext, action: fusion::ActionInfo<'_>| {
+            action.verb() == fusion::Verb::Query
+                || call
+                    .principal()
+                    .is_some_and(|principal| principal.has_scope("write"))
+        })
+        .build()
+        .unwrap()
+}
+
+/// `tools/list` under an access policy, per caller, serialized as the transport sends it:
+/// before (every visible tool's whole definition, writes included) and after (grouped tools
+/// restricted to the caller's actions, cached per set of actions; uncached for scale).
+fn tools_list(c: &mut Criterion) {
+    let server = grouped_server();
+    let caller = |scopes: &[&str]| {
+        let mut context = server.new_context();
+        context.extensions_mut().insert(
+            fusion::Principal::new("bench").with_scopes(scopes.iter().map(|s| (*s).to_owned())),
+        );
+        context
+    };
+    let reader = caller(&[]);
+    let writer = caller(&["write"]);
+    let mut group = c.benchmark_group("tools_list");
+    // What `list_visible` did before: filter the tools, clone their whole definitions.
+    let before = |context: &CallContext| {
+        let tools: Vec<fusion::rmcp::model::Tool> = server
+            .tools()
+            .filter(|tool| server.is_visible(tool.name(), context))
+            .map(|tool| tool.definition().clone())
+            .collect();
+        serde_json::to_vec(&tools).unwrap()
+    };
+    group.bench_function("before_reader", |b| b.iter(|| black_box(before(&reader))));
+    group.bench_function("before_writer", |b| b.iter(|| black_box(before(&writer))));
+    group.bench_function("after_reader", |b| {
+        b.iter(|| black_box(serde_json::to_vec(&server.visible_tools(&reader)).unwrap()))
+    });
+    group.bench_function("after_writer", |b| {
+        b.iter(|| black_box(serde_json::to_vec(&server.visible_tools(&writer)).unwrap()))
+    });
+    group.bench_function("after_reader_uncached", |b| {
+        b.iter(|| black_box(serde_json::to_vec(&server.visible_tools_uncached(&reader)).unwrap()))
+    });
+    group.finish();
+}
+
 fn build(c: &mut Criterion) {
     let mut group = c.benchmark_group("build");
     group.bench_function("registry_1000_tools", |b| {
@@ -246,5 +329,7 @@ fn checks(_: &mut Criterion) {
     assert_eq!(InvoiceView::FIELDS.len(), 4);
 }
 
-criterion_group!(benches, checks, egress, arguments, dispatch, hooks, build);
+criterion_group!(
+    benches, checks, egress, arguments, dispatch, hooks, tools_list, build
+);
 criterion_main!(benches);

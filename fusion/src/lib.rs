@@ -66,7 +66,10 @@
 //! "details", "retryAfterMs", "errorId"}, "meta": …}`, with `isError` set exactly on errors.
 //! `content` carries text blocks for the agent, in order: the data as JSON, a truncation notice,
 //! `<ui_passthrough>` blocks, `<domain_rules>`, `<action_suggestions>` and
-//! `<cache_invalidation/>`; or one `<tool_error>` block.
+//! `<cache_invalidation/>`; or one `<tool_error>` block. A collection that reaches the agent
+//! cut (a [`Page`] of a larger one, the presenter's agent limit, the egress budget) is
+//! described once, in `meta.truncated` (`shown`, `total`, `hidden`, `reason`, `offset`,
+//! `nextOffset`, `nextCursor`) and in the notice.
 //!
 //! [`production`] describes middleware, authentication, guards, access, audit and tracing.
 #![doc(test(attr(deny(warnings))))]
@@ -103,7 +106,7 @@ pub use fusion_runtime::{
 pub use fusion_runtime::{AuditRecord, AuditSink, Metrics};
 /// Presenters and what they produce (SPEC P1–P5).
 pub use fusion_runtime::{
-    Nested, NestedPresenter, Plain, Presentation, Presented, PresentedValue, Presenter,
+    Nested, NestedPresenter, Page, Plain, Presentation, Presented, PresentedValue, Presenter,
     PresenterInfo, PresenterOf, Suggestion, ToolOutput, Truncation, UiBlock,
 };
 

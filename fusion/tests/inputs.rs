@@ -374,23 +374,43 @@ async fn update_profiles_tell_absent_from_null() {
         .input_schema()
         .clone();
     // `memo` is `Option<String>`: null is allowed and means "clear it"; `total_cents` is not.
-    assert_eq!(schema["properties"]["memo"]["type"], json!(["string", "null"]));
+    assert_eq!(
+        schema["properties"]["memo"]["type"],
+        json!(["string", "null"])
+    );
     assert_eq!(schema["properties"]["total_cents"]["type"], "integer");
     let tester = Tester::new(server);
     let set = tester
-        .call("billing.update_invoice", json!({"id": "INV-1", "memo": "hello"}))
+        .call(
+            "billing.update_invoice",
+            json!({"id": "INV-1", "memo": "hello"}),
+        )
         .await;
     assert_eq!(set.data()["memo"], "hello");
     let untouched = tester
-        .call("billing.update_invoice", json!({"id": "INV-1", "total_cents": 5}))
+        .call(
+            "billing.update_invoice",
+            json!({"id": "INV-1", "total_cents": 5}),
+        )
         .await;
     assert_eq!(untouched.data()["memo"], "hello");
     let cleared = tester
-        .call("billing.update_invoice", json!({"id": "INV-1", "memo": null}))
+        .call(
+            "billing.update_invoice",
+            json!({"id": "INV-1", "memo": null}),
+        )
         .await;
-    assert_eq!(cleared.data()["memo"], Value::Null, "{}", cleared.raw_text());
+    assert_eq!(
+        cleared.data()["memo"],
+        Value::Null,
+        "{}",
+        cleared.raw_text()
+    );
     let refused = tester
-        .call("billing.update_invoice", json!({"id": "INV-1", "total_cents": null}))
+        .call(
+            "billing.update_invoice",
+            json!({"id": "INV-1", "total_cents": null}),
+        )
         .await;
     assert_eq!(refused.error_code(), Some("VALIDATION_ERROR"));
 }

@@ -207,9 +207,10 @@ async fn an_async_middleware_owns_the_context_while_it_awaits() {
     assert_eq!(result.data(), &json!("t_9"));
     let anonymous = Tester::new(server).call("team.whoami", json!({})).await;
     assert_eq!(anonymous.error_code(), Some("UNAUTHORIZED"));
+    // The key between backticks is written as the agent calls the tool.
     assert_eq!(
         anonymous.error()["message"],
-        "`team.whoami` needs a tenant."
+        "`team_whoami` needs a tenant."
     );
 }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use fusion::rmcp::model::RequestMetaObject;
 use fusion::testing::Tester;
-use fusion::{ActionInfo, CallContext, Exposition, ServerBuilder, ToolError, tool};
+use fusion::{ActionInfo, CallContext, Exposition, Principal, ServerBuilder, ToolError, tool};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::json;
@@ -127,9 +127,13 @@ async fn denied_calls_and_calls_without_a_valid_action_are_spanned_as_errors() {
         .access(|call: &CallContext, _action: ActionInfo<'_>| call.principal().is_some())
         .build()
         .unwrap();
-    let tester = Tester::new(server);
-    let denied = tester.call("probe.answer", json!({"fail": false})).await;
+    let anonymous = Tester::new(server.clone());
+    let denied = anonymous.call("probe.answer", json!({"fail": false})).await;
     assert_eq!(denied.error_code(), Some("FORBIDDEN"));
+    // A caller who may call the tool's action hears which actions are valid.
+    let tester = Tester::new(server).with_context(|call| {
+        call.extensions_mut().insert(Principal::new("caller"));
+    });
     let unknown = tester
         .call_exposed("probe", json!({"action": "explode"}))
         .await

@@ -12,7 +12,7 @@ pub mod store;
 use std::sync::Arc;
 
 use fusion::{
-    ActionInfo, CallContext, Create, Filter, Presented, Principal, Provided, Router, Server,
+    ActionInfo, CallContext, Create, Filter, Page, Presented, Principal, Provided, Router, Server,
     ServerBuilder, State, Suggestion, ToolError, UiBlock, Update, Verb, presenter, tool,
 };
 use schemars::JsonSchema;
@@ -197,22 +197,24 @@ fn money(cents: i64) -> String {
 // ---------------------------------------------------------------------------------------------
 // What the agent may do
 
-/// Domain errors: each has its own code and tells the agent how to recover.
+/// Domain errors: each has its own code and tells the agent how to recover. Tools are named by
+/// canonical key between backticks (`` `billing.list_invoices` ``): Fusion writes them as the
+/// agent calls them, flat or grouped; so do the tools' descriptions and the instructions.
 #[derive(Debug, fusion::ToolError)]
 pub enum BillingError {
     /// No invoice with this id for this tenant.
     #[tool_error(code = "InvoiceNotFound", message = "Invoice {0} does not exist.",
-                 recovery = "Call billing_list_invoices to find valid invoice ids.",
+                 recovery = "Call `billing.list_invoices` to find valid invoice ids.",
                  actions = ["billing.list_invoices"])]
     InvoiceNotFound(String),
     /// Voiding twice changes nothing.
     #[tool_error(code = "AlreadyVoided", message = "Invoice {0} is already voided.",
-                 recovery = "Nothing to do: the invoice stays voided. Fetch it again to see its state.",
+                 recovery = "Nothing to do: the invoice stays voided. Fetch it again with `billing.get_invoice` to see its state.",
                  actions = ["billing.get_invoice"])]
     AlreadyVoided(String),
     /// Only open invoices change.
     #[tool_error(code = "InvoiceNotOpen", message = "Invoice {id} is {status}: only open invoices can change.",
-                 recovery = "Leave it as it is, or create a new invoice.", actions = ["billing.create_invoice"])]
+                 recovery = "Leave it as it is, or create a new invoice with `billing.create_invoice`.", actions = ["billing.create_invoice"])]
     InvoiceNotOpen {
         /// The invoice.
         id: String,
@@ -231,7 +233,7 @@ pub enum BillingError {
     Store(StoreError),
 }
 
-/// Gets one invoice by its id.
+/// Gets one invoice by its id (`billing.list_invoices` finds ids).
 #[tool(query, name = "billing.get_invoice", returns = InvoiceView, title = "Get invoice", tags = ["invoices"])]
 pub async fn get_invoice(
     store: State<Store>,
@@ -253,16 +255,20 @@ pub async fn list_invoices(
     filter: Filter<Invoice>,
     /// How many invoices to return (default 20; at most 50 are shown).
     limit: Option<u32>,
-    /// How many matching invoices to skip first (default 0). A cut list says which offset
+    /// How many matching invoices to skip first (default 0). A partial list says which offset
     /// shows the next ones.
     offset: Option<u32>,
-) -> Result<Vec<Invoice>, BillingError> {
+) -> Result<Page<Invoice>, BillingError> {
     let limit = limit.unwrap_or(20) as usize;
-    let offset = offset.unwrap_or(0) as usize;
-    Ok(store.list_from(&tenant.0, filter.status, offset, limit)?)
+    let offset = offset.unwrap_or(0);
+    // The count comes from the same snapshot as the page: the agent is told how many exist.
+    let (invoices, total) = store.page(&tenant.0, filter.status, offset as usize, limit)?;
+    Ok(Page::new(invoices)
+        .with_total(total)
+        .at_offset(u64::from(offset)))
 }
 
-/// Voids an invoice so that it can no longer be paid.
+/// Voids an invoice so that it can no longer be paid; see it first with `billing.get_invoice`.
 #[tool(mutation, name = "billing.void_invoice", returns = InvoiceView, invalidates = "billing.*", title = "Void invoice",
        tags = ["invoices"], serialize = "id")]
 pub async fn void_invoice(
@@ -416,7 +422,7 @@ pub fn builder(store: Arc<Store>) -> ServerBuilder {
     ServerBuilder::new("billing", env!("CARGO_PKG_VERSION"))
         .instructions(
             "Invoices of one tenant. Amounts are integer cents. Look invoices up with \
-             billing_list_invoices or billing_get_invoice before changing them.",
+             `billing.list_invoices` or `billing.get_invoice` before changing them.",
         )
         .state_arc(store)
         .access(access)

@@ -358,25 +358,7 @@ impl Store {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<Invoice>, StoreError> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
-        let conn = self.reader();
-        let run = || -> rusqlite::Result<Vec<Invoice>> {
-            match status {
-                None => conn
-                    .prepare_cached(SQL_LIST_ALL)?
-                    .query_map(params![tenant, limit, offset], invoice_from_row)?
-                    .collect(),
-                Some(status) => conn
-                    .prepare_cached(SQL_LIST_STATUS)?
-                    .query_map(
-                        params![tenant, status.as_str(), limit, offset],
-                        invoice_from_row,
-                    )?
-                    .collect(),
-            }
-        };
-        run().map_err(StoreError::sqlite("list"))
+        list_from(&self.reader(), tenant, status, offset, limit).map_err(StoreError::sqlite("list"))
     }
 
     /// How many invoices the tenant has, optionally only those with `status`.
@@ -385,21 +367,33 @@ impl Store {
     ///
     /// [`StoreError::Sqlite`] if SQLite fails.
     pub fn count(&self, tenant: &str, status: Option<Status>) -> Result<u64, StoreError> {
-        let conn = self.reader();
-        let run = || -> rusqlite::Result<i64> {
-            match status {
-                None => conn
-                    .prepare_cached(SQL_COUNT_ALL)?
-                    .query_row(params![tenant], |row| row.get(0)),
-                Some(status) => conn
-                    .prepare_cached(SQL_COUNT_STATUS)?
-                    .query_row(params![tenant, status.as_str()], |row| row.get(0)),
-            }
+        count(&self.reader(), tenant, status).map_err(StoreError::sqlite("count"))
+    }
+
+    /// [`Store::list_from`] and [`Store::count`] with the same filters, read from one snapshot
+    /// so that the count describes the list: a page of the tenant's invoices and how many
+    /// there are in all.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Sqlite`] if SQLite fails.
+    pub fn page(
+        &self,
+        tenant: &str,
+        status: Option<Status>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Invoice>, u64), StoreError> {
+        let mut conn = self.reader();
+        let mut run = || -> rusqlite::Result<(Vec<Invoice>, u64)> {
+            // A deferred read transaction: both statements see the same snapshot.
+            let tx = conn.transaction()?;
+            let invoices = list_from(&tx, tenant, status, offset, limit)?;
+            let total = count(&tx, tenant, status)?;
+            tx.commit()?;
+            Ok((invoices, total))
         };
-        // COUNT(*) is never negative.
-        run()
-            .map(|n| n.unsigned_abs())
-            .map_err(StoreError::sqlite("count"))
+        run().map_err(StoreError::sqlite("page"))
     }
 
     /// Voids the tenant's invoice `id`, atomically.
@@ -559,6 +553,45 @@ impl Store {
     fn writer(&self) -> MutexGuard<'_, Connection> {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The tenant's invoices with `status` (any when `None`), `limit` of them after `offset`.
+fn list_from(
+    conn: &Connection,
+    tenant: &str,
+    status: Option<Status>,
+    offset: usize,
+    limit: usize,
+) -> rusqlite::Result<Vec<Invoice>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+    match status {
+        None => conn
+            .prepare_cached(SQL_LIST_ALL)?
+            .query_map(params![tenant, limit, offset], invoice_from_row)?
+            .collect(),
+        Some(status) => conn
+            .prepare_cached(SQL_LIST_STATUS)?
+            .query_map(
+                params![tenant, status.as_str(), limit, offset],
+                invoice_from_row,
+            )?
+            .collect(),
+    }
+}
+
+/// How many invoices the tenant has with `status` (any when `None`).
+fn count(conn: &Connection, tenant: &str, status: Option<Status>) -> rusqlite::Result<u64> {
+    let count: i64 = match status {
+        None => conn
+            .prepare_cached(SQL_COUNT_ALL)?
+            .query_row(params![tenant], |row| row.get(0))?,
+        Some(status) => conn
+            .prepare_cached(SQL_COUNT_STATUS)?
+            .query_row(params![tenant, status.as_str()], |row| row.get(0))?,
+    };
+    // COUNT(*) is never negative.
+    Ok(count.unsigned_abs())
 }
 
 /// Per-connection settings.
@@ -796,6 +829,16 @@ mod tests {
         // t_other sees only its own invoice and cannot touch t_777's.
         assert_eq!(store.get("t_other", "INV-1").unwrap(), None);
         assert_eq!(store.count("t_other", None).unwrap(), 1);
+        assert_eq!(
+            store.page("t_other", None, 0, 20).unwrap(),
+            (vec![other.clone()], 1)
+        );
+        assert_eq!(
+            store.page("t_other", Some(Status::Open), 1, 20).unwrap(),
+            (Vec::new(), 1)
+        );
+        let (page, total) = store.page("t_777", Some(Status::Open), 0, 20).unwrap();
+        assert_eq!((page.len(), total), (20, 333));
         assert_eq!(
             store.list("t_other", None, 100).unwrap(),
             vec![other.clone()]

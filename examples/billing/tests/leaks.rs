@@ -314,11 +314,11 @@ fn next_call(rng: &mut Rng, model: &mut Model) -> Call {
                 },
             )
         }
-        // Valid lists: random status (or none, or null) and limit (or none).
+        // Valid lists: random status (or none) and limit (or none). A null status is refused:
+        // the filter's schema says a status, and null is not one.
         12..=23 => {
             let status = match rng.below(5) {
-                0 => None,
-                1 => Some(Value::Null),
+                0 | 1 => None,
                 _ => Some(Value::from(*rng.pick(&STATUSES))),
             };
             let limit = match rng.below(4) {

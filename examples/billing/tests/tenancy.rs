@@ -131,14 +131,21 @@ impl Caller {
     }
 
     async fn list(&self) -> Vec<String> {
+        self.tools()
+            .await
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The tool definitions `tools/list` shows this caller.
+    async fn tools(&self) -> Vec<Value> {
         let answer = self.request("tools/list", None, json!({})).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
         answer.json()["result"]["tools"]
             .as_array()
             .expect("tools")
-            .iter()
-            .map(|tool| tool["name"].as_str().unwrap().to_owned())
-            .collect()
+            .clone()
     }
 }
 
@@ -317,6 +324,62 @@ async fn a_read_only_token_sees_and_calls_only_reads() {
             .envelope()["data"]["status"],
         "open"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_a_read_only_token_sees_and_hears_of_reads_only() {
+    let server = spawn_with_tokens(&["--in-memory", "--grouped"]);
+    let reader = Caller::new(&server, Some(READER));
+    let tools = reader.tools().await;
+    assert_eq!(tools.len(), 1);
+    let billing = &tools[0];
+    let reads = json!(["get_invoice", "list_invoices", "invoice_stats", "statuses"]);
+    assert_eq!(
+        billing["inputSchema"]["properties"]["action"]["enum"],
+        reads
+    );
+    assert_eq!(billing["annotations"]["readOnlyHint"], true);
+    for write in [
+        "void_invoice",
+        "create_invoice",
+        "update_invoice",
+        "send_reminder",
+    ] {
+        assert!(!billing.to_string().contains(write), "{billing}");
+    }
+    let unknown = reader
+        .call("billing", json!({"action": "refund"}))
+        .await
+        .envelope();
+    assert_eq!(unknown["error"]["code"], "UNKNOWN_ACTION");
+    assert_eq!(unknown["error"]["details"]["validActions"], reads);
+    let denied = reader
+        .call("billing", json!({"action": "void_invoice", "id": "INV-3"}))
+        .await;
+    assert_eq!(denied.error_code().as_deref(), Some("FORBIDDEN"));
+    // Error text names tools as a grouped agent calls them.
+    let missing = reader
+        .call(
+            "billing",
+            json!({"action": "get_invoice", "id": "INV-99999"}),
+        )
+        .await
+        .envelope();
+    assert_eq!(
+        missing["error"]["recovery"],
+        "Call `billing` with `{\"action\":\"list_invoices\"}` to find valid invoice ids."
+    );
+    // A writer sees every action.
+    let writer = Caller::new(&server, Some(ALPHA));
+    let tools = writer.tools().await;
+    assert_eq!(
+        tools[0]["inputSchema"]["properties"]["action"]["enum"]
+            .as_array()
+            .unwrap()
+            .len(),
+        8
+    );
+    assert_eq!(tools[0]["annotations"]["readOnlyHint"], false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
-use super::{Const, CutReason, Meta, Success, Truncated};
+use super::{Const, Meta, Success, Truncated};
 use crate::action::ActionFacts;
 use crate::present::Truncation;
 
@@ -18,8 +18,9 @@ use crate::present::Truncation;
 ///
 /// **What is cut, in order:** the UI blocks first (they render the data, which matters more);
 /// then, for a collection, whole items from the end, so both copies of the data stay the same
-/// valid JSON array, and the truncation notice says how many were shown and hidden and, when
-/// the action pages by `offset`, which offset shows the next ones. `isError` is never touched.
+/// valid JSON array, and the one truncation notice describes the whole cut (the page, the agent
+/// limit and the budget) and, when the action pages by `offset`, which offset shows the next
+/// ones. `isError` is never touched.
 /// A result that is not a collection (or an empty one) cannot be cut at item boundaries: if it
 /// is still over the budget without its UI blocks it is sent whole, and a warning (target
 /// `fusion::egress`) tells the operator, as it does when not even one item fits. Returns
@@ -33,12 +34,14 @@ pub(super) fn fit_budget(
     ui_blocks: usize,
     offset: Option<u64>,
 ) -> bool {
+    // The notice block is there when the envelope describes a cut.
+    let has_notice = envelope.meta.truncated.is_some();
     result.structured_content = Some(envelope.into_value());
     if size_upper_bound(result) <= budget || json_size(&*result) <= budget {
         return false;
     }
     // The data block, then the notice if any, then the UI blocks.
-    let first_ui = 1 + usize::from(truncation.is_some());
+    let first_ui = 1 + usize::from(has_notice);
     result.content.drain(first_ui..first_ui + ui_blocks);
     let size = json_size(&*result);
     if size <= budget {
@@ -68,16 +71,25 @@ pub(super) fn fit_budget(
             return ui_blocks > 0;
         }
     };
-    let total = truncation.map_or(items.len(), |truncation| truncation.total) as u64;
-    // The largest numbers the notice can hold, so that what is measured is an upper bound.
-    meta.truncated = Some(Truncated {
-        shown: total,
-        total,
-        hidden: total,
-        reason: CutReason::Budget,
-        next_offset: offset.map(|offset| offset.saturating_add(total)),
+    let mut cut = truncation.unwrap_or_else(|| Truncation::of_list(items.len(), items.len()));
+    let tool = action.exposure.tool();
+    // The notice of an upper bound: its numbers at their largest, so that what is measured
+    // with it is an upper bound of the real one.
+    cut.shown = items.len().saturating_sub(1);
+    meta.truncated = Truncated::describe(&cut, offset, action).map(|mut truncated| {
+        truncated.hidden = truncated.total;
+        truncated.next_offset = truncated
+            .next_offset
+            .map(|next| next.saturating_add(items.len() as u64));
+        truncated
     });
-    set_cut(result, action, &[], &meta, truncation.is_some());
+    let notice = |meta: &Meta, cut: &Truncation| {
+        meta.truncated
+            .as_ref()
+            .map(|truncated| truncated.notice(tool, cut))
+    };
+    set_cut(result, &[], &meta, notice(&meta, &cut), has_notice);
+    let has_notice = meta.truncated.is_some() || has_notice;
     let mut used = json_size(&*result);
     let mut keep = 0;
     for item in &items {
@@ -93,12 +105,15 @@ pub(super) fn fit_budget(
     // The estimate used the notice's largest numbers: check it with the real ones, and take
     // one more item while it fits (shrinking only guards the estimate).
     let mut fits = |keep: usize, result: &mut CallToolResult| {
-        if let Some(truncated) = &mut meta.truncated {
-            truncated.shown = keep as u64;
-            truncated.hidden = total - keep as u64;
-            truncated.next_offset = offset.map(|offset| offset.saturating_add(keep as u64));
-        }
-        set_cut(result, action, &items[..keep], &meta, true);
+        cut.shown = keep;
+        meta.truncated = Truncated::describe(&cut, offset, action);
+        set_cut(
+            result,
+            &items[..keep],
+            &meta,
+            notice(&meta, &cut),
+            has_notice,
+        );
         json_size(&*result) <= budget
     };
     while !fits(keep, result) && keep > 0 {
@@ -133,14 +148,14 @@ fn over_budget(action: &ActionFacts, budget: usize, size: usize, why: &str) {
     );
 }
 
-/// Puts `items` in both copies of the data and `meta` (with its truncation) in the envelope and
-/// the notice block. The notice block is at index 1 when `has_notice`; it is inserted there
-/// otherwise.
+/// Puts `items` in both copies of the data, `meta` (with its truncation) in the envelope and
+/// `notice` in the notice block. The notice block is at index 1 when `has_notice`; it is
+/// inserted there otherwise.
 fn set_cut(
     result: &mut CallToolResult,
-    action: &ActionFacts,
     items: &[Value],
     meta: &Meta,
+    notice: Option<String>,
     has_notice: bool,
 ) {
     let mut data_text = String::from("[");
@@ -152,8 +167,8 @@ fn set_cut(
     }
     data_text.push(']');
     result.content[0] = ContentBlock::text(data_text);
-    if let Some(truncated) = &meta.truncated {
-        let block = ContentBlock::text(truncated.notice(action.exposure.tool()));
+    if let Some(notice) = notice {
+        let block = ContentBlock::text(notice);
         if has_notice {
             result.content[1] = block;
         } else {

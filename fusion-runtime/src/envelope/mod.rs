@@ -117,29 +117,40 @@ pub struct Meta {
     pub invalidates: Vec<String>,
 }
 
-/// How a collection was cut (SPEC P3, G3).
+/// How a collection reached the agent cut (SPEC P3, G3): by the page the handler fetched, the
+/// presenter's agent limit and the egress budget, together.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(inline)]
 pub struct Truncated {
     /// Items shown.
     pub shown: u64,
-    /// Items there were.
-    pub total: u64,
-    /// Items not shown.
-    pub hidden: u64,
-    /// Why they were cut.
+    /// Items there are in all, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// Items there are but not shown (`total - shown`), when the total is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<u64>,
+    /// What cut last: the page, the agent limit or the egress budget.
     pub reason: CutReason,
+    /// The position of the first item shown, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
     /// The `offset` argument that shows the next items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
+    /// The `cursor` argument that shows the next items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
-/// Why a collection was cut.
+/// What cut a collection last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(inline)]
 pub enum CutReason {
+    /// The handler returned one page of a larger collection.
+    Page,
     /// The presenter's agent limit (items).
     Limit,
     /// The egress budget (bytes).
@@ -147,9 +158,10 @@ pub enum CutReason {
 }
 
 impl CutReason {
-    /// `limit` or `budget`.
+    /// `page`, `limit` or `budget`.
     pub fn as_str(self) -> &'static str {
         match self {
+            CutReason::Page => "page",
             CutReason::Limit => "limit",
             CutReason::Budget => "budget",
         }
@@ -287,10 +299,12 @@ mod tests {
                 cache: Some(CacheHint::Volatile),
                 truncated: Some(Truncated {
                     shown: 1,
-                    total: 3,
-                    hidden: 2,
+                    total: Some(3),
+                    hidden: Some(2),
                     reason: CutReason::Budget,
+                    offset: Some(3),
                     next_offset: Some(4),
+                    next_cursor: Some("c".into()),
                 }),
                 suggestions: vec![SuggestedCall {
                     tool: "x".into(),
@@ -302,6 +316,7 @@ mod tests {
         });
         let text = serde_json::to_string(&success).unwrap();
         assert!(text.contains("\"nextOffset\":4"), "{text}");
+        assert!(text.contains("\"nextCursor\":\"c\""), "{text}");
         assert_eq!(serde_json::from_str::<Envelope>(&text).unwrap(), success);
         // `ok` tells the two shapes apart.
         let mut failure = serde_json::to_value(&success).unwrap();

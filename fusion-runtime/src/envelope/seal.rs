@@ -67,73 +67,173 @@ fn to_value<T: serde::Serialize>(value: &T) -> Value {
 }
 
 impl super::Truncated {
-    pub(crate) fn new(truncation: &Truncation, offset: Option<u64>) -> Self {
-        super::Truncated {
-            shown: truncation.shown as u64,
-            total: truncation.total as u64,
-            hidden: truncation.hidden() as u64,
-            reason: if truncation.by_budget {
-                CutReason::Budget
-            } else {
-                CutReason::Limit
-            },
-            next_offset: offset.map(|offset| offset.saturating_add(truncation.shown as u64)),
+    /// What the agent is told about a collection that reached it cut, or `None` when nothing
+    /// is missing. `offset` is the call's `offset` argument (0 when absent) when the action
+    /// pages by offset: the next offset is then given, counted from the page's own offset or
+    /// from that argument, so that it continues exactly after the last item shown.
+    pub(crate) fn describe(
+        cut: &Truncation,
+        offset: Option<u64>,
+        action: &ActionFacts,
+    ) -> Option<Self> {
+        let shown = cut.shown as u64;
+        let returned = cut.returned as u64;
+        let inside = cut.shown < cut.returned;
+        let start = cut.offset.or(offset);
+        let after = more_after(cut, start);
+        if !inside && !after && cut.total.is_none_or(|total| shown >= total) {
+            return None;
         }
+        let next_offset = match (offset, start) {
+            (Some(_), Some(start)) if inside => Some(start.saturating_add(shown)),
+            (Some(_), Some(start)) if after => Some(start.saturating_add(returned)),
+            _ => None,
+        };
+        // An opaque cursor continues after the whole page: given only when all of it is shown.
+        let next_cursor = match &cut.next_cursor {
+            Some(cursor) if action.takes_cursor => (!inside).then(|| cursor.clone()),
+            Some(_) => {
+                dropped_cursor(action);
+                None
+            }
+            None => None,
+        };
+        Some(super::Truncated {
+            shown,
+            total: cut.total,
+            hidden: cut.hidden(),
+            reason: if cut.by_budget() {
+                CutReason::Budget
+            } else if cut.limited < cut.returned {
+                CutReason::Limit
+            } else {
+                CutReason::Page
+            },
+            offset: start,
+            next_offset,
+            next_cursor,
+        })
     }
 
-    /// What the agent reads about the cut: how many items were shown and hidden, and how to
-    /// see the others.
-    pub(crate) fn notice(&self, tool: &str) -> String {
+    /// What the agent reads about the cut: how many items were shown and hidden, what cut
+    /// them (page, agent limit, budget), and how to see the others.
+    pub(crate) fn notice(&self, tool: &str, cut: &Truncation) -> String {
         let super::Truncated {
             shown,
             total,
             hidden,
             reason,
+            offset,
             next_offset,
+            ref next_cursor,
         } = *self;
-        let by_budget = reason == CutReason::Budget;
-        let mut text = format!(
-            "<truncation shown=\"{shown}\" total=\"{total}\" hidden=\"{hidden}\" reason=\"{}\"",
-            reason.as_str()
-        );
+        let mut text = format!("<truncation shown=\"{shown}\"");
+        if let Some(total) = total {
+            let _ = write!(text, " total=\"{total}\"");
+        }
+        if let Some(hidden) = hidden {
+            let _ = write!(text, " hidden=\"{hidden}\"");
+        }
+        let _ = write!(text, " reason=\"{}\"", reason.as_str());
+        if let Some(offset) = offset {
+            let _ = write!(text, " offset=\"{offset}\"");
+        }
         if let Some(next) = next_offset {
             let _ = write!(text, " next_offset=\"{next}\"");
         }
-        if by_budget {
-            let _ = write!(
-                text,
-                ">Only {shown} of {total} items fit in the response size limit; {hidden} are hidden."
-            );
-        } else {
-            let _ = write!(
-                text,
-                ">Only {shown} of {total} items are shown; {hidden} are hidden."
-            );
+        if let Some(cursor) = next_cursor {
+            let _ = write!(text, " next_cursor=\"{}\"", xml::escape_attr(cursor));
         }
-        match next_offset {
-            Some(next) => {
-                let instead = if by_budget {
-                    "ask for fewer items"
-                } else {
-                    "narrow the request with filters"
-                };
+        match (total, hidden) {
+            (Some(total), Some(hidden)) => {
                 let _ = write!(
                     text,
-                    " Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones, or {instead}."
+                    ">Only {shown} of {total} items are shown; {hidden} are hidden."
                 );
             }
-            None if by_budget => text
-                .push_str(" Ask for fewer items (a smaller limit, or filters) to see the others."),
-            None => text.push_str(" Narrow the request with filters to see the others."),
+            _ => {
+                let _ = write!(text, ">Only {shown} items are shown; more exist.");
+            }
+        }
+        if let Some(offset) = offset.filter(|_| shown > 0) {
+            let _ = write!(
+                text,
+                " They are items {} to {}.",
+                offset.saturating_add(1),
+                offset.saturating_add(shown)
+            );
+        }
+        let mut by = Vec::with_capacity(3);
+        if cut.total.is_some_and(|total| (cut.returned as u64) < total) || cut.next_cursor.is_some()
+        {
+            by.push(format!(
+                "the page the tool fetched ({} items)",
+                cut.returned
+            ));
+        }
+        if cut.limited < cut.returned {
+            by.push(format!("the agent limit ({} items)", cut.limited));
+        }
+        if cut.by_budget() {
+            by.push(format!("the response size limit ({shown} items fit)"));
+        }
+        if let Some((last, first)) = by.split_last() {
+            if first.is_empty() {
+                let _ = write!(text, " Cut by {last}.");
+            } else {
+                let _ = write!(text, " Cut by {} and {last}.", first.join(", "));
+            }
+        }
+        let instead = match reason {
+            CutReason::Budget => ", or ask for fewer items",
+            CutReason::Limit => ", or narrow the request with filters",
+            CutReason::Page => "",
+        };
+        if let Some(next) = next_offset {
+            let _ = write!(
+                text,
+                " Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones{instead}."
+            );
+        } else if let Some(cursor) = next_cursor {
+            let cursor = Value::from(cursor.as_str()).to_string();
+            let _ = write!(
+                text,
+                " Call `{tool}` again with the same arguments and \"cursor\": {} for the next ones.",
+                xml::escape(&cursor)
+            );
+        } else if cut.shown == cut.returned && !more_after(cut, offset) {
+            text.push_str(" There are no more after these.");
+        } else if reason == CutReason::Budget {
+            text.push_str(" Ask for fewer items (a smaller limit, or filters) to see the others.");
+        } else {
+            text.push_str(" Narrow the request with filters to see the others.");
         }
         text.push_str("</truncation>");
         text
     }
 }
 
+/// Whether items exist after the returned ones: the page has a next cursor, or its position
+/// and total say so.
+fn more_after(cut: &Truncation, start: Option<u64>) -> bool {
+    cut.next_cursor.is_some()
+        || matches!((start, cut.total), (Some(start), Some(total))
+            if start.saturating_add(cut.returned as u64) < total)
+}
+
+/// A page's next cursor that the agent could not send back: the author's mistake, logged.
+#[cold]
+fn dropped_cursor(action: &ActionFacts) {
+    tracing::error!(
+        tool = %action.key,
+        "the page's next cursor is dropped: the tool takes no string `cursor` argument"
+    );
+}
+
 /// Seals a successful presentation, fitted to the action's egress budget when it has one (SPEC
 /// G3, see [`fit_budget`]). `offset` is the call's `offset` argument (0 when absent) when the
-/// action pages by offset: the truncation notice then says which offset shows the next items.
+/// action pages by offset: the truncation notice then says which offset shows the next items
+/// (see [`Truncated::describe`](super::Truncated::describe)).
 pub(crate) fn seal_success(
     names: &Names,
     action: &ActionFacts,
@@ -155,9 +255,10 @@ pub(crate) fn seal_success(
         data_text.unwrap_or_else(|| data.to_string()),
     ));
     let mut meta = sealed.meta.clone();
-    if let Some(truncation) = &truncation {
-        let truncated = super::Truncated::new(truncation, offset);
-        content.push(ContentBlock::text(truncated.notice(tool)));
+    if let Some(truncation) = &truncation
+        && let Some(truncated) = super::Truncated::describe(truncation, offset, action)
+    {
+        content.push(ContentBlock::text(truncated.notice(tool, truncation)));
         meta.truncated = Some(truncated);
     }
     let ui_blocks = ui.len();
@@ -260,7 +361,9 @@ fn resolve_suggestions(
 }
 
 /// Seals a failure: `isError: true`, the error envelope, one `<tool_error>` block. An internal
-/// error gets its error id here, and its hidden text is logged under it.
+/// error gets its error id here, and its hidden text is logged under it. Tool keys between
+/// backticks in the message and the recovery line become the exposed call
+/// ([`Names::rewrite`]).
 pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolError) -> Sealed {
     let tool = sealed.meta.tool.as_str();
     error.assign_error_id(tool);
@@ -277,9 +380,12 @@ pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolErr
     }
     let body = ErrorBody {
         code: error.code().to_owned(),
-        message: error.message().to_owned(),
+        // Tool keys written by the author, as the agent calls those tools.
+        message: names.rewrite(error.message()).into_owned(),
         retryable: error.is_retryable(),
-        recovery: error.recovery().map(str::to_owned),
+        recovery: error
+            .recovery()
+            .map(|recovery| names.rewrite(recovery).into_owned()),
         available_actions,
         details: error.details().cloned(),
         retry_after_ms: error

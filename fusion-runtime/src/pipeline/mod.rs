@@ -59,7 +59,7 @@ impl Server {
         let mut args = arguments.unwrap_or_default();
         let action = match resolve(tool, &mut args) {
             Ok(index) => &inner.actions[index],
-            Err(error) => return Ok(self.refuse_unresolved(tool, error, &context)),
+            Err(unresolved) => return Ok(self.refuse_unresolved(tool, unresolved, &context)),
         };
         let report = Report::start(inner, action.tool(), Some(action), &context, Some(&args));
         // Read now, before the handler takes the arguments; used only where a cut can happen.
@@ -198,29 +198,56 @@ impl Server {
         };
         tool.actions()
             .into_iter()
-            .any(|action| match self.allows(action, context) {
-                Ok(allowed) => allowed,
-                Err(_) => {
-                    tracing::error!(
-                        tool = name,
-                        "the access policy panicked: the tool is hidden"
-                    );
-                    false
-                }
-            })
+            .any(|action| self.may_call(action, context))
+    }
+
+    /// Whether the access policy lets the caller of `context` call `action`, for what it is
+    /// shown (`tools/list`, the valid actions of an error): a panicking policy hides it.
+    pub(crate) fn may_call(&self, action: ActionInfo<'_>, context: &CallContext) -> bool {
+        match self.allows(action, context) {
+            Ok(allowed) => allowed,
+            Err(_) => {
+                tracing::error!(
+                    tool = action.exposed_tool(),
+                    action = %action.key(),
+                    "the access policy panicked: the action is hidden"
+                );
+                false
+            }
+        }
     }
 
     /// A grouped tool called without a valid action: no action's path runs, but the call is
-    /// spanned and counted like any other.
+    /// spanned and counted like any other. The error lists only the actions the caller may
+    /// call; a caller who may call none is refused without hearing of any.
     #[cold]
     fn refuse_unresolved(
         &self,
         tool: &ExposedTool,
-        error: ToolError,
+        unresolved: Unresolved,
         context: &CallContext,
     ) -> CallToolResult {
         let inner = &*self.inner;
         let report = Report::start(inner, &tool.name, None, context, None);
+        let callable: Vec<&str> = match &tool.dispatch {
+            Dispatch::Grouped { names, members, .. } => members
+                .iter()
+                .zip(names)
+                .filter(|&(&index, _)| {
+                    inner.access.is_none() || self.may_call(inner.actions[index].info(), context)
+                })
+                .map(|(_, name)| name.as_str())
+                .collect(),
+            Dispatch::Single(_) => Vec::new(),
+        };
+        let error = match unresolved {
+            _ if callable.is_empty() => {
+                ToolError::forbidden(format!("You may not call `{}`.", tool.name))
+                    .with_recovery("Use another tool, or ask the operator for access.")
+            }
+            Unresolved::Unknown(action) => unknown_action(&tool.name, &action, &callable),
+            Unresolved::Missing => missing_discriminator(&tool.name, &callable),
+        };
         let parts = SealedParts::for_tool(&tool.name, &inner.version);
         let sealed: Sealed = seal_error(&inner.names, &parts, error);
         report.finish(inner, &tool.name, None, &sealed);
@@ -271,17 +298,25 @@ impl Server {
     }
 }
 
+/// Why a grouped tool's call names none of its actions.
+enum Unresolved {
+    /// An `action` that the tool does not have.
+    Unknown(String),
+    /// No `action`, or one that is not a string.
+    Missing,
+}
+
 /// The action a call names: the tool's own, or the one its `action` discriminator names
 /// (removed from the arguments).
-fn resolve(tool: &ExposedTool, args: &mut JsonObject) -> Result<usize, ToolError> {
+fn resolve(tool: &ExposedTool, args: &mut JsonObject) -> Result<usize, Unresolved> {
     match &tool.dispatch {
         Dispatch::Single(index) => Ok(*index),
-        Dispatch::Grouped { actions, names } => match args.remove("action") {
-            Some(Value::String(action)) => actions
-                .get(&action)
-                .copied()
-                .ok_or_else(|| unknown_action(&tool.name, &action, names)),
-            Some(_) | None => Err(missing_discriminator(&tool.name, names)),
+        Dispatch::Grouped { actions, .. } => match args.remove("action") {
+            Some(Value::String(action)) => match actions.get(&action) {
+                Some(&index) => Ok(index),
+                None => Err(Unresolved::Unknown(action)),
+            },
+            Some(_) | None => Err(Unresolved::Missing),
         },
     }
 }
@@ -320,7 +355,7 @@ fn timed_out(timeout: std::time::Duration) -> ToolError {
     .with_retryable(true)
 }
 
-fn unknown_action(tool: &str, action: &str, names: &[String]) -> ToolError {
+fn unknown_action(tool: &str, action: &str, names: &[&str]) -> ToolError {
     ToolError::new(
         codes::UNKNOWN_ACTION,
         format!("`{tool}` has no action `{action}`."),
@@ -332,7 +367,7 @@ fn unknown_action(tool: &str, action: &str, names: &[String]) -> ToolError {
     .with_details(json!({ "validActions": names }))
 }
 
-fn missing_discriminator(tool: &str, names: &[String]) -> ToolError {
+fn missing_discriminator(tool: &str, names: &[&str]) -> ToolError {
     ToolError::new(
         codes::MISSING_DISCRIMINATOR,
         format!("`{tool}` needs an `action` argument naming what to do."),

@@ -359,21 +359,134 @@ impl Suggestion {
     }
 }
 
-/// A collection was cut: to the presenter's agent limit, or to the egress budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a collection reached the agent: what the handler returned, what the presenter's agent
+/// limit left of it, what the egress budget let out, and, for a [`Page`], where it sits in the
+/// whole collection. One value describes the whole cut, so that the agent gets one notice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Truncation {
-    /// Items shown.
-    pub shown: usize,
     /// Items the handler returned.
-    pub total: usize,
-    /// Cut by the egress budget (bytes) rather than the agent limit (items).
-    pub by_budget: bool,
+    pub returned: usize,
+    /// Items left after the presenter's agent limit.
+    pub limited: usize,
+    /// Items shown: fewer than `limited` when the egress budget cut more.
+    pub shown: usize,
+    /// Items there are in all, when known: a page's total, or everything the handler returned
+    /// when it returned a plain collection.
+    pub total: Option<u64>,
+    /// The position of the first returned item in the whole collection, when the page says.
+    pub offset: Option<u64>,
+    /// The opaque cursor of the items after the returned ones, when the page says.
+    pub next_cursor: Option<String>,
 }
 
 impl Truncation {
-    /// Items not shown.
-    pub fn hidden(&self) -> usize {
-        self.total - self.shown
+    /// A plain collection of `returned` items, of which the agent limit leaves `limited`.
+    pub(crate) fn of_list(returned: usize, limited: usize) -> Self {
+        Truncation {
+            returned,
+            limited,
+            shown: limited,
+            total: Some(returned as u64),
+            offset: None,
+            next_cursor: None,
+        }
+    }
+
+    /// Whether the egress budget cut items (bytes) after the agent limit (items).
+    pub fn by_budget(&self) -> bool {
+        self.shown < self.limited
+    }
+
+    /// Items there are but not shown, when the total is known.
+    pub fn hidden(&self) -> Option<u64> {
+        self.total
+            .map(|total| total.saturating_sub(self.shown as u64))
+    }
+}
+
+/// One page of a collection that is paged at the source (SPEC P3): the items a handler fetched,
+/// and what it knows of the rest. Return it instead of a `Vec` so that the agent is told how
+/// many items exist and how to get the next ones:
+///
+/// ```
+/// # use fusion_runtime::Page;
+/// // Items 40 to 59 of 333, fetched with `LIMIT 20 OFFSET 40`.
+/// let page = Page::new(vec!["INV-41"; 20]).with_total(333).at_offset(40);
+/// assert_eq!(page.total(), Some(333));
+/// ```
+///
+/// The items go through the presenter (its agent limit still applies) and the egress budget;
+/// the envelope's `meta.truncated` and the truncation notice then describe the whole cut:
+/// `total`, the items shown, and the `offset` (when the tool takes an integer `offset`
+/// argument) or `cursor` (when it takes a string `cursor` argument) that continues exactly
+/// after the last item shown. An opaque cursor continues after the whole page only: when the
+/// limit or the budget shows less than the page, it is not given (it would skip items) unless
+/// the page also says its offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<M> {
+    items: Vec<M>,
+    total: Option<u64>,
+    offset: Option<u64>,
+    next_cursor: Option<String>,
+}
+
+impl<M> Page<M> {
+    /// A page of `items`, with nothing known of the rest yet.
+    pub fn new(items: Vec<M>) -> Self {
+        Page {
+            items,
+            total: None,
+            offset: None,
+            next_cursor: None,
+        }
+    }
+
+    /// How many items the whole collection has (e.g. a `COUNT(*)` with the same filters).
+    #[must_use]
+    pub fn with_total(mut self, total: u64) -> Self {
+        self.total = Some(total);
+        self
+    }
+
+    /// The position of the first item in the whole collection: the `offset` the page was
+    /// fetched from.
+    #[must_use]
+    pub fn at_offset(mut self, offset: u64) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    /// The opaque cursor that fetches the items after this page; none on the last page.
+    #[must_use]
+    pub fn with_next_cursor(mut self, cursor: impl Into<String>) -> Self {
+        self.next_cursor = Some(cursor.into());
+        self
+    }
+
+    /// The items.
+    pub fn items(&self) -> &[M] {
+        &self.items
+    }
+
+    /// The size of the whole collection, if known.
+    pub fn total(&self) -> Option<u64> {
+        self.total
+    }
+
+    /// The position of the first item, if known.
+    pub fn offset(&self) -> Option<u64> {
+        self.offset
+    }
+
+    /// The cursor of the next page, if any.
+    pub fn next_cursor(&self) -> Option<&str> {
+        self.next_cursor.as_deref()
+    }
+
+    /// The items, taken out.
+    pub fn into_items(self) -> Vec<M> {
+        self.items
     }
 }
 
@@ -425,6 +538,9 @@ pub enum Plain {}
     note = "a tool without a presenter returns a type that is `Serialize + JsonSchema`"
 )]
 pub trait ToolOutput<P: ?Sized>: Send + Sized + 'static {
+    /// Whether the value is a [`Page`]: the tool's `offset` and `cursor` arguments then say
+    /// where the next items are, even when nothing else cuts the result.
+    const PAGED: bool = false;
     /// The schema of the envelope's `data`.
     fn data_schema(generator: &mut SchemaGenerator) -> Schema;
     /// Presents the value.
@@ -468,27 +584,63 @@ where
     P: Presenter<Model = M>,
 {
     fn data_schema(generator: &mut SchemaGenerator) -> Schema {
-        let items = P::item_schema(generator);
-        let mut schema = Schema::default();
-        schema.insert("type".into(), "array".into());
-        schema.insert("items".into(), items.to_value());
-        if let Some(limit) = P::LIMIT {
-            schema.insert("maxItems".into(), limit.into());
-        }
-        schema
+        list_schema::<P>(generator)
     }
 
     fn present(self) -> Result<Presentation, ToolError> {
-        let total = self.len();
-        let shown_count = P::LIMIT.map_or(total, |limit| limit.min(total));
-        let items: Vec<P::Item<'_>> = self[..shown_count].iter().map(P::item).collect();
-        let truncation = (shown_count < total).then_some(Truncation {
-            shown: shown_count,
-            total,
-            by_budget: false,
-        });
-        presented::<P, _>(Presented::Many(&items), &items, truncation)
+        let returned = self.len();
+        let limited = P::LIMIT.map_or(returned, |limit| limit.min(returned));
+        let truncation = (limited < returned).then(|| Truncation::of_list(returned, limited));
+        present_list::<P>(&self[..limited], truncation)
     }
+}
+
+impl<M, P> ToolOutput<P> for Page<M>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+    const PAGED: bool = true;
+
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        list_schema::<P>(generator)
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        let returned = self.items.len();
+        let limited = P::LIMIT.map_or(returned, |limit| limit.min(returned));
+        // Always attached: the seal decides from the page's facts whether anything is missing.
+        let truncation = Truncation {
+            returned,
+            limited,
+            shown: limited,
+            total: self.total,
+            offset: self.offset,
+            next_cursor: self.next_cursor,
+        };
+        present_list::<P>(&self.items[..limited], Some(truncation))
+    }
+}
+
+/// The schema of a presented collection: an array of `P`'s items, at most its agent limit.
+fn list_schema<P: Presenter>(generator: &mut SchemaGenerator) -> Schema {
+    let items = P::item_schema(generator);
+    let mut schema = Schema::default();
+    schema.insert("type".into(), "array".into());
+    schema.insert("items".into(), items.to_value());
+    if let Some(limit) = P::LIMIT {
+        schema.insert("maxItems".into(), limit.into());
+    }
+    schema
+}
+
+/// Presents the models left after the agent limit.
+fn present_list<P: Presenter>(
+    shown: &[P::Model],
+    truncation: Option<Truncation>,
+) -> Result<Presentation, ToolError> {
+    let items: Vec<P::Item<'_>> = shown.iter().map(P::item).collect();
+    presented::<P, _>(Presented::Many(&items), &items, truncation)
 }
 
 /// What presenter `P` makes of the views shown: suggestions, UI blocks and the data.

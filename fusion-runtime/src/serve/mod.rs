@@ -387,20 +387,16 @@ impl McpHandler {
 }
 
 impl McpHandler {
-    /// `tools/list` under an access policy: only what this caller may call, paged the same way,
-    /// and never cached for anyone else.
+    /// `tools/list` under an access policy: only what this caller may call (see
+    /// [`Server::visible_tools`]), paged the same way, and never cached for anyone else.
     fn list_visible(
         &self,
         cursor: Option<String>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let call = self.call_context(context);
-        let server = &self.shared.server;
-        let visible: Vec<ToolDefinition> = server
-            .tools()
-            .filter(|tool| server.is_visible(tool.name(), &call))
-            .map(|tool| tool.definition().clone())
-            .collect();
+        // Grouped tools list only the actions this caller may call.
+        let visible = self.shared.server.visible_tools(&call);
         let page_size = self.shared.page_size;
         let index = match cursor {
             None => 0,
