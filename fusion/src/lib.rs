@@ -101,6 +101,8 @@ pub use fusion_runtime::{
 };
 /// Audit and metrics hooks (SPEC R6, R8).
 pub use fusion_runtime::{AuditRecord, AuditSink, Metrics};
+/// Synchronous work (a store, a file) off the async workers.
+pub use fusion_runtime::blocking;
 /// Presenters and what they produce (SPEC P1–P5).
 pub use fusion_runtime::{
     Nested, NestedPresenter, Plain, Presentation, Presented, PresentedValue, Presenter,

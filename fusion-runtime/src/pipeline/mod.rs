@@ -20,7 +20,7 @@
 mod report;
 mod running;
 
-pub(crate) use running::catch_panic;
+pub(crate) use running::{catch_panic, panicked};
 
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{Value, json};
