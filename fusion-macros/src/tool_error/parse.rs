@@ -24,6 +24,7 @@ pub(super) struct VariantArgs {
     #[darling(default)]
     pub(super) retry_after: Option<RetryAfter>,
     pub(super) internal: Flag,
+    pub(super) transparent: Flag,
     pub(super) from: Flag,
 }
 
