@@ -35,6 +35,10 @@ pub mod codes {
     pub const CANCELLED: &str = "CANCELLED";
     /// Something failed inside the server; the details are in the server's logs under `errorId`.
     pub const INTERNAL_ERROR: &str = "INTERNAL_ERROR";
+    /// The call's change was made, but the audit record it requires could not be written: not
+    /// plain success, and not to be retried (see [`audit`](crate::audit)). The record is in the
+    /// server's logs under `errorId`.
+    pub const AUDIT_FAILED: &str = "AUDIT_FAILED";
 }
 
 type Text = Cow<'static, str>;
@@ -183,7 +187,10 @@ impl ToolError {
         self
     }
 
-    fn with_internal_source(mut self, source: Box<dyn std::error::Error + Send + Sync>) -> Self {
+    pub(crate) fn with_internal_source(
+        mut self,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    ) -> Self {
         self.inner.internal = Some(source);
         self
     }
@@ -233,10 +240,12 @@ impl ToolError {
         self.inner.code == codes::INTERNAL_ERROR
     }
 
-    /// Assigns an error id to an internal error and logs its hidden text under it.
-    /// Called once, where the error is sealed into a response.
+    /// Assigns an error id to an internal error (or any error with hidden text, such as
+    /// `AUDIT_FAILED`) and logs its hidden text under it. Called once, where the error is
+    /// sealed into a response.
     pub(crate) fn assign_error_id(&mut self, tool: &str) {
-        if !self.is_internal() || self.inner.error_id.is_some() {
+        let hides_text = self.is_internal() || self.inner.internal.is_some();
+        if !hides_text || self.inner.error_id.is_some() {
             return;
         }
         let error_id = uuid::Uuid::new_v4().simple().to_string();

@@ -46,7 +46,7 @@ pub mod xml;
 pub use access::AccessPolicy;
 pub use action::{ActionInfo, CacheHint, Exposition, Exposure, Verb};
 pub use args::Params;
-pub use audit::{AuditRecord, AuditSink};
+pub use audit::{AuditEntry, AuditRecord, AuditSink};
 pub use blocking::blocking;
 pub use build::ServerBuilder;
 #[cfg(feature = "http")]
