@@ -4,8 +4,11 @@
 use darling::ast::NestedMeta;
 use darling::{Error, FromMeta, Result};
 use proc_macro2::TokenStream;
-use quote::ToTokens;
+use quote::{ToTokens, quote};
+use syn::ext::IdentExt as _;
 use syn::{Attribute, Expr, Ident, Lit, LitStr};
+
+use crate::paths::Krate;
 
 /// A list of identifiers: `name(a, b)` or `name = [a, b]`. An element that is not an
 /// identifier does not fail the list: it is kept as an error for the checks to report, so that
@@ -208,4 +211,43 @@ pub(crate) fn salvage<T: FromMeta + Default>(items: &[NestedMeta]) -> T {
 /// Parses the arguments of an attribute macro into darling's nested meta list.
 pub(crate) fn meta_list(args: TokenStream) -> Result<Vec<NestedMeta>> {
     NestedMeta::parse_meta_list(args).map_err(Error::from)
+}
+
+/// The `#[schemars(…)]` attributes among `attrs`: constraints (`length(max = 64)`,
+/// `range(min = 1)`, `regex(pattern = …)`…) that an argument's input schema advertises.
+pub(crate) fn schemars_attrs(attrs: &[Attribute]) -> Vec<Attribute> {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("schemars"))
+        .cloned()
+        .collect()
+}
+
+/// An expression of type `fn(&mut SchemaGenerator) -> Schema`: the schema of an argument
+/// `ident: ty` with its `#[schemars(…)]` attributes, as schemars' own derive writes it for a
+/// one-field struct (so every schemars attribute means what schemars documents).
+pub(crate) fn field_schema_fn(
+    krate: &Krate,
+    ident: &Ident,
+    ty: &TokenStream,
+    attrs: &[Attribute],
+) -> TokenStream {
+    let private = krate.private();
+    let schemars_path = krate.schemars_path();
+    let key = ident.unraw().to_string();
+    quote! {{
+        fn __fusion_field_schema(
+            generator: &mut #private::schemars::SchemaGenerator,
+        ) -> #private::schemars::Schema {
+            #[derive(#private::schemars::JsonSchema)]
+            #[schemars(crate = #schemars_path)]
+            #[allow(dead_code, non_camel_case_types)]
+            struct __FusionField {
+                #(#attrs)*
+                #ident: #ty,
+            }
+            #private::field_schema::<__FusionField>(generator, #key)
+        }
+        __fusion_field_schema
+    }}
 }

@@ -38,6 +38,12 @@ impl Krate {
             .collect()
     }
 
+    /// `#krate::__private::schemars` as a string, for `#[schemars(crate = "…")]`.
+    pub(crate) fn schemars_path(&self) -> String {
+        let serde = self.serde_path();
+        format!("{}schemars", &serde[..serde.len() - "serde".len()])
+    }
+
     /// `#krate::__private::serde` as a string, for `#[serde(crate = "…")]`.
     pub(crate) fn serde_path(&self) -> String {
         let mut text = String::new();

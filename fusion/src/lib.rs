@@ -139,6 +139,7 @@ pub mod __private {
 
     pub use fusion_macros::__presenter_for_model;
     pub use fusion_runtime::args::ArgReader;
+    pub use fusion_runtime::args::field_schema;
     pub use fusion_runtime::args::kinds;
     pub use fusion_runtime::model::kinds as model_kinds;
     pub use fusion_runtime::model::{

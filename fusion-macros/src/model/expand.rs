@@ -279,7 +279,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
         .iter()
         .map(|ident| ident.unraw().to_string())
         .collect();
-    let listed: Vec<(&Ident, &LitStr, TokenStream)> = profile
+    let listed: Vec<(&Ident, &LitStr, TokenStream, &ModelField)> = profile
         .fields
         .iter()
         .filter_map(|ident| {
@@ -290,7 +290,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
             } else {
                 quote!(#private::Option<#ty>)
             };
-            Some((ident, field.label.as_ref()?, ty))
+            Some((ident, field.label.as_ref()?, ty, field))
         })
         .collect();
     // The guarded and hidden fields this profile leaves out: no other argument of a tool that
@@ -310,7 +310,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
                 }
             }
         });
-    let fields = listed.iter().map(|(ident, label, ty)| {
+    let fields = listed.iter().map(|(ident, label, ty, _)| {
         let default = (!required).then(|| quote!(#[serde(default)]));
         quote_spanned! {ident.span()=>
             #[doc = #label]
@@ -318,8 +318,15 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
             pub #ident: #ty
         }
     });
-    let schema_properties = listed.iter().map(|(ident, label, ty)| {
+    let schema_properties = listed.iter().map(|(ident, label, ty, field)| {
         let key = ident.unraw().to_string();
+        // The field's `#[schemars(…)]` constraints travel into every profile that lists it.
+        let subschema = if field.schemars.is_empty() {
+            quote!(generator.subschema_for::<#ty>())
+        } else {
+            let schema = crate::common::field_schema_fn(&model.krate, ident, ty, &field.schemars);
+            quote!((#schema)(generator))
+        };
         let require = required.then(|| {
             quote! {
                 if #private::is_required::<#ty>() {
@@ -328,7 +335,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
             }
         });
         quote! {
-            let mut schema = generator.subschema_for::<#ty>();
+            let mut schema = #subschema;
             schema.insert("description".into(), #label.into());
             properties.insert(#key.into(), schema.to_value());
             #require
@@ -439,7 +446,7 @@ pub(crate) fn strip_fusion_attrs(mut item: ItemStruct) -> ItemStruct {
     if let Fields::Named(named) = &mut item.fields {
         for field in &mut named.named {
             field.attrs.retain(|attr| {
-                !["cast", "hidden", "guarded"]
+                !["cast", "hidden", "guarded", "schemars"]
                     .iter()
                     .any(|name| attr.path().is_ident(name))
             });

@@ -38,6 +38,8 @@ pub(super) struct ModelField {
     pub(super) label: Option<LitStr>,
     pub(super) hidden: bool,
     pub(super) guarded: bool,
+    /// `#[schemars(…)]` constraints, advertised by the input profiles that list the field.
+    pub(super) schemars: Vec<Attribute>,
 }
 
 impl ModelField {
@@ -188,6 +190,7 @@ fn parse_field(field: &Field, errors: &mut darling::error::Accumulator) -> Optio
         label,
         hidden,
         guarded,
+        schemars: crate::common::schemars_attrs(&field.attrs),
     })
 }
 

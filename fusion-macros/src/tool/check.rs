@@ -21,6 +21,8 @@ pub(super) struct Param<'a> {
     pub(super) ident: &'a Ident,
     pub(super) ty: &'a Type,
     pub(super) doc: Option<String>,
+    /// `#[schemars(…)]` constraints the argument's schema advertises.
+    pub(super) schemars: Vec<syn::Attribute>,
 }
 
 /// A tool that follows every rule.
@@ -147,6 +149,7 @@ fn check_plain_parameters(sig: &Signature) -> Result<Vec<Param<'_>>> {
                 ident: &pat.ident,
                 ty: &typed.ty,
                 doc: docs(&typed.attrs),
+                schemars: crate::common::schemars_attrs(&typed.attrs),
             }),
             other => errors.push(
                 Error::custom("tool parameters are plain names (`id: String`): the name is the argument's name")

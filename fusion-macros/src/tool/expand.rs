@@ -118,7 +118,13 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
             Some(doc) => quote!(#private::Some(#doc)),
             None => quote!(#private::None),
         };
-        quote_spanned!(param.ty.span()=> #probe.declare(&mut params, #name, #doc);)
+        if param.schemars.is_empty() {
+            return quote_spanned!(param.ty.span()=> #probe.declare(&mut params, #name, #doc););
+        }
+        let ty = &param.ty;
+        let schema =
+            crate::common::field_schema_fn(tool.krate, param.ident, &quote!(#ty), &param.schemars);
+        quote_spanned!(param.ty.span()=> #probe.declare_with_schema(&mut params, #name, #doc, #schema);)
     });
     let bindings: Vec<Ident> = tool
         .params
@@ -217,11 +223,14 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
 }
 
 /// The function as the compiler sees it: parameter doc comments are the arguments'
-/// descriptions, and rustc refuses them on parameters.
+/// descriptions and `#[schemars(…)]` their schema's constraints, and rustc refuses both on
+/// parameters.
 pub(crate) fn without_param_docs(mut function: ItemFn) -> ItemFn {
     for input in &mut function.sig.inputs {
         if let FnArg::Typed(typed) = input {
-            typed.attrs.retain(|attr| !attr.path().is_ident("doc"));
+            typed
+                .attrs
+                .retain(|attr| !attr.path().is_ident("doc") && !attr.path().is_ident("schemars"));
         }
     }
     function

@@ -23,6 +23,19 @@ use serde_json::{Map, Value};
 use crate::context::{FromContext, ServerParts};
 use crate::model::{ArgumentGroup, ModelFields};
 
+/// The schema of property `name` of `T`'s object schema, `true` when it has none (generated
+/// code: the schema of an argument with `#[schemars(…)]` constraints, written by schemars'
+/// derive for a one-field struct).
+#[doc(hidden)]
+pub fn field_schema<T: JsonSchema>(generator: &mut SchemaGenerator, name: &str) -> Schema {
+    T::json_schema(generator)
+        .get("properties")
+        .and_then(|properties| properties.get(name))
+        .cloned()
+        .and_then(|property| Schema::try_from(property).ok())
+        .unwrap_or_else(|| Schema::from(true))
+}
+
 /// The parameters of one tool, as declared. Turned into an input schema and an
 /// [`ArgLayout`] when the server is built.
 #[derive(Debug, Default)]
@@ -69,6 +82,24 @@ impl Params {
             name,
             description,
             schema: SchemaGenerator::subschema_for::<T>,
+            optional: !crate::present::is_required::<T>(),
+        });
+    }
+
+    /// Declares a plain argument `name` of type `T` whose schema `schema` writes: the
+    /// argument's `#[schemars(…)]` constraints (`maxLength`, `minimum`…) included.
+    pub fn field_with_schema<T>(
+        &mut self,
+        name: &'static str,
+        description: Option<&'static str>,
+        schema: fn(&mut SchemaGenerator) -> Schema,
+    ) where
+        T: DeserializeOwned + JsonSchema,
+    {
+        self.fields.push(FieldParamSpec {
+            name,
+            description,
+            schema,
             optional: !crate::present::is_required::<T>(),
         });
     }
