@@ -312,6 +312,27 @@ where
     }
 }
 
+/// `value` as an error message may echo it back: whole when it has at most `max_chars`
+/// characters, else its first `max_chars` characters followed by `…` and how many more there
+/// were. An agent (or an attacker) that sent a megabyte gets a line back, not the megabyte.
+///
+/// ```
+/// use fusion_runtime::echo;
+///
+/// assert_eq!(echo("INV-7", 16), "INV-7");
+/// assert_eq!(echo(&"x".repeat(1000), 4), "xxxx… (996 more characters)");
+/// ```
+pub fn echo(value: &str, max_chars: usize) -> Cow<'_, str> {
+    match value.char_indices().nth(max_chars) {
+        None => Cow::Borrowed(value),
+        Some((cut, _)) => {
+            let more = value[cut..].chars().count();
+            let unit = if more == 1 { "character" } else { "characters" };
+            Cow::Owned(format!("{}… ({more} more {unit})", &value[..cut]))
+        }
+    }
+}
+
 /// Text kept for the logs of an internal error.
 #[derive(Debug)]
 struct LogText(String);
@@ -393,6 +414,14 @@ mod tests {
         }
     }
     impl std::error::Error for DbDown {}
+
+    #[test]
+    fn echo_cuts_on_character_boundaries() {
+        assert_eq!(echo("", 0), "");
+        assert_eq!(echo("abc", 3), "abc");
+        assert_eq!(echo("ééé", 2), "éé… (1 more character)");
+        assert!(echo(&"é".repeat(4_000_000), 40).len() < 120);
+    }
 
     #[test]
     fn standard_errors_become_internal_without_their_text() {

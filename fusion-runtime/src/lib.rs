@@ -52,7 +52,7 @@ pub use build::ServerBuilder;
 #[cfg(feature = "http")]
 pub use context::HttpRequest;
 pub use context::{CallContext, Ext, FromContext, Progress, Provided, ServerParts, State};
-pub use error::{BuildError, ErrorCatalog, ToolError, codes};
+pub use error::{BuildError, ErrorCatalog, ToolError, codes, echo};
 pub use guard::{Concurrency, Serialization};
 pub use hidden::Hidden;
 pub use key::{Glob, ToolKey};
