@@ -101,17 +101,32 @@ impl std::error::Error for AuditError {
 pub trait AuditSink: Send + Sync + 'static {
     /// Records one call.
     fn record(&self, record: &AuditRecord) -> Result<(), AuditError>;
+
+    /// Whether [`AuditSink::record`] may wait on I/O or a lock (a database, a file): the
+    /// pipeline then calls it on the blocking pool ([`blocking`](crate::blocking)), so that a
+    /// slow or locked trail delays only the calls it records, never the server's async workers.
+    fn is_blocking(&self) -> bool {
+        false
+    }
 }
 
 impl<S: AuditSink + ?Sized> AuditSink for std::sync::Arc<S> {
     fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
         (**self).record(record)
     }
+
+    fn is_blocking(&self) -> bool {
+        (**self).is_blocking()
+    }
 }
 
 impl<S: AuditSink + ?Sized> AuditSink for Box<S> {
     fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
         (**self).record(record)
+    }
+
+    fn is_blocking(&self) -> bool {
+        (**self).is_blocking()
     }
 }
 
@@ -464,6 +479,11 @@ mod sqlite {
     impl AuditSink for SqliteAuditSink {
         fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
             self.with(|connection| Self::append(connection, record).map_err(to_audit_error))
+        }
+
+        /// A write may wait for the database's lock.
+        fn is_blocking(&self) -> bool {
+            true
         }
     }
 

@@ -91,7 +91,8 @@ impl Server {
             Err(error) => seal_error(&inner.names, &action.sealed, error),
         };
         // 9. Report (a required audit record that is lost turns success into AUDIT_FAILED).
-        let sealed = report.finish(inner, action.tool(), Some(action), sealed);
+        let sealed = report.audit(inner, action, sealed).await;
+        report.finish(inner, action.tool(), Some(action), &sealed);
         Ok(sealed.result)
     }
 
@@ -185,7 +186,8 @@ impl Server {
         let report = Report::start(inner, &tool.name, None, context, None);
         let parts = SealedParts::for_tool(&tool.name, &inner.version);
         let sealed: Sealed = seal_error(&inner.names, &parts, error);
-        report.finish(inner, &tool.name, None, sealed).result
+        report.finish(inner, &tool.name, None, &sealed);
+        sealed.result
     }
 
     /// The core path only (arguments, handler, presenter, envelope), without access,

@@ -2,13 +2,14 @@
 //! span and its metrics, with the outcome the agent is told. Nothing is measured when nobody
 //! listens.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::JsonObject;
 
 use super::running::panic_text;
 use crate::action::Verb;
-use crate::audit::{self, AuditEntry, AuditError};
+use crate::audit::{self, AuditEntry, AuditError, AuditRecord, AuditSink};
 use crate::context::CallContext;
 use crate::envelope::{Outcome, Sealed, seal_error};
 use crate::error::{ToolError, codes};
@@ -81,24 +82,66 @@ impl Report {
         self.measured.as_ref()?.audit.as_ref()
     }
 
-    /// Audits a successful write, then records how the call ended. Returns what the agent is
-    /// told: `sealed`, or `AUDIT_FAILED` when a required record could not be written.
+    /// Audits a successful write (unless the handler recorded it). Returns what the agent is
+    /// told: `sealed`, or `AUDIT_FAILED` when a required record could not be written. A sink
+    /// that blocks runs on the blocking pool, never on an async worker.
+    pub(crate) async fn audit(
+        &self,
+        inner: &ServerInner,
+        action: &CompiledAction,
+        sealed: Sealed,
+    ) -> Sealed {
+        let Some(Measured {
+            started,
+            audit: Some(entry),
+        }) = &self.measured
+        else {
+            return sealed;
+        };
+        // Only successful writes, and only once.
+        let (Some(audit), Outcome::Ok { cut }) = (&inner.audit, &sealed.outcome) else {
+            return sealed;
+        };
+        if action.facts.verb == Verb::Query || entry.is_recorded() {
+            return sealed;
+        }
+        let mut record = entry.record();
+        record.outcome = if *cut { "ok_truncated" } else { "ok" };
+        record.duration = started.elapsed();
+        let recorded = if audit.sink.is_blocking() {
+            let (sink, kept) = (Arc::clone(&audit.sink), record.clone());
+            crate::blocking(move || record_with(&*sink, &kept))
+                .await
+                .unwrap_or_else(|error| Err(AuditError::new(error.to_string())))
+        } else {
+            record_with(&*audit.sink, &record)
+        };
+        let Err(error) = recorded else {
+            return sealed;
+        };
+        audit::log_lost(&record, &error);
+        if let Some(metrics) = &inner.metrics {
+            metrics.audit_failed(action.facts.key.as_str());
+        }
+        if audit.required {
+            seal_error(&inner.names, &action.sealed, audit_failed(error))
+        } else {
+            sealed
+        }
+    }
+
+    /// Records how the call ended.
     pub(crate) fn finish(
         self,
         inner: &ServerInner,
         tool: &str,
         action: Option<&CompiledAction>,
-        mut sealed: Sealed,
-    ) -> Sealed {
+        sealed: &Sealed,
+    ) {
         let Some(measured) = self.measured else {
-            return sealed;
+            return;
         };
         let latency = measured.started.elapsed();
-        if let (Some(entry), Some(action)) = (&measured.audit, action)
-            && let Err(error) = audit_success(inner, action, entry, &sealed.outcome, latency)
-        {
-            sealed = seal_error(&inner.names, &action.sealed, audit_failed(error));
-        }
         let span = &self.span;
         let outcome = &sealed.outcome;
         if !span.is_disabled() {
@@ -131,46 +174,19 @@ impl Report {
                 );
             }
         }
-        sealed
     }
 }
 
-/// Records a successful write with the sink, unless the handler recorded it itself. `Err` only
-/// when a required record was lost (it is logged and counted either way).
-fn audit_success(
-    inner: &ServerInner,
-    action: &CompiledAction,
-    entry: &AuditEntry,
-    outcome: &Outcome,
-    latency: std::time::Duration,
-) -> Result<(), AuditError> {
-    // Only successful writes, and only once.
-    let (Some(audit), Outcome::Ok { cut }) = (&inner.audit, outcome) else {
-        return Ok(());
-    };
-    if action.facts.verb == Verb::Query || entry.is_recorded() {
-        return Ok(());
-    }
-    let mut record = entry.record();
-    record.outcome = if *cut { "ok_truncated" } else { "ok" };
-    record.duration = latency;
-    // A panicking sink is a failing sink.
-    let recorded =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| audit.sink.record(&record)))
-            .unwrap_or_else(|panic| {
-                Err(AuditError::new(format!(
-                    "the audit sink panicked: {}",
-                    panic_text(&*panic)
-                )))
-            });
-    let Err(error) = recorded else {
-        return Ok(());
-    };
-    audit::log_lost(&record, &error);
-    if let Some(metrics) = &inner.metrics {
-        metrics.audit_failed(action.facts.key.as_str());
-    }
-    if audit.required { Err(error) } else { Ok(()) }
+/// Hands `record` to `sink`; a panicking sink is a failing sink.
+fn record_with(sink: &dyn AuditSink, record: &AuditRecord) -> Result<(), AuditError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink.record(record))).unwrap_or_else(
+        |panic| {
+            Err(AuditError::new(format!(
+                "the audit sink panicked: {}",
+                panic_text(&*panic)
+            )))
+        },
+    )
 }
 
 /// What the agent is told when the record its change requires was lost: the change stands, so
