@@ -550,6 +550,64 @@ fn the_database_is_private_to_its_owner() {
     server.interrupt(Duration::from_secs(10));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_come_from_a_file_or_the_environment_never_the_command_line() {
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("tokens");
+    std::fs::write(
+        &file,
+        format!("# billing tokens\n{ALPHA}=t_777\n\n{BETA}=t_other:read\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let path = file.to_str().unwrap().to_owned();
+    let from_file = tokio::task::spawn_blocking(move || {
+        BillingHttp::spawn_exactly(&["--in-memory", "--token-file", &path])
+    })
+    .await
+    .unwrap();
+    let from_env = tokio::task::spawn_blocking(|| {
+        BillingHttp::spawn_with_env(
+            &["--in-memory"],
+            &[("BILLING_TOKENS", &format!("{ALPHA}=t_777"))],
+        )
+    })
+    .await
+    .unwrap();
+    for server in [&from_file, &from_env] {
+        let answer = Caller::new(server, Some(ALPHA))
+            .call("billing_get_invoice", json!({"id": "INV-7"}))
+            .await;
+        ok(&answer);
+        let refused = Caller::new(server, Some("not-a-token"))
+            .try_call("billing_statuses", json!({}), Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(refused.status, 401);
+        let command_line = std::fs::read(format!("/proc/{}/cmdline", server.pid())).unwrap();
+        let command_line = String::from_utf8_lossy(&command_line);
+        assert!(!command_line.contains(ALPHA), "{command_line}");
+    }
+    // The file's read-only token is read-only.
+    let reader = Caller::new(&from_file, Some(BETA));
+    assert_eq!(
+        reader
+            .call("billing_void_invoice", json!({"id": "INV-3"}))
+            .await
+            .error_code()
+            .as_deref(),
+        Some("FORBIDDEN")
+    );
+    // `--help` says why.
+    let help = std::process::Command::new(support::billing_bin())
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--token-file"), "{help}");
+    assert!(help.contains("process list"), "{help}");
+}
+
 /// The billing server over `store` as the binary builds it (audit trail in the database),
 /// acting for the demo tenant.
 fn in_process(store: &Arc<Store>) -> Tester {
