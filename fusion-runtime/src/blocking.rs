@@ -13,8 +13,7 @@ use std::task::{Context, Poll};
 
 use tokio::task::JoinHandle;
 
-use crate::error::ToolError;
-use crate::pipeline::panicked;
+use crate::error::{ToolError, panicked};
 
 /// Runs `work` on tokio's blocking pool and waits for it without holding an async worker.
 ///

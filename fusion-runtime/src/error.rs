@@ -333,6 +333,21 @@ pub fn echo(value: &str, max_chars: usize) -> Cow<'_, str> {
     }
 }
 
+/// The `INTERNAL_ERROR` of a panic in `stage`; the panic's text is logged, never shown.
+#[cold]
+pub(crate) fn panicked(stage: &str, panic: Box<dyn std::any::Any + Send>) -> ToolError {
+    ToolError::internal_message(format!("{stage} panicked: {}", panic_text(&*panic)))
+}
+
+/// The message of a panic payload.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-string panic payload")
+}
+
 /// Text kept for the logs of an internal error.
 #[derive(Debug)]
 struct LogText(String);

@@ -22,7 +22,7 @@
 mod report;
 mod running;
 
-pub(crate) use running::{catch_panic, panicked};
+pub(crate) use running::catch_panic;
 
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{Value, json};

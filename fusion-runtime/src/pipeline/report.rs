@@ -7,12 +7,11 @@ use std::time::Instant;
 
 use rmcp::model::JsonObject;
 
-use super::running::panic_text;
 use crate::action::Verb;
 use crate::audit::{self, AuditEntry, AuditError, AuditRecord, AuditSink};
 use crate::context::CallContext;
 use crate::envelope::{Outcome, Sealed, seal_error};
-use crate::error::{ToolError, codes};
+use crate::error::{ToolError, codes, panic_text};
 use crate::observe::{self, CallReport};
 use crate::server::{CompiledAction, ServerInner};
 
