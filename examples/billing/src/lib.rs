@@ -361,8 +361,12 @@ pub async fn list_invoices(
 }
 
 /// Voids an invoice so that it can no longer be paid.
+// At most 64 calls of each write run at once, each holding a blocking thread for at most
+// `store::BUSY_TIMEOUT`, and 64 more wait without a thread; beyond, SERVER_BUSY at once. So a
+// flood of writes against a locked database never takes the blocking threads reads need (tokio
+// has 512), and every write answers within two busy timeouts.
 #[tool(mutation, name = "billing.void_invoice", returns = InvoiceView, invalidates = "billing.*", title = "Void invoice",
-       tags = ["invoices"], serialize = "id")]
+       tags = ["invoices"], serialize = "id", concurrency(max = 64, queue = 64))]
 pub async fn void_invoice(
     store: State<Store>,
     tenant: Tenant,
@@ -408,7 +412,9 @@ fn checked_amount(total_cents: i64) -> Result<i64, BillingError> {
 /// was lost (a timeout, a dropped connection, a retryable error), the retry returns that
 /// invoice instead of creating a second one. Without a key, retry only after checking with
 /// billing_list_invoices that the invoice does not exist.
-#[tool(mutation, name = "billing.create_invoice", returns = InvoiceView, invalidates = ["billing.list_invoices", "billing.invoice_stats"], destructive = false, title = "Create invoice", tags = ["invoices"])]
+// Bounded like void_invoice.
+#[tool(mutation, name = "billing.create_invoice", returns = InvoiceView, invalidates = ["billing.list_invoices", "billing.invoice_stats"], destructive = false, title = "Create invoice", tags = ["invoices"],
+       concurrency(max = 64, queue = 64))]
 pub async fn create_invoice(
     store: State<Store>,
     tenant: Tenant,
@@ -536,8 +542,9 @@ pub async fn send_reminder(
 }
 
 /// Changes the total of an open invoice.
+// Bounded like void_invoice.
 #[tool(mutation, name = "billing.update_invoice", returns = InvoiceView, invalidates = "billing.*", idempotent,
-       tags = ["invoices"], serialize = "id")]
+       tags = ["invoices"], serialize = "id", concurrency(max = 64, queue = 64))]
 pub async fn update_invoice(
     store: State<Store>,
     tenant: Tenant,
