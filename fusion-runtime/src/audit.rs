@@ -1,16 +1,36 @@
 //! The audit trail (SPEC R6): every successful call that is not read-only is recorded.
 //! Read-only calls and failed calls are not.
 //!
-//! **When the sink fails.** The call's effect has already happened, so the agent still gets its
-//! result (hiding it would make the agent retry a write). The record is never dropped silently:
-//! it is written in full to the `tracing` log at `ERROR` level (target `fusion::audit`) with the
-//! sink's error, and [`Metrics::audit_failed`](crate::observe::Metrics::audit_failed) is called.
-//! Point your log pipeline at that target, or alert on the metric, to reconcile.
+//! **Atomic with the change.** A sink records a call after the handler returned, on its own
+//! connection: a crash between the two leaves a committed change without its record. A handler
+//! whose change lives in a transactional store keeps the record itself instead, in the same
+//! transaction: it takes an [`AuditEntry`] parameter, writes [`AuditEntry::record`] with its
+//! change, and calls [`AuditEntry::recorded`] once the transaction committed. The sink then does
+//! not record that call again. Either both the change and its record are there, or neither is.
+//! With the `audit-sqlite` feature, [`SqliteAuditSink::create_table`] and
+//! [`SqliteAuditSink::append`] write the same table from the handler's own transaction.
+//!
+//! **When the sink fails.** The call's effect has already happened. The record is never dropped
+//! silently: it is written in full to the `tracing` log at `ERROR` level (target
+//! `fusion::audit`) with the sink's error, and
+//! [`Metrics::audit_failed`](crate::observe::Metrics::audit_failed) is called. Point your log
+//! pipeline at that target, or alert on the metric, to reconcile. What the agent is told
+//! depends on how the sink was set:
+//! - [`ServerBuilder::audit`](crate::ServerBuilder::audit) (required, the default): the agent
+//!   is not told plain success but [`AUDIT_FAILED`](crate::codes::AUDIT_FAILED), which says
+//!   that the change was made and must not be retried;
+//! - [`ServerBuilder::audit_best_effort`](crate::ServerBuilder::audit_best_effort): the agent
+//!   gets its result, as if the sink had recorded it.
 
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
+
+use crate::context::{CallContext, FromContext};
+use crate::error::ToolError;
 
 /// One audited call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,17 +101,176 @@ impl std::error::Error for AuditError {
 pub trait AuditSink: Send + Sync + 'static {
     /// Records one call.
     fn record(&self, record: &AuditRecord) -> Result<(), AuditError>;
+
+    /// Whether [`AuditSink::record`] may wait on I/O or a lock (a database, a file): the
+    /// pipeline then calls it on the blocking pool ([`blocking`](crate::blocking)), so that a
+    /// slow or locked trail delays only the calls it records, never the server's async workers.
+    fn is_blocking(&self) -> bool {
+        false
+    }
 }
 
 impl<S: AuditSink + ?Sized> AuditSink for std::sync::Arc<S> {
     fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
         (**self).record(record)
     }
+
+    fn is_blocking(&self) -> bool {
+        (**self).is_blocking()
+    }
 }
 
 impl<S: AuditSink + ?Sized> AuditSink for Box<S> {
     fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
         (**self).record(record)
+    }
+
+    fn is_blocking(&self) -> bool {
+        (**self).is_blocking()
+    }
+}
+
+/// The audit record of the call that is running, for a handler that keeps it itself, in the
+/// same transaction as its change (see the [module docs](self)).
+///
+/// Take it as a handler parameter: it comes from the call's context, never from the agent.
+/// [`AuditEntry::record`] gives the record as the pipeline would write it (tool, action,
+/// principal, tenant, arguments digest); write it with the change, commit, then call
+/// [`AuditEntry::recorded`]: the server's sink then leaves the call alone. A handler that
+/// returns success without calling it (it changed nothing, say) is recorded by the sink as any
+/// other call.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use fusion_runtime::audit::{AuditEntry, AuditRecord};
+/// use fusion_runtime::{State, ToolError, blocking};
+///
+/// /// A store whose change and audit record commit together.
+/// #[derive(Default)]
+/// struct Ledger {
+///     committed: Mutex<(Vec<String>, Vec<AuditRecord>)>,
+/// }
+///
+/// impl Ledger {
+///     fn void(&self, id: &str, audit: &AuditRecord) -> Result<(), std::io::Error> {
+///         // One transaction: the change and its record, or neither.
+///         let mut committed = self.committed.lock().unwrap();
+///         committed.0.push(id.to_owned());
+///         committed.1.push(audit.clone());
+///         Ok(())
+///     }
+/// }
+///
+/// /// The handler of a `#[tool(mutation)]`: `audit` comes from the context, like `ledger`.
+/// async fn void(ledger: State<Ledger>, audit: AuditEntry, id: String) -> Result<String, ToolError> {
+///     let record = audit.record();
+///     let ledger = State::arc(&ledger).clone();
+///     let voided = id.clone();
+///     blocking(move || ledger.void(&voided, &record)).await??;
+///     // Committed: the server's sink must not record this call a second time.
+///     audit.recorded();
+///     Ok(id)
+/// }
+///
+/// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
+/// let ledger = Arc::new(Ledger::default());
+/// let entry = AuditEntry::new("ledger_void", "ledger.void", None, None, "digest");
+/// void(State::new(Arc::clone(&ledger)), entry.clone(), "E-7".into()).await.unwrap();
+/// assert!(entry.is_recorded());
+/// assert_eq!(ledger.committed.lock().unwrap().1[0].action, "ledger.void");
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct AuditEntry {
+    inner: Arc<EntryInner>,
+}
+
+struct EntryInner {
+    tool: String,
+    action: String,
+    principal: Option<String>,
+    tenant: Option<String>,
+    digest: String,
+    started: Instant,
+    recorded: AtomicBool,
+}
+
+impl AuditEntry {
+    /// The entry of a call of `action` (canonical key) exposed as `tool`, whose arguments have
+    /// `arguments_digest`, made by `principal` of `tenant`. The pipeline makes one for every
+    /// call of a handler that takes it; tests of a store make their own.
+    pub fn new(
+        tool: impl Into<String>,
+        action: impl Into<String>,
+        principal: Option<String>,
+        tenant: Option<String>,
+        arguments_digest: impl Into<String>,
+    ) -> Self {
+        AuditEntry {
+            inner: Arc::new(EntryInner {
+                tool: tool.into(),
+                action: action.into(),
+                principal,
+                tenant,
+                digest: arguments_digest.into(),
+                started: Instant::now(),
+                recorded: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The record of this call as of now: outcome `ok`, the duration so far.
+    pub fn record(&self) -> AuditRecord {
+        let inner = &*self.inner;
+        AuditRecord {
+            at: SystemTime::now(),
+            tool: inner.tool.clone(),
+            action: inner.action.clone(),
+            principal: inner.principal.clone(),
+            tenant: inner.tenant.clone(),
+            arguments_digest: inner.digest.clone(),
+            outcome: "ok",
+            duration: inner.started.elapsed(),
+        }
+    }
+
+    /// Says that the handler's own transaction committed this call's record: the server's sink
+    /// does not record the call again. Call it only once the record is durable.
+    pub fn recorded(&self) {
+        self.inner.recorded.store(true, Ordering::Release);
+    }
+
+    /// Whether [`AuditEntry::recorded`] was called.
+    pub fn is_recorded(&self) -> bool {
+        self.inner.recorded.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn started(&self) -> Instant {
+        self.inner.started
+    }
+}
+
+impl fmt::Debug for AuditEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditEntry")
+            .field("action", &self.inner.action)
+            .field("recorded", &self.is_recorded())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Put in the context by the pipeline for the handlers that take it.
+impl FromContext for AuditEntry {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        context
+            .extensions
+            .get::<AuditEntry>()
+            .cloned()
+            .ok_or_else(|| {
+                ToolError::internal_message(
+                    "no AuditEntry in the call context: the pipeline made none",
+                )
+            })
     }
 }
 
@@ -225,28 +404,66 @@ mod sqlite {
             connection
                 .busy_timeout(Duration::from_secs(5))
                 .map_err(to_audit_error)?;
-            connection
-                .execute_batch(
-                    "CREATE TABLE IF NOT EXISTS audit_events (
-                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                        at_unix_ms INTEGER NOT NULL,
-                        tool TEXT NOT NULL,
-                        action TEXT NOT NULL,
-                        principal TEXT,
-                        tenant TEXT,
-                        arguments_digest TEXT NOT NULL,
-                        outcome TEXT NOT NULL,
-                        duration_us INTEGER NOT NULL
-                    );
-                    CREATE TRIGGER IF NOT EXISTS audit_events_no_update BEFORE UPDATE ON audit_events
-                    BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
-                    CREATE TRIGGER IF NOT EXISTS audit_events_no_delete BEFORE DELETE ON audit_events
-                    BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;",
-                )
-                .map_err(to_audit_error)?;
+            Self::create_table(&connection).map_err(to_audit_error)?;
             Ok(SqliteAuditSink {
                 connection: Mutex::new(connection),
             })
+        }
+
+        /// Creates the `audit_events` table and its append-only triggers if they are missing,
+        /// on any connection (or inside a transaction): for a store that writes its records
+        /// itself with [`SqliteAuditSink::append`].
+        pub fn create_table(connection: &rusqlite::Connection) -> rusqlite::Result<()> {
+            connection.execute_batch(
+                "CREATE TABLE IF NOT EXISTS audit_events (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    at_unix_ms INTEGER NOT NULL,
+                    tool TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    principal TEXT,
+                    tenant TEXT,
+                    arguments_digest TEXT NOT NULL,
+                    outcome TEXT NOT NULL,
+                    duration_us INTEGER NOT NULL
+                );
+                CREATE TRIGGER IF NOT EXISTS audit_events_no_update BEFORE UPDATE ON audit_events
+                BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
+                CREATE TRIGGER IF NOT EXISTS audit_events_no_delete BEFORE DELETE ON audit_events
+                BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;",
+            )
+        }
+
+        /// Appends `record` to the `audit_events` table through `connection`: inside the
+        /// transaction of the change it records, the two commit or roll back together (see
+        /// [`AuditEntry`](super::AuditEntry)).
+        pub fn append(
+            connection: &rusqlite::Connection,
+            record: &AuditRecord,
+        ) -> rusqlite::Result<()> {
+            let at = record
+                .at
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |since| {
+                    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+                });
+            let duration = i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX);
+            connection
+                .prepare_cached(
+                    "INSERT INTO audit_events (at_unix_ms, tool, action, principal, tenant, \
+                     arguments_digest, outcome, duration_us) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )?
+                .execute(rusqlite::params![
+                    at,
+                    record.tool,
+                    record.action,
+                    record.principal,
+                    record.tenant,
+                    record.arguments_digest,
+                    record.outcome,
+                    duration,
+                ])
+                .map(|_| ())
         }
 
         /// Runs `f` on the audit connection (to read the trail back).
@@ -261,35 +478,12 @@ mod sqlite {
 
     impl AuditSink for SqliteAuditSink {
         fn record(&self, record: &AuditRecord) -> Result<(), AuditError> {
-            let at = record
-                .at
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |since| {
-                    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-                });
-            let duration = i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX);
-            self.with(|connection| {
-                connection
-                    .prepare_cached(
-                        "INSERT INTO audit_events (at_unix_ms, tool, action, principal, tenant, \
-                         arguments_digest, outcome, duration_us) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    )
-                    .and_then(|mut insert| {
-                        insert.execute(rusqlite::params![
-                            at,
-                            record.tool,
-                            record.action,
-                            record.principal,
-                            record.tenant,
-                            record.arguments_digest,
-                            record.outcome,
-                            duration,
-                        ])
-                    })
-                    .map(|_| ())
-                    .map_err(to_audit_error)
-            })
+            self.with(|connection| Self::append(connection, record).map_err(to_audit_error))
+        }
+
+        /// A write may wait for the database's lock.
+        fn is_blocking(&self) -> bool {
+            true
         }
     }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::access::AccessPolicy;
 use crate::action::{ActionFacts, Exposition, Exposure, Names, Verb};
-use crate::audit::AuditSink;
+use crate::audit::{AuditEntry, AuditSink};
 use crate::context::{ServerParts, StateMap};
 use crate::envelope::SealedParts;
 use crate::error::BuildError;
@@ -24,7 +24,7 @@ use crate::middleware::Middleware;
 use crate::observe::Metrics;
 use crate::router::Router;
 use crate::schema;
-use crate::server::{CompiledAction, Server, ServerInner};
+use crate::server::{Audit, CompiledAction, Server, ServerInner};
 use crate::spec::{Tool, ToolSpec};
 
 impl Server {
@@ -60,7 +60,7 @@ pub struct ServerBuilder {
     state: StateMap,
     middleware: Vec<Arc<dyn Middleware>>,
     access: Option<Arc<dyn AccessPolicy>>,
-    audit: Option<Arc<dyn AuditSink>>,
+    audit: Option<Audit>,
     metrics: Option<Arc<dyn Metrics>>,
     enabled_toolsets: Option<Vec<String>>,
     disabled_toolsets: Vec<String>,
@@ -180,10 +180,28 @@ impl ServerBuilder {
         self
     }
 
-    /// Sets the audit sink that records every successful call that is not read-only.
+    /// Sets the audit sink that records every successful call that is not read-only. The
+    /// record is required: when the sink fails, the agent is told
+    /// [`AUDIT_FAILED`](crate::codes::AUDIT_FAILED) (the change was made, do not retry) instead
+    /// of plain success, and the record goes to the log (see [`audit`](crate::audit)).
     #[must_use]
     pub fn audit(mut self, sink: impl AuditSink) -> Self {
-        self.audit = Some(Arc::new(sink));
+        self.audit = Some(Audit {
+            sink: Arc::new(sink),
+            required: true,
+        });
+        self
+    }
+
+    /// Like [`ServerBuilder::audit`], but a sink's failure does not change what the agent is
+    /// told: the record goes to the log and the metrics only. For trails that are advice, not
+    /// evidence.
+    #[must_use]
+    pub fn audit_best_effort(mut self, sink: impl AuditSink) -> Self {
+        self.audit = Some(Audit {
+            sink: Arc::new(sink),
+            required: false,
+        });
         self
     }
 
@@ -494,6 +512,7 @@ fn compile_action(
             .collect::<Vec<TypeId>>(),
     };
     params.check_context(&parts, problems, key.as_str());
+    let audit_entry = params.takes_context::<AuditEntry>();
 
     let input_schema = params.input_schema(problems);
     if let Serialization::PerArgument(argument) = &serialization
@@ -570,6 +589,7 @@ fn compile_action(
     Some(CompiledAction {
         sealed: SealedParts::new(&facts),
         bare: chain.is_empty() && concurrency.is_none() && serial.is_none(),
+        audit_entry,
         facts,
         handler,
         layout,

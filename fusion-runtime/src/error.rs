@@ -36,6 +36,10 @@ pub mod codes {
     pub const CANCELLED: &str = "CANCELLED";
     /// Something failed inside the server; the details are in the server's logs under `errorId`.
     pub const INTERNAL_ERROR: &str = "INTERNAL_ERROR";
+    /// The call's change was made, but the audit record it requires could not be written: not
+    /// plain success, and not to be retried (see [`audit`](crate::audit)). The record is in the
+    /// server's logs under `errorId`.
+    pub const AUDIT_FAILED: &str = "AUDIT_FAILED";
 }
 
 type Text = Cow<'static, str>;
@@ -184,7 +188,10 @@ impl ToolError {
         self
     }
 
-    fn with_internal_source(mut self, source: Box<dyn std::error::Error + Send + Sync>) -> Self {
+    pub(crate) fn with_internal_source(
+        mut self,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    ) -> Self {
         self.inner.internal = Some(source);
         self
     }
@@ -234,10 +241,12 @@ impl ToolError {
         self.inner.code == codes::INTERNAL_ERROR
     }
 
-    /// Assigns an error id to an internal error and logs its hidden text under it.
-    /// Called once, where the error is sealed into a response.
+    /// Assigns an error id to an internal error (or any error with hidden text, such as
+    /// `AUDIT_FAILED`) and logs its hidden text under it. Called once, where the error is
+    /// sealed into a response.
     pub(crate) fn assign_error_id(&mut self, tool: &str) {
-        if !self.is_internal() || self.inner.error_id.is_some() {
+        let hides_text = self.is_internal() || self.inner.internal.is_some();
+        if !hides_text || self.inner.error_id.is_some() {
             return;
         }
         let error_id = uuid::Uuid::new_v4().simple().to_string();
@@ -302,6 +311,42 @@ where
     fn from(source: E) -> Self {
         ToolError::internal(source)
     }
+}
+
+/// `value` as an error message may echo it back: whole when it has at most `max_chars`
+/// characters, else its first `max_chars` characters followed by `…` and how many more there
+/// were. An agent (or an attacker) that sent a megabyte gets a line back, not the megabyte.
+///
+/// ```
+/// use fusion_runtime::echo;
+///
+/// assert_eq!(echo("INV-7", 16), "INV-7");
+/// assert_eq!(echo(&"x".repeat(1000), 4), "xxxx… (996 more characters)");
+/// ```
+pub fn echo(value: &str, max_chars: usize) -> Cow<'_, str> {
+    match value.char_indices().nth(max_chars) {
+        None => Cow::Borrowed(value),
+        Some((cut, _)) => {
+            let more = value[cut..].chars().count();
+            let unit = if more == 1 { "character" } else { "characters" };
+            Cow::Owned(format!("{}… ({more} more {unit})", &value[..cut]))
+        }
+    }
+}
+
+/// The `INTERNAL_ERROR` of a panic in `stage`; the panic's text is logged, never shown.
+#[cold]
+pub(crate) fn panicked(stage: &str, panic: Box<dyn std::any::Any + Send>) -> ToolError {
+    ToolError::internal_message(format!("{stage} panicked: {}", panic_text(&*panic)))
+}
+
+/// The message of a panic payload.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-string panic payload")
 }
 
 /// Text kept for the logs of an internal error.
@@ -385,6 +430,14 @@ mod tests {
         }
     }
     impl std::error::Error for DbDown {}
+
+    #[test]
+    fn echo_cuts_on_character_boundaries() {
+        assert_eq!(echo("", 0), "");
+        assert_eq!(echo("abc", 3), "abc");
+        assert_eq!(echo("ééé", 2), "éé… (1 more character)");
+        assert!(echo(&"é".repeat(4_000_000), 40).len() < 120);
+    }
 
     #[test]
     fn standard_errors_become_internal_without_their_text() {

@@ -12,12 +12,14 @@
 //!   [`server::Server`], whose actions [`action`] describes, exposed flat or grouped;
 //! - the request path, in order: [`pipeline`] (resolve, access, arguments, middleware,
 //!   guards, handler, present), [`envelope`] (seal), [`observe`] and [`audit`] (report);
+//!   a handler runs its synchronous work off the async workers with [`blocking()`];
 //! - on top: the transports in [`serve`] and the in-memory [`testing`] tester.
 
 pub mod access;
 pub mod action;
 pub mod args;
 pub mod audit;
+mod blocking;
 pub mod build;
 pub mod context;
 pub mod envelope;
@@ -44,12 +46,13 @@ pub mod xml;
 pub use access::AccessPolicy;
 pub use action::{ActionInfo, CacheHint, Exposition, Exposure, Verb};
 pub use args::Params;
-pub use audit::{AuditRecord, AuditSink};
+pub use audit::{AuditEntry, AuditRecord, AuditSink};
+pub use blocking::blocking;
 pub use build::ServerBuilder;
 #[cfg(feature = "http")]
 pub use context::HttpRequest;
 pub use context::{CallContext, Ext, FromContext, Progress, Provided, ServerParts, State};
-pub use error::{BuildError, ErrorCatalog, ToolError, codes};
+pub use error::{BuildError, ErrorCatalog, ToolError, codes, echo};
 pub use guard::{Concurrency, RateLimit, Serialization};
 pub use hidden::Hidden;
 pub use key::{Glob, ToolKey};

@@ -36,7 +36,7 @@ pub(crate) struct ServerInner {
     pub(crate) names: Names,
     pub(crate) state: Arc<StateMap>,
     pub(crate) access: Option<Arc<dyn AccessPolicy>>,
-    pub(crate) audit: Option<Arc<dyn AuditSink>>,
+    pub(crate) audit: Option<Audit>,
     pub(crate) metrics: Option<Arc<dyn Metrics>>,
     /// The rate limit of each caller across the server.
     pub(crate) rate_limiter: Option<RateLimiter>,
@@ -82,6 +82,12 @@ impl GroupedViews {
     }
 }
 
+/// The audit sink, and whether its record is required for a call to report success.
+pub(crate) struct Audit {
+    pub(crate) sink: Arc<dyn AuditSink>,
+    pub(crate) required: bool,
+}
+
 /// One MCP tool: a single action, or the actions of a namespace (grouped exposition).
 pub(crate) struct ExposedTool {
     pub(crate) name: Arc<str>,
@@ -115,6 +121,8 @@ pub(crate) struct CompiledAction {
     pub(crate) pages_by_offset: bool,
     /// No middleware and no guard: nothing runs around the handler.
     pub(crate) bare: bool,
+    /// The handler takes an [`AuditEntry`](crate::audit::AuditEntry): each call gets one.
+    pub(crate) audit_entry: bool,
     pub(crate) sealed: SealedParts,
 }
 

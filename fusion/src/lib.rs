@@ -88,11 +88,13 @@ pub use fusion_macros::tool;
 
 // The facade: an explicit list, so that what a user can name is what is documented here.
 
+/// Synchronous work (a store, a file) off the async workers.
+pub use fusion_runtime::blocking;
 /// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
 pub use fusion_runtime::{
     AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
     Middleware, Params, Principal, Progress, Provided, RateLimit, Router, Serialization,
-    ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes,
+    ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes, echo,
 };
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{
@@ -103,7 +105,7 @@ pub use fusion_runtime::{
     ArgumentGroup, Create, FieldInfo, Fillable, Filter, Hidden, Model, ModelFields, Update,
 };
 /// Audit and metrics hooks (SPEC R6, R8).
-pub use fusion_runtime::{AuditRecord, AuditSink, Metrics};
+pub use fusion_runtime::{AuditEntry, AuditRecord, AuditSink, Metrics};
 /// Presenters and what they produce (SPEC P1–P5).
 pub use fusion_runtime::{
     Nested, NestedPresenter, Page, Plain, Presentation, Presented, PresentedValue, Presenter,

@@ -414,3 +414,56 @@ async fn update_profiles_tell_absent_from_null() {
         .await;
     assert_eq!(refused.error_code(), Some("VALIDATION_ERROR"));
 }
+
+/// A note with bounded fields.
+#[fusion::model(fillable(create = [title], update = [title]))]
+pub struct Note {
+    /// The title.
+    #[cast("Title")]
+    #[schemars(length(min = 1, max = 8))]
+    pub title: String,
+}
+
+/// Saves a note.
+#[fusion::tool(mutation, name = "notes.save")]
+async fn save_note(
+    note: Create<Note>,
+    /// A short code.
+    #[schemars(length(max = 4))]
+    code: String,
+    /// An optional tag.
+    #[schemars(length(max = 3))]
+    tag: Option<String>,
+) -> Result<String, fusion::ToolError> {
+    Ok(format!("{}:{code}:{tag:?}", note.title))
+}
+
+#[test]
+fn schemars_constraints_on_model_fields_and_arguments_reach_the_input_schema() {
+    let server = fusion::ServerBuilder::new("notes", "1")
+        .tool::<save_note>()
+        .build()
+        .unwrap();
+    let schema =
+        Value::Object((*server.tool("notes_save").unwrap().definition().input_schema).clone());
+    let properties = &schema["properties"];
+    assert_eq!(properties["title"]["maxLength"], 8, "{schema:#}");
+    assert_eq!(properties["title"]["minLength"], 1);
+    assert_eq!(properties["title"]["description"], "Title");
+    assert_eq!(properties["code"]["maxLength"], 4);
+    assert_eq!(properties["code"]["description"], "A short code.");
+    assert_eq!(properties["tag"]["maxLength"], 3);
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|name| name.as_str().unwrap())
+        .collect();
+    assert!(
+        required.contains(&"code") && !required.contains(&"tag"),
+        "{required:?}"
+    );
+    // The update profile lists the field too, optional, with the same constraint.
+    let update = schemars::SchemaGenerator::default().into_root_schema_for::<Update<Note>>();
+    assert_eq!(update.as_value()["properties"]["title"]["maxLength"], 8);
+}

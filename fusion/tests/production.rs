@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fusion::audit::{AuditError, AuditRecord, AuditSink};
+use fusion::audit::{AuditEntry, AuditError, AuditRecord, AuditSink};
 use fusion::middleware::{Middleware, MiddlewareFuture, from_fn};
 use fusion::observe::CallStats;
 use fusion::testing::Tester;
@@ -789,18 +789,22 @@ async fn successful_writes_are_audited_and_reads_and_failures_are_not() {
         (4, 2, 0)
     );
 
-    // A failing sink: the call still succeeds, the record goes to the log and the metric.
+    // A failing sink: the record is required, so the agent is not told plain success but
+    // AUDIT_FAILED (the change stands: do not retry); the record goes to the log and the metric.
     recorder.failing.store(true, Ordering::SeqCst);
     let events = Events::default();
     let guard =
         tracing::subscriber::set_default(tracing_subscriber::registry().with(events.clone()));
-    assert!(
-        !tester
-            .call("ledger.void", json!({"id": "E-8"}))
-            .await
-            .is_error()
-    );
+    let unaudited = tester.call("ledger.void", json!({"id": "E-8"})).await;
     drop(guard);
+    assert_eq!(unaudited.error_code(), Some("AUDIT_FAILED"));
+    assert_eq!(unaudited.error()["retryable"], false);
+    assert!(
+        unaudited.error()["errorId"].is_string(),
+        "{}",
+        unaudited.raw_text()
+    );
+    assert!(!unaudited.raw_text().contains("disk full"));
     assert_eq!(stats.snapshot().audit_failures, 1);
     let events = events.0.lock().unwrap().clone();
     let lost: Vec<_> = events
@@ -822,6 +826,117 @@ async fn successful_writes_are_audited_and_reads_and_failures_are_not() {
         1,
         "nothing reached the sink"
     );
+}
+
+#[tokio::test]
+async fn a_best_effort_sink_that_fails_leaves_the_result_alone() {
+    let recorder = Arc::new(Recorder::default());
+    recorder.failing.store(true, Ordering::SeqCst);
+    let stats = Arc::new(CallStats::new());
+    let server = ServerBuilder::new("s", "1")
+        .state(Ledger::default())
+        .tool::<void_entry>()
+        .audit_best_effort(Arc::clone(&recorder))
+        .metrics(stats.clone())
+        .build()
+        .unwrap();
+    let tester = Tester::new(server).with_context(as_tenant("t_9"));
+    let voided = tester.call("ledger.void", json!({"id": "E-8"})).await;
+    assert_eq!(voided.data(), &json!("E-8"));
+    assert_eq!(stats.snapshot().audit_failures, 1);
+}
+
+/// The audit records a store committed together with its changes.
+#[derive(Default)]
+struct AuditedLedger {
+    committed: Mutex<Vec<(String, AuditRecord)>>,
+}
+
+/// Voids an entry and keeps its audit record in the same (here: one lock's) transaction.
+#[tool(mutation, name = "ledger.void_audited")]
+async fn void_audited(
+    ledger: State<AuditedLedger>,
+    audit: AuditEntry,
+    id: String,
+) -> Result<String, ToolError> {
+    let record = audit.record();
+    let store = State::arc(&ledger).clone();
+    let kept = id.clone();
+    fusion::blocking(move || store.committed.lock().unwrap().push((kept, record))).await?;
+    audit.recorded();
+    Ok(id)
+}
+
+/// Takes its audit entry but changes nothing, so it does not record it.
+#[tool(mutation, name = "ledger.touch")]
+async fn touch(audit: AuditEntry, id: String) -> Result<String, ToolError> {
+    assert!(!audit.is_recorded());
+    Ok(id)
+}
+
+#[tokio::test]
+async fn a_handler_that_records_its_own_entry_is_not_recorded_again() {
+    let recorder = Arc::new(Recorder::default());
+    let ledger = Arc::new(AuditedLedger::default());
+    let server = ServerBuilder::new("s", "1")
+        .state_arc(Arc::clone(&ledger))
+        .tool::<void_audited>()
+        .tool::<touch>()
+        .audit(Arc::clone(&recorder))
+        .build()
+        .unwrap();
+    let tester = Tester::new(server).with_context(as_tenant("t_9"));
+    assert_eq!(
+        tester
+            .call("ledger.void_audited", json!({"id": "E-1"}))
+            .await
+            .data(),
+        &json!("E-1")
+    );
+    let committed = ledger.committed.lock().unwrap().clone();
+    assert_eq!(committed.len(), 1);
+    let (id, record) = &committed[0];
+    assert_eq!(id, "E-1");
+    assert_eq!(
+        (record.tool.as_str(), record.action.as_str()),
+        ("ledger_void_audited", "ledger.void_audited")
+    );
+    assert_eq!(record.principal.as_deref(), Some("agent-1"));
+    assert_eq!(record.tenant.as_deref(), Some("t_9"));
+    assert_eq!(
+        record.arguments_digest,
+        fusion::audit::arguments_digest(&json!({"id": "E-1"}))
+    );
+    assert!(
+        recorder.records.lock().unwrap().is_empty(),
+        "the sink did not record it again"
+    );
+    // A failing sink does not matter to a call that recorded itself…
+    recorder.failing.store(true, Ordering::SeqCst);
+    assert!(
+        !tester
+            .call("ledger.void_audited", json!({"id": "E-2"}))
+            .await
+            .is_error()
+    );
+    // …but one that did not is the sink's to record.
+    assert_eq!(
+        tester
+            .call("ledger.touch", json!({"id": "E-3"}))
+            .await
+            .error_code(),
+        Some("AUDIT_FAILED")
+    );
+    recorder.failing.store(false, Ordering::SeqCst);
+    assert!(
+        !tester
+            .call("ledger.touch", json!({"id": "E-4"}))
+            .await
+            .is_error()
+    );
+    let records = recorder.records.lock().unwrap().clone();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].action, "ledger.touch");
 }
 
 /// An event the subscriber saw.
@@ -1127,7 +1242,7 @@ async fn panicking_hooks_do_not_take_the_result_or_the_server_down() {
     let server = ServerBuilder::new("s", "1")
         .state(Ledger::default())
         .tool::<void_entry>()
-        .audit(Exploding)
+        .audit_best_effort(Exploding)
         .metrics(Arc::new(Exploding))
         .build()
         .unwrap();
@@ -1135,7 +1250,8 @@ async fn panicking_hooks_do_not_take_the_result_or_the_server_down() {
     let events = Events::default();
     let guard =
         tracing::subscriber::set_default(tracing_subscriber::registry().with(events.clone()));
-    // The write happened: the agent gets its result, the lost audit record goes to the log.
+    // A best-effort trail: the write happened, the agent gets its result, the lost audit
+    // record goes to the log.
     let first = tester.call("ledger.void", json!({"id": "E-1"})).await;
     let second = tester.call("ledger.void", json!({"id": "E-2"})).await;
     drop(guard);

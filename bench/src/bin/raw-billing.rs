@@ -29,8 +29,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use billing::{DEMO_TENANT, Invoice, MAX_TOTAL_CENTS, Status, Store, StoreError, VoidOutcome};
+use billing::{
+    Created, DEMO_TENANT, Invoice, MAX_TOTAL_CENTS, NewInvoice, Status, Store, StoreError,
+    VoidOutcome,
+};
 use clap::Parser;
+use fusion::audit::AuditRecord;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
@@ -653,9 +657,9 @@ impl RawBilling {
                     }
                 }
             }
-            VOID => match parse::<IdArgs>(arguments) {
+            VOID => match parse_audited::<IdArgs>(VOID, "billing.void_invoice", arguments) {
                 Err(error) => Failure::invalid(VOID, &error).into_result(base_meta(VOID)),
-                Ok(args) => match store.void(tenant, &args.id) {
+                Ok((args, audit)) => match store.void(tenant, &args.id, &audit) {
                     Ok(VoidOutcome::Voided(invoice)) => {
                         present_one(VOID, &invoice, Some(&["billing.*"]), "billing.void_invoice")
                     }
@@ -668,21 +672,32 @@ impl RawBilling {
                     Err(error) => Failure::store(VOID, &error).into_result(base_meta(VOID)),
                 },
             },
-            CREATE => match parse::<CreateArgs>(arguments) {
-                Err(error) => Failure::invalid(CREATE, &error).into_result(base_meta(CREATE)),
-                Ok(args) if !(0..=MAX_TOTAL_CENTS).contains(&args.total_cents) => {
-                    Failure::invalid_amount(args.total_cents).into_result(base_meta(CREATE))
+            CREATE => {
+                match parse_audited::<CreateArgs>(CREATE, "billing.create_invoice", arguments) {
+                    Err(error) => Failure::invalid(CREATE, &error).into_result(base_meta(CREATE)),
+                    Ok((args, _)) if !(0..=MAX_TOTAL_CENTS).contains(&args.total_cents) => {
+                        Failure::invalid_amount(args.total_cents).into_result(base_meta(CREATE))
+                    }
+                    Ok((args, audit)) => match store.create(
+                        tenant,
+                        &NewInvoice {
+                            customer_id: &args.customer_id,
+                            total_cents: args.total_cents,
+                            idempotency_key: None,
+                        },
+                        &audit,
+                    ) {
+                        Ok(Created::New(invoice) | Created::Replayed(invoice)) => present_one(
+                            CREATE,
+                            &invoice,
+                            Some(&["billing.list_invoices", "billing.invoice_stats"]),
+                            "billing.create_invoice",
+                        ),
+                        Ok(Created::KeyReused) => unreachable_key_reuse(),
+                        Err(error) => Failure::store(CREATE, &error).into_result(base_meta(CREATE)),
+                    },
                 }
-                Ok(args) => match store.create(tenant, &args.customer_id, args.total_cents) {
-                    Ok(invoice) => present_one(
-                        CREATE,
-                        &invoice,
-                        Some(&["billing.list_invoices", "billing.invoice_stats"]),
-                        "billing.create_invoice",
-                    ),
-                    Err(error) => Failure::store(CREATE, &error).into_result(base_meta(CREATE)),
-                },
-            },
+            }
             _ => return None,
         };
         Some(result)
@@ -691,6 +706,33 @@ impl RawBilling {
 
 fn parse<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, serde_json::Error> {
     serde_json::from_value(Value::Object(arguments.unwrap_or_default()))
+}
+
+/// The arguments of a write and the audit record the billing store writes with the change in
+/// the same transaction, made as the connector makes it (digest of the arguments), so that
+/// both servers do the same work per write.
+fn parse_audited<T: DeserializeOwned>(
+    tool: &str,
+    action: &str,
+    arguments: Option<JsonObject>,
+) -> Result<(T, AuditRecord), serde_json::Error> {
+    let arguments = Value::Object(arguments.unwrap_or_default());
+    let record = AuditRecord {
+        at: std::time::SystemTime::now(),
+        tool: tool.to_owned(),
+        action: action.to_owned(),
+        principal: None,
+        tenant: Some(DEMO_TENANT.to_owned()),
+        arguments_digest: fusion::audit::arguments_digest(&arguments),
+        outcome: "ok",
+        duration: std::time::Duration::ZERO,
+    };
+    Ok((serde_json::from_value(arguments)?, record))
+}
+
+/// Creates without an idempotency key never reuse one.
+fn unreachable_key_reuse() -> CallToolResult {
+    unreachable!("a create without an idempotency key cannot reuse one")
 }
 
 impl ServerHandler for RawBilling {

@@ -11,16 +11,17 @@ pub mod store;
 
 use std::sync::Arc;
 
+use fusion::audit::AuditEntry;
 use fusion::{
     ActionInfo, CallContext, Create, Filter, Page, Presented, Principal, Provided, Router, Server,
-    ServerBuilder, State, Suggestion, ToolError, UiBlock, Update, Verb, presenter, tool,
+    ServerBuilder, State, Suggestion, ToolError, UiBlock, Update, Verb, blocking, presenter, tool,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::json;
 
 pub use model::{Invoice, Status};
-pub use store::{Store, StoreError, VoidOutcome};
+pub use store::{Created, NewInvoice, Store, StoreError, VoidOutcome};
 
 /// The tenant of the demo data.
 pub const DEMO_TENANT: &str = "t_777";
@@ -200,24 +201,27 @@ fn money(cents: i64) -> String {
 /// Domain errors: each has its own code and tells the agent how to recover. Tools are named by
 /// canonical key between backticks (`` `billing.list_invoices` ``): Fusion writes them as the
 /// agent calls them, flat or grouped; so do the tools' descriptions and the instructions.
+///
+/// Values an agent sent are echoed cut to [`ECHO_CHARS`] characters ([`fusion::echo`]), so that
+/// a megabyte id never comes back as a megabyte.
 #[derive(Debug, fusion::ToolError)]
 pub enum BillingError {
     /// No invoice with this id for this tenant.
     #[tool_error(code = "InvoiceNotFound", message = "Invoice {0} does not exist.",
                  recovery = "Call `billing.list_invoices` to find valid invoice ids.",
                  actions = ["billing.list_invoices"])]
-    InvoiceNotFound(String),
+    InvoiceNotFound(Echoed),
     /// Voiding twice changes nothing.
     #[tool_error(code = "AlreadyVoided", message = "Invoice {0} is already voided.",
                  recovery = "Nothing to do: the invoice stays voided. Fetch it again with `billing.get_invoice` to see its state.",
                  actions = ["billing.get_invoice"])]
-    AlreadyVoided(String),
+    AlreadyVoided(Echoed),
     /// Only open invoices change.
     #[tool_error(code = "InvoiceNotOpen", message = "Invoice {id} is {status}: only open invoices can change.",
                  recovery = "Leave it as it is, or create a new invoice with `billing.create_invoice`.", actions = ["billing.create_invoice"])]
     InvoiceNotOpen {
         /// The invoice.
-        id: String,
+        id: Echoed,
         /// Its status.
         status: &'static str,
     },
@@ -228,10 +232,71 @@ pub enum BillingError {
         recovery = "Send a total between 0 and 100000000000 cents (one billion dollars)."
     )]
     InvalidAmount(i64),
+    /// An idempotency key used before for another request.
+    #[tool_error(code = "IdempotencyKeyReused",
+                 message = "The idempotency key {0} was already used for a create with another customer or total; nothing was created.",
+                 recovery = "To retry the earlier create, send exactly its arguments with this key. For a new invoice, make up a new key.",
+                 actions = ["billing.list_invoices"])]
+    IdempotencyKeyReused(Echoed),
+    /// The store is locked by another writer, busy or full: nothing was changed, and the same
+    /// call may succeed shortly.
+    #[tool_error(
+        code = "StoreUnavailable",
+        message = "The invoice store cannot serve this call right now (locked by another writer, busy, or out of space); nothing was changed.",
+        recovery = "Wait for the retry window, then call again with the same arguments (and the same idempotency_key, if you sent one).",
+        retry_after = "1s"
+    )]
+    StoreUnavailable,
     /// The store failed: the agent sees INTERNAL_ERROR, the operator sees the cause in the logs.
-    #[tool_error(internal, from)]
+    #[tool_error(internal)]
     Store(StoreError),
+    /// An error of the framework (the blocking pool's), passed through.
+    #[tool_error(transparent, from)]
+    Tool(ToolError),
 }
+
+/// A transient store error (locked, busy, full) is `StoreUnavailable`, retryable; any other is
+/// internal. The cause goes to the log either way.
+impl From<StoreError> for BillingError {
+    fn from(error: StoreError) -> Self {
+        if error.is_transient() {
+            tracing::warn!(%error, "the invoice store is unavailable; the agent is told to retry");
+            BillingError::StoreUnavailable
+        } else {
+            BillingError::Store(error)
+        }
+    }
+}
+
+/// How many characters of a value an agent sent an error message echoes.
+pub const ECHO_CHARS: usize = 40;
+
+/// A value an agent sent, as an error message shows it: at most [`ECHO_CHARS`] characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Echoed(String);
+
+impl Echoed {
+    /// `value`, cut for an error message.
+    pub fn new(value: &str) -> Self {
+        Echoed(fusion::echo(value, ECHO_CHARS).into_owned())
+    }
+}
+
+impl std::fmt::Display for Echoed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+// The limits below are advertised in the input schemas (`maxLength`) and enforced by Fusion
+// before any handler runs: nothing longer is stored or echoed.
+
+/// The longest invoice id accepted, in characters (`INV-` and a 64-bit number fit).
+pub const MAX_ID_CHARS: usize = 32;
+/// The longest customer id accepted, in characters.
+pub const MAX_CUSTOMER_ID_CHARS: usize = 64;
+/// The longest idempotency key accepted, in characters (a UUID is 36).
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 128;
 
 /// Gets one invoice by its id (`billing.list_invoices` finds ids).
 #[tool(query, name = "billing.get_invoice", returns = InvoiceView, title = "Get invoice", tags = ["invoices"])]
@@ -239,11 +304,15 @@ pub async fn get_invoice(
     store: State<Store>,
     tenant: Tenant,
     /// The invoice id, such as INV-7.
+    #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Invoice, BillingError> {
-    store
-        .get(&tenant.0, &id)?
-        .ok_or(BillingError::InvoiceNotFound(id))
+    let store = State::arc(&store).clone();
+    let found = {
+        let id = id.clone();
+        blocking(move || store.get(&tenant.0, &id)).await??
+    };
+    found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
 }
 
 /// Lists invoices, oldest first, optionally only those with a status.
@@ -261,26 +330,44 @@ pub async fn list_invoices(
 ) -> Result<Page<Invoice>, BillingError> {
     let limit = limit.unwrap_or(20) as usize;
     let offset = offset.unwrap_or(0);
+    let store = State::arc(&store).clone();
     // The count comes from the same snapshot as the page: the agent is told how many exist.
-    let (invoices, total) = store.page(&tenant.0, filter.status, offset as usize, limit)?;
+    let (invoices, total) =
+        blocking(move || store.page(&tenant.0, filter.status, offset as usize, limit)).await??;
     Ok(Page::new(invoices)
         .with_total(total)
         .at_offset(u64::from(offset)))
 }
 
 /// Voids an invoice so that it can no longer be paid; see it first with `billing.get_invoice`.
+// At most 64 calls of each write run at once, each holding a blocking thread for at most
+// `store::BUSY_TIMEOUT`, and 64 more wait without a thread; beyond, SERVER_BUSY at once. So a
+// flood of writes against a locked database never takes the blocking threads reads need (tokio
+// has 512), and every write answers within two busy timeouts.
 #[tool(mutation, name = "billing.void_invoice", returns = InvoiceView, invalidates = "billing.*", title = "Void invoice",
-       tags = ["invoices"], serialize = "id")]
+       tags = ["invoices"], serialize = "id", concurrency(max = 64, queue = 64))]
 pub async fn void_invoice(
     store: State<Store>,
     tenant: Tenant,
+    audit: AuditEntry,
     /// The invoice id, such as INV-7.
+    #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Invoice, BillingError> {
-    match store.void(&tenant.0, &id)? {
-        VoidOutcome::Voided(invoice) => Ok(invoice),
-        VoidOutcome::AlreadyVoided(_) => Err(BillingError::AlreadyVoided(id)),
-        VoidOutcome::NotFound => Err(BillingError::InvoiceNotFound(id)),
+    let record = audit.record();
+    let store = State::arc(&store).clone();
+    let outcome = {
+        let id = id.clone();
+        blocking(move || store.void(&tenant.0, &id, &record)).await??
+    };
+    match outcome {
+        VoidOutcome::Voided(invoice) => {
+            // Committed with the change: the server's sink must not record it again.
+            audit.recorded();
+            Ok(invoice)
+        }
+        VoidOutcome::AlreadyVoided(_) => Err(BillingError::AlreadyVoided(Echoed::new(&id))),
+        VoidOutcome::NotFound => Err(BillingError::InvoiceNotFound(Echoed::new(&id))),
     }
 }
 
@@ -297,14 +384,47 @@ fn checked_amount(total_cents: i64) -> Result<i64, BillingError> {
 }
 
 /// Creates an open invoice for a customer.
-#[tool(mutation, name = "billing.create_invoice", returns = InvoiceView, invalidates = ["billing.list_invoices", "billing.invoice_stats"], destructive = false, title = "Create invoice", tags = ["invoices"])]
+///
+/// Retrying: make up one `idempotency_key` (a UUID, say) per invoice you mean to create and
+/// send it with every attempt of that create. If an earlier attempt was created but its answer
+/// was lost (a timeout, a dropped connection, a retryable error), the retry returns that
+/// invoice instead of creating a second one. Without a key, retry only after checking with
+/// `billing.list_invoices` that the invoice does not exist.
+// Bounded like void_invoice.
+#[tool(mutation, name = "billing.create_invoice", returns = InvoiceView, invalidates = ["billing.list_invoices", "billing.invoice_stats"], destructive = false, title = "Create invoice", tags = ["invoices"],
+       concurrency(max = 64, queue = 64))]
 pub async fn create_invoice(
     store: State<Store>,
     tenant: Tenant,
+    audit: AuditEntry,
     invoice: Create<Invoice>,
+    /// Your key for this create (at most 128 characters), the same on every retry of it: a
+    /// retry with a key you already used returns the invoice that key created.
+    #[schemars(length(max = MAX_IDEMPOTENCY_KEY_CHARS))]
+    idempotency_key: Option<String>,
 ) -> Result<Invoice, BillingError> {
     let total_cents = checked_amount(invoice.total_cents)?;
-    Ok(store.create(&tenant.0, &invoice.customer_id, total_cents)?)
+    let record = audit.record();
+    let store = State::arc(&store).clone();
+    let key = idempotency_key.clone();
+    let created = blocking(move || {
+        let new = NewInvoice {
+            customer_id: &invoice.customer_id,
+            total_cents,
+            idempotency_key: key.as_deref(),
+        };
+        store.create(&tenant.0, &new, &record)
+    })
+    .await??;
+    match created {
+        Created::New(invoice) | Created::Replayed(invoice) => {
+            audit.recorded();
+            Ok(invoice)
+        }
+        Created::KeyReused => Err(BillingError::IdempotencyKeyReused(Echoed::new(
+            idempotency_key.as_deref().unwrap_or_default(),
+        ))),
+    }
 }
 
 /// Counts and totals of the tenant's invoices by status.
@@ -328,8 +448,9 @@ pub struct StatusTotal {
 /// Counts and totals of invoices by status.
 #[tool(query, name = "billing.invoice_stats", cache = volatile, tags = ["reports"], toolset = "reports")]
 pub async fn invoice_stats(store: State<Store>, tenant: Tenant) -> Result<Stats, BillingError> {
-    let by_status = store
-        .totals_by_status(&tenant.0)?
+    let store = State::arc(&store).clone();
+    let by_status = blocking(move || store.totals_by_status(&tenant.0))
+        .await??
         .into_iter()
         .map(|(status, count, total_cents)| StatusTotal {
             status,
@@ -376,11 +497,16 @@ pub struct Reminder {
 pub async fn send_reminder(
     store: State<Store>,
     tenant: Tenant,
+    /// The invoice id, such as INV-7.
+    #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Reminder, BillingError> {
-    let invoice = store
-        .get(&tenant.0, &id)?
-        .ok_or(BillingError::InvoiceNotFound(id))?;
+    let store = State::arc(&store).clone();
+    let found = {
+        let id = id.clone();
+        blocking(move || store.get(&tenant.0, &id)).await??
+    };
+    let invoice = found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))?;
     tracing::info!(invoice = %invoice.id, customer = %invoice.customer_id, "payment reminder sent");
     Ok(Reminder {
         invoice: invoice.id,
@@ -389,30 +515,48 @@ pub async fn send_reminder(
 }
 
 /// Changes the total of an open invoice.
+// Bounded like void_invoice.
 #[tool(mutation, name = "billing.update_invoice", returns = InvoiceView, invalidates = "billing.*", idempotent,
-       tags = ["invoices"], serialize = "id")]
+       tags = ["invoices"], serialize = "id", concurrency(max = 64, queue = 64))]
 pub async fn update_invoice(
     store: State<Store>,
     tenant: Tenant,
+    audit: AuditEntry,
     /// The invoice id, such as INV-7.
+    #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
     changes: Update<Invoice>,
 ) -> Result<Invoice, BillingError> {
+    let store = State::arc(&store).clone();
     let Some(total_cents) = changes.total_cents else {
-        return store
-            .get(&tenant.0, &id)?
-            .ok_or(BillingError::InvoiceNotFound(id));
+        let found = {
+            let id = id.clone();
+            blocking(move || store.get(&tenant.0, &id)).await??
+        };
+        return found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)));
     };
-    if let Some(updated) = store.set_total(&tenant.0, &id, total_cents)? {
+    let record = audit.record();
+    let (updated, current) = {
+        let id = id.clone();
+        blocking(move || -> Result<_, StoreError> {
+            match store.set_total(&tenant.0, &id, total_cents, &record)? {
+                Some(updated) => Ok((Some(updated), None)),
+                // Not changed: read why.
+                None => Ok((None, store.get(&tenant.0, &id)?)),
+            }
+        })
+        .await??
+    };
+    if let Some(updated) = updated {
+        audit.recorded();
         return Ok(updated);
     }
-    // Not changed: say why.
-    match store.get(&tenant.0, &id)? {
+    match current {
         Some(invoice) => Err(BillingError::InvoiceNotOpen {
-            id,
+            id: Echoed::new(&id),
             status: invoice.status.as_str(),
         }),
-        None => Err(BillingError::InvoiceNotFound(id)),
+        None => Err(BillingError::InvoiceNotFound(Echoed::new(&id))),
     }
 }
 

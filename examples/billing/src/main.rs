@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use billing::{Store, WRITE_SCOPE, local_principal};
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use fusion::Exposition;
 use fusion::audit::{AuditSink, SqliteAuditSink, TracingAuditSink};
 use fusion::auth::StaticTokens;
@@ -33,18 +33,26 @@ struct Args {
     #[arg(long)]
     grouped: bool,
     /// A bearer token accepted over HTTP: `TOKEN=TENANT` (read and write) or
-    /// `TOKEN=TENANT:read` (read only). Repeat for several. Without any, a random token for
-    /// the demo tenant is generated and printed on stderr.
+    /// `TOKEN=TENANT:read` (read only), comma-separated for several. Prefer --token-file or the
+    /// BILLING_TOKENS variable: a command line is in the process list, where every local user
+    /// can read it (the environment and a 0600 file are not). Without any token, a random one
+    /// for the demo tenant is generated and printed on stderr.
     #[arg(
         long = "token",
         value_name = "TOKEN=TENANT[:read]",
         env = "BILLING_TOKENS",
+        hide_env_values = true,
         value_delimiter = ','
     )]
     tokens: Vec<String>,
+    /// A file of bearer tokens, one `TOKEN=TENANT[:read]` per line (blank lines and `#`
+    /// comments are skipped). Keep it private (chmod 600): unlike --token, it never shows in
+    /// the process list.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
     /// Serve HTTP without authentication, every call acting for the demo tenant. For local
     /// demos and protocol test suites only.
-    #[arg(long, conflicts_with = "tokens")]
+    #[arg(long, conflicts_with_all = ["tokens", "token_file"])]
     allow_anonymous: bool,
     /// Serve only these toolsets (`reports`, `reminders`), besides the core invoice tools.
     #[arg(long, value_delimiter = ',')]
@@ -62,6 +70,7 @@ fn default_data_dir() -> PathBuf {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let matches = Args::command().get_matches();
     // stdout belongs to the protocol in stdio mode: logs go to stderr, always.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -71,7 +80,16 @@ async fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn")),
         )
         .init();
-    let args = Args::parse();
+    let args = match Args::from_arg_matches(&matches) {
+        Ok(args) => args,
+        Err(error) => error.exit(),
+    };
+    if matches.value_source("tokens") == Some(clap::parser::ValueSource::CommandLine) {
+        tracing::warn!(
+            "tokens given with --token are visible to every local user in the process list; \
+             use --token-file or BILLING_TOKENS instead"
+        );
+    }
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -95,9 +113,17 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         Store::open(&args.data_dir)?
     };
     tracing::info!(data = ?store.path(), "billing store ready");
-    // The audit trail lives in the billing database itself (append-only table).
+    // The audit trail lives in the billing database itself (append-only table). Changes to
+    // invoices write their records in their own transactions; the sink records the other
+    // calls that are not reads (reminders), off the async workers, waiting for the database
+    // no longer than the store does.
     let audit: Box<dyn AuditSink> = match store.path() {
-        Some(path) => Box::new(SqliteAuditSink::open(path)?),
+        Some(path) => {
+            let connection = rusqlite::Connection::open(path)?;
+            let sink = SqliteAuditSink::with_connection(connection)?;
+            sink.with(|connection| connection.busy_timeout(billing::store::BUSY_TIMEOUT))?;
+            Box::new(sink)
+        }
         None => Box::new(TracingAuditSink),
     };
     let stats = Arc::new(CallStats::new());
@@ -121,7 +147,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             });
             mcp.serve_stdio().await.map_err(Into::into)
         }
-        Some(address) => serve_http(server, address, args.tokens, args.allow_anonymous).await,
+        Some(address) => {
+            let mut tokens = args.tokens;
+            if let Some(file) = &args.token_file {
+                tokens.extend(read_token_file(file)?);
+            }
+            serve_http(server, address, tokens, args.allow_anonymous).await
+        }
     };
     tracing::info!(stats = ?stats.snapshot(), "billing stopped");
     result
@@ -164,6 +196,29 @@ async fn serve_http(
     Ok(())
 }
 
+/// The token specs of a token file: one per line, blank lines and `#` comments skipped. A file
+/// others may read is used, with a warning.
+fn read_token_file(path: &std::path::Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("--token-file {}: {error}", path.display()))?;
+    #[cfg(unix)]
+    if let Ok(metadata) = std::fs::metadata(path) {
+        use std::os::unix::fs::PermissionsExt as _;
+        if metadata.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(
+                file = %path.display(),
+                "the token file is readable by other users: chmod 600 it"
+            );
+        }
+    }
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
+}
+
 /// The accepted tokens; without any, one random token for the demo tenant, printed once.
 fn static_tokens(specs: &[String]) -> Result<StaticTokens, String> {
     let mut tokens = StaticTokens::new();
@@ -175,18 +230,24 @@ fn static_tokens(specs: &[String]) -> Result<StaticTokens, String> {
         );
         return Ok(tokens.with(token, local_principal()));
     }
-    for spec in specs {
+    // Errors name the token's position, never the token: it is a secret.
+    for (index, spec) in specs.iter().enumerate() {
+        let which = index + 1;
         let (token, rest) = spec
             .split_once('=')
-            .ok_or_else(|| format!("--token `{spec}`: expected TOKEN=TENANT[:read]"))?;
+            .ok_or_else(|| format!("token #{which}: expected TOKEN=TENANT[:read]"))?;
         let (tenant, read_only) = match rest.split_once(':') {
             Some((tenant, "read")) => (tenant, true),
-            Some((_, other)) => return Err(format!("--token `{spec}`: unknown mode `{other}`")),
+            Some((tenant, other)) => {
+                return Err(format!(
+                    "token #{which} (tenant {tenant}): unknown mode `{other}`"
+                ));
+            }
             None => (rest, false),
         };
         if token.is_empty() || tenant.is_empty() {
             return Err(format!(
-                "--token `{spec}`: the token and the tenant cannot be empty"
+                "token #{which}: the token and the tenant cannot be empty"
             ));
         }
         let mut principal = Principal::new(format!("token:{tenant}")).with_tenant(tenant);

@@ -48,6 +48,7 @@ pub struct Invoice {
     pub id: String,
     /// The customer billed.
     #[cast("Customer id, such as C-12")]
+    #[schemars(length(max = crate::MAX_CUSTOMER_ID_CHARS))]
     pub customer_id: String,
     /// Amount in cents.
     #[cast("Total in integer cents: divide by 100 for display")]

@@ -7,11 +7,20 @@
 //! # Layout
 //!
 //! * The database lives in `billing.sqlite3` inside the data directory given to
-//!   [`Store::open`], in WAL mode with `synchronous=NORMAL` and a busy timeout.
+//!   [`Store::open`], in WAL mode with `synchronous=NORMAL` and a busy timeout. The directory is
+//!   created `0700` and the database file `0600` (SQLite gives its `-wal` and `-shm` files the
+//!   same mode): it holds every tenant's invoices and webhook secrets.
 //! * The first open seeds 1,000 invoices in one transaction (see [`Store::open`] for the formula);
-//!   later opens find the schema version already set and leave the data alone.
-//! * The invoice number (`n` in `INV-{n}`) is its own `INTEGER PRIMARY KEY` column, so listing is
-//!   in numeric order (`INV-2` before `INV-10`) and new numbers are `max + 1` across all tenants.
+//!   later opens find the schema version already set and leave the data alone. A database of
+//!   schema version 1 (invoice numbers shared by all tenants) is migrated in place: its
+//!   invoices keep their ids.
+//! * Invoice numbers (`n` in `INV-{n}`) are per tenant: a tenant's next number is one more than
+//!   its own highest, so a number says nothing about any other tenant. Listing is in numeric
+//!   order (`INV-2` before `INV-10`).
+//! * Every change writes its audit record (the `audit_events` table of
+//!   [`SqliteAuditSink`](fusion::audit::SqliteAuditSink)) in its own transaction: a change and
+//!   its record commit together or not at all. A create's idempotency key is kept in the same
+//!   transaction too (`idempotency_keys`, per tenant), so a retry after a crash finds it.
 //!
 //! # Tenancy
 //!
@@ -19,26 +28,36 @@
 //! sees, counts, voids or totals another tenant's invoices. An invoice of another tenant is
 //! indistinguishable from one that does not exist.
 //!
-//! # Concurrency
+//! # Concurrency and waiting
 //!
 //! [`Store`] is `Send + Sync` and meant to be shared behind an `Arc`. Reads go to a small pool
 //! of read-only connections (`max(2, available_parallelism)`), each behind its own mutex and
 //! picked round-robin with `try_lock`, so concurrent readers do not queue on one connection;
 //! writes go to a single write connection and run in `BEGIN IMMEDIATE` transactions. Every
-//! statement is prepared once per connection and cached. Calls are synchronous and short (a
-//! point read takes a few microseconds), so async handlers may call them directly.
+//! statement is prepared once per connection and cached.
+//!
+//! Calls are synchronous and may wait: for the write connection, for a lock another process
+//! holds, for the disk. Async handlers run them with [`fusion::blocking`], never directly on
+//! an async worker. A write waits at most [`BUSY_TIMEOUT`] in all (for the write connection
+//! and for SQLite's lock together); past it, or when the disk is full, it fails with an error
+//! whose [`StoreError::is_transient`] is true and nothing is written. The timeout is short on
+//! purpose: a held lock shows up as retryable errors within a second, not as calls that hang.
 
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
-use std::time::Duration;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
+use std::time::{Duration, Instant};
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ValueRef};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{
+    Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior,
+    params,
+};
 
 use fusion::Hidden;
+use fusion::audit::{AuditRecord, SqliteAuditSink};
 
 use crate::model::{Invoice, Status};
 
@@ -51,30 +70,62 @@ pub const SEED_TENANT: &str = "t_777";
 /// How many invoices the seed creates (`INV-1` to `INV-1000`).
 pub const SEED_INVOICES: i64 = 1000;
 
-/// How long a connection waits for a lock held by another connection before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a call waits for the database (the write connection, a lock another process
+/// holds) before it fails with a transient error. Short next to what an agent waits for, so
+/// that a held lock shows as retryable errors, never as a frozen server.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Value of `PRAGMA user_version` once the schema exists and the seed is in.
-const SCHEMA_VERSION: i64 = 1;
+/// Value of `PRAGMA user_version` once the schema exists and the seed is in: 2 since invoice
+/// numbers are per tenant.
+const SCHEMA_VERSION: i64 = 2;
 
 /// Statuses in the order [`Store::totals_by_status`] reports them; also the seed's `n % 3` table.
 const ALL_STATUSES: [Status; 3] = [Status::Open, Status::Paid, Status::Voided];
 
-/// The schema; idempotent, run by every open inside the seeding transaction.
+/// The schema (version 2); idempotent, run by every open inside the initializing transaction.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS invoices (
-    number         INTEGER PRIMARY KEY,
-    id             TEXT    NOT NULL UNIQUE,
+    seq            INTEGER PRIMARY KEY,
     tenant_id      TEXT    NOT NULL,
+    number         INTEGER NOT NULL,
+    id             TEXT    NOT NULL,
     customer_id    TEXT    NOT NULL,
     total_cents    INTEGER NOT NULL,
     status         TEXT    NOT NULL CHECK (status IN ('open', 'paid', 'voided')),
     webhook_secret TEXT    NOT NULL,
-    internal_flags TEXT    NOT NULL
+    internal_flags TEXT    NOT NULL,
+    UNIQUE (tenant_id, number),
+    UNIQUE (tenant_id, id)
 );
-CREATE INDEX IF NOT EXISTS invoices_by_tenant ON invoices (tenant_id, number);
 CREATE INDEX IF NOT EXISTS invoices_by_tenant_status ON invoices (tenant_id, status, number);
 CREATE INDEX IF NOT EXISTS invoices_totals ON invoices (tenant_id, status, total_cents);
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    tenant_id   TEXT    NOT NULL,
+    action      TEXT    NOT NULL,
+    key         TEXT    NOT NULL,
+    request     TEXT    NOT NULL,
+    invoice_id  TEXT    NOT NULL,
+    at_unix_ms  INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, action, key)
+) WITHOUT ROWID;
+";
+
+/// From version 1, where `number` was the primary key and numbers were shared by all tenants:
+/// the same rows, the same ids (agents may hold them), in the version 2 table. Each tenant's
+/// next number is then one more than its own highest.
+const MIGRATE_FROM_V1: &str = "
+DROP INDEX IF EXISTS invoices_by_tenant;
+DROP INDEX IF EXISTS invoices_by_tenant_status;
+DROP INDEX IF EXISTS invoices_totals;
+ALTER TABLE invoices RENAME TO invoices_v1;
+";
+const MIGRATE_FROM_V1_COPY: &str = "
+INSERT INTO invoices (seq, tenant_id, number, id, customer_id, total_cents, status,
+                      webhook_secret, internal_flags)
+    SELECT number, tenant_id, number, id, customer_id, total_cents, status,
+           webhook_secret, internal_flags
+    FROM invoices_v1 ORDER BY number;
+DROP TABLE invoices_v1;
 ";
 
 /// The columns [`invoice_from_row`] expects, in order.
@@ -87,7 +138,7 @@ macro_rules! invoice_columns {
 const SQL_GET: &str = concat!(
     "SELECT ",
     invoice_columns!(),
-    " FROM invoices WHERE id = ?1 AND tenant_id = ?2"
+    " FROM invoices WHERE tenant_id = ?2 AND id = ?1"
 );
 const SQL_LIST_ALL: &str = concat!(
     "SELECT ",
@@ -105,31 +156,53 @@ const SQL_TOTALS: &str = "SELECT status, COUNT(*), COALESCE(SUM(total_cents), 0)
      FROM invoices WHERE tenant_id = ?1 GROUP BY status";
 const SQL_VOID: &str = concat!(
     "UPDATE invoices SET status = 'voided' \
-     WHERE id = ?1 AND tenant_id = ?2 AND status != 'voided' RETURNING ",
+     WHERE tenant_id = ?2 AND id = ?1 AND status != 'voided' RETURNING ",
     invoice_columns!()
 );
 const SQL_SET_TOTAL: &str = concat!(
     "UPDATE invoices SET total_cents = ?3 \
-     WHERE id = ?1 AND tenant_id = ?2 AND status = 'open' RETURNING ",
+     WHERE tenant_id = ?2 AND id = ?1 AND status = 'open' RETURNING ",
     invoice_columns!()
 );
-const SQL_NEXT_NUMBER: &str = "SELECT COALESCE(MAX(number), 0) + 1 FROM invoices";
+const SQL_NEXT_NUMBER: &str =
+    "SELECT COALESCE(MAX(number), 0) + 1 FROM invoices WHERE tenant_id = ?1";
 const SQL_INSERT: &str = "INSERT INTO invoices \
-     (number, id, tenant_id, customer_id, total_cents, status, webhook_secret, internal_flags) \
+     (tenant_id, number, id, customer_id, total_cents, status, webhook_secret, internal_flags) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+const SQL_FIND_KEY: &str = "SELECT request, invoice_id FROM idempotency_keys \
+     WHERE tenant_id = ?1 AND action = ?2 AND key = ?3";
+const SQL_KEEP_KEY: &str = "INSERT INTO idempotency_keys \
+     (tenant_id, action, key, request, invoice_id, at_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+/// The action an idempotency key of a create belongs to.
+const CREATE_ACTION: &str = "billing.create_invoice";
 
 /// Why a store operation failed.
 ///
-/// The text is meant for logs: the connector reports it to agents only as an internal error.
+/// The text is meant for logs: the connector reports it to agents as a retryable
+/// `StoreUnavailable` when [`StoreError::is_transient`], else as an internal error.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The data directory could not be created.
+    /// The data directory could not be created, or its permissions set.
     CreateDir {
         /// The directory.
         path: PathBuf,
         /// What the file system said.
         source: io::Error,
+    },
+    /// The database file could not be created with, or restricted to, owner-only permissions.
+    Permissions {
+        /// The file.
+        path: PathBuf,
+        /// What the file system said.
+        source: io::Error,
+    },
+    /// The write connection stayed taken by other writes (all waiting on the database) for the
+    /// whole [`BUSY_TIMEOUT`]; nothing was written.
+    Busy {
+        /// The store operation that gave up, such as `create`.
+        operation: &'static str,
     },
     /// SQLite failed.
     Sqlite {
@@ -144,6 +217,20 @@ impl StoreError {
     fn sqlite(operation: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
         move |source| StoreError::Sqlite { operation, source }
     }
+
+    /// Whether the same call may succeed later: the database stayed locked or busy past
+    /// [`BUSY_TIMEOUT`], or it (or the disk) is full. Nothing was written: the transaction did
+    /// not start, or it rolled back.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Busy { .. } => true,
+            StoreError::Sqlite { source, .. } => matches!(
+                source.sqlite_error_code(),
+                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked | ErrorCode::DiskFull)
+            ),
+            StoreError::CreateDir { .. } | StoreError::Permissions { .. } => false,
+        }
+    }
 }
 
 impl fmt::Display for StoreError {
@@ -153,6 +240,15 @@ impl fmt::Display for StoreError {
                 f,
                 "billing store: cannot create data directory {}: {source}",
                 path.display()
+            ),
+            StoreError::Permissions { path, source } => write!(
+                f,
+                "billing store: cannot make {} private to its owner: {source}",
+                path.display()
+            ),
+            StoreError::Busy { operation } => write!(
+                f,
+                "billing store: {operation} gave up: the write connection stayed busy for {BUSY_TIMEOUT:?}"
             ),
             StoreError::Sqlite { operation, source } => {
                 write!(f, "billing store: {operation} failed: {source}")
@@ -164,7 +260,10 @@ impl fmt::Display for StoreError {
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            StoreError::CreateDir { source, .. } => Some(source),
+            StoreError::CreateDir { source, .. } | StoreError::Permissions { source, .. } => {
+                Some(source)
+            }
+            StoreError::Busy { .. } => None,
             StoreError::Sqlite { source, .. } => Some(source),
         }
     }
@@ -179,6 +278,30 @@ pub enum VoidOutcome {
     AlreadyVoided(Invoice),
     /// The tenant has no invoice with that id.
     NotFound,
+}
+
+/// An invoice to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewInvoice<'a> {
+    /// The customer billed.
+    pub customer_id: &'a str,
+    /// The total, in cents.
+    pub total_cents: i64,
+    /// The caller's key for this create, if it sent one: a create with a key the tenant already
+    /// used returns the invoice that key created.
+    pub idempotency_key: Option<&'a str>,
+}
+
+/// What [`Store::create`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// A new invoice.
+    New(Invoice),
+    /// The idempotency key was used before, with the same request: the invoice it created (as
+    /// it is now). Nothing was written but the audit record of the retry.
+    Replayed(Invoice),
+    /// The idempotency key was used before, with another customer or total; nothing changed.
+    KeyReused,
 }
 
 /// The invoice store: a pool of read connections and one write connection to one database.
@@ -203,21 +326,25 @@ impl fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens the store in `data_dir`, creating the directory and the database on first run.
+    /// Opens the store in `data_dir`, creating the directory (`0700`) and the database
+    /// (`0600`) on first run.
     ///
     /// The database is `billing.sqlite3` in WAL mode. A new database is seeded, in one
     /// transaction, with invoices `INV-1` to `INV-1000` of tenant `t_777`: invoice `n` has
     /// customer `C-{n % 37}`, total `(n * 7919) % 100000` cents, status
     /// `["open", "paid", "voided"][n % 3]`, webhook secret `whsec_{n}` and internal flags
-    /// `beta`. An existing database is never re-seeded and keeps every earlier write.
+    /// `beta`. An existing database is never re-seeded and keeps every earlier write; one of
+    /// schema version 1 is migrated (see the [module docs](self)). An existing database file
+    /// that others may read is restricted to its owner, with a warning.
     ///
     /// Other processes may open the same database at the same time (SQLite's own locking keeps
     /// them consistent); see [`Store::open_exclusive`] for the faster single-process variant.
     ///
     /// # Errors
     ///
-    /// [`StoreError::CreateDir`] if the directory cannot be created, [`StoreError::Sqlite`] if
-    /// the database cannot be opened, migrated or seeded.
+    /// [`StoreError::CreateDir`] if the directory cannot be created,
+    /// [`StoreError::Permissions`] if the file cannot be made private, [`StoreError::Sqlite`]
+    /// if the database cannot be opened, migrated or seeded.
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
         Store::open_file(data_dir, false)
     }
@@ -240,11 +367,15 @@ impl Store {
     }
 
     fn open_file(data_dir: &Path, exclusive: bool) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::CreateDir {
+        private_dir(data_dir).map_err(|source| StoreError::CreateDir {
             path: data_dir.to_path_buf(),
             source,
         })?;
         let path = data_dir.join(DB_FILE_NAME);
+        private_file(&path).map_err(|source| StoreError::Permissions {
+            path: path.clone(),
+            source,
+        })?;
         let open = || {
             if exclusive {
                 Connection::open_with_flags_and_vfs(&path, OpenFlags::default(), c"unix-excl")
@@ -315,6 +446,23 @@ impl Store {
         self.path.as_deref()
     }
 
+    /// Caps the database at about `max_bytes` (whole pages): a write that would grow it further
+    /// fails as on a full disk (transient, nothing written). Keeps a runaway client from
+    /// filling the disk; tests use it to make the disk full.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Busy`] or [`StoreError::Sqlite`] if the write connection cannot be set.
+    pub fn set_max_size(&self, max_bytes: u64) -> Result<(), StoreError> {
+        let conn = self.writer("set_max_size")?;
+        let run = || -> rusqlite::Result<()> {
+            let page_size: i64 = conn.query_row("PRAGMA page_size", [], |row| row.get(0))?;
+            let pages = (max_bytes / page_size.unsigned_abs().max(1)).max(1);
+            conn.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
+        };
+        run().map_err(StoreError::sqlite("set_max_size"))
+    }
+
     /// The tenant's invoice `id`, or `None` if the tenant has no such invoice.
     ///
     /// # Errors
@@ -344,7 +492,6 @@ impl Store {
     ) -> Result<Vec<Invoice>, StoreError> {
         self.list_from(tenant, status, 0, limit)
     }
-
     /// Like [`Store::list`], after skipping the first `offset` matching invoices: the page
     /// that starts where a cut list stopped.
     ///
@@ -396,18 +543,24 @@ impl Store {
         run().map_err(StoreError::sqlite("page"))
     }
 
-    /// Voids the tenant's invoice `id`, atomically.
+    /// Voids the tenant's invoice `id`, atomically, with its audit record.
     ///
     /// The change is a single conditional `UPDATE … WHERE status != 'voided'`, so of any number
     /// of concurrent voids of the same invoice exactly one returns [`VoidOutcome::Voided`] and
     /// the others [`VoidOutcome::AlreadyVoided`]. Another tenant's invoice is
-    /// [`VoidOutcome::NotFound`].
+    /// [`VoidOutcome::NotFound`]. `audit` is written in the same transaction when, and only
+    /// when, the invoice is voided.
     ///
     /// # Errors
     ///
-    /// [`StoreError::Sqlite`] if SQLite fails.
-    pub fn void(&self, tenant: &str, id: &str) -> Result<VoidOutcome, StoreError> {
-        let mut conn = self.writer();
+    /// [`StoreError::Busy`] or [`StoreError::Sqlite`] (see [`StoreError::is_transient`]).
+    pub fn void(
+        &self,
+        tenant: &str,
+        id: &str,
+        audit: &AuditRecord,
+    ) -> Result<VoidOutcome, StoreError> {
+        let mut conn = self.writer("void")?;
         let mut run = || -> rusqlite::Result<VoidOutcome> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let voided = tx
@@ -415,7 +568,10 @@ impl Store {
                 .query_row(params![id, tenant], invoice_from_row)
                 .optional()?;
             let outcome = match voided {
-                Some(invoice) => VoidOutcome::Voided(invoice),
+                Some(invoice) => {
+                    record(&tx, audit)?;
+                    VoidOutcome::Voided(invoice)
+                }
                 None => match tx
                     .prepare_cached(SQL_GET)?
                     .query_row(params![id, tenant], invoice_from_row)
@@ -425,78 +581,123 @@ impl Store {
                     None => VoidOutcome::NotFound,
                 },
             };
-            tx.commit()?;
+            commit(tx)?;
             Ok(outcome)
         };
         run().map_err(StoreError::sqlite("void"))
     }
 
-    /// Creates an open invoice for the tenant and returns it.
+    /// Creates an open invoice for the tenant, with its audit record, and returns it.
     ///
-    /// Its number is one more than the highest number in the table, across all tenants (ids
-    /// are global), taken inside a `BEGIN IMMEDIATE` transaction so that concurrent creates
-    /// never share an id. The webhook secret is `whsec_{n}` and the internal flags are empty.
+    /// Its number is one more than the tenant's highest, taken inside a `BEGIN IMMEDIATE`
+    /// transaction so that concurrent creates never share an id. The webhook secret is random
+    /// and the internal flags are empty. With an idempotency key, the key is kept in the same
+    /// transaction; a later create with the same key (the agent's retry) writes no invoice and
+    /// returns [`Created::Replayed`] with the invoice the key created, or
+    /// [`Created::KeyReused`] when the customer or total differ. The retry's audit record
+    /// (outcome `ok_replayed`) is written either way it succeeds.
     ///
     /// # Errors
     ///
-    /// [`StoreError::Sqlite`] if SQLite fails.
+    /// [`StoreError::Busy`] or [`StoreError::Sqlite`] (see [`StoreError::is_transient`]).
     pub fn create(
         &self,
         tenant: &str,
-        customer_id: &str,
-        total_cents: i64,
-    ) -> Result<Invoice, StoreError> {
-        let mut conn = self.writer();
-        let mut run = || -> rusqlite::Result<Invoice> {
+        new: &NewInvoice<'_>,
+        audit: &AuditRecord,
+    ) -> Result<Created, StoreError> {
+        let request = new.idempotency_key.map(|_| {
+            fusion::audit::arguments_digest(&serde_json::json!({
+                "customer_id": new.customer_id,
+                "total_cents": new.total_cents,
+            }))
+        });
+        let mut conn = self.writer("create")?;
+        let mut run = || -> rusqlite::Result<Created> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if let (Some(key), Some(request)) = (new.idempotency_key, &request) {
+                let seen: Option<(String, String)> = tx
+                    .prepare_cached(SQL_FIND_KEY)?
+                    .query_row(params![tenant, CREATE_ACTION, key], |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })
+                    .optional()?;
+                if let Some((earlier, invoice_id)) = seen {
+                    if earlier != *request {
+                        return Ok(Created::KeyReused);
+                    }
+                    let invoice = tx
+                        .prepare_cached(SQL_GET)?
+                        .query_row(params![invoice_id, tenant], invoice_from_row)?;
+                    let mut replayed = audit.clone();
+                    replayed.outcome = "ok_replayed";
+                    record(&tx, &replayed)?;
+                    commit(tx)?;
+                    return Ok(Created::Replayed(invoice));
+                }
+            }
             let number: i64 = tx
                 .prepare_cached(SQL_NEXT_NUMBER)?
-                .query_row([], |row| row.get(0))?;
+                .query_row(params![tenant], |row| row.get(0))?;
             let invoice = Invoice {
                 id: format!("INV-{number}"),
-                customer_id: customer_id.to_owned(),
-                total_cents,
+                customer_id: new.customer_id.to_owned(),
+                total_cents: new.total_cents,
                 status: Status::Open,
                 tenant_id: Hidden::new(tenant.to_owned()),
-                webhook_secret: Hidden::new(format!("whsec_{number}")),
+                webhook_secret: Hidden::new(format!("whsec_{}", uuid::Uuid::new_v4().simple())),
                 internal_flags: Hidden::new(String::new()),
             };
             insert(&tx, number, &invoice)?;
-            tx.commit()?;
-            Ok(invoice)
+            if let (Some(key), Some(request)) = (new.idempotency_key, &request) {
+                tx.prepare_cached(SQL_KEEP_KEY)?.execute(params![
+                    tenant,
+                    CREATE_ACTION,
+                    key,
+                    request,
+                    invoice.id,
+                    unix_ms(audit),
+                ])?;
+            }
+            record(&tx, audit)?;
+            commit(tx)?;
+            Ok(Created::New(invoice))
         };
         run().map_err(StoreError::sqlite("create"))
     }
 
-    /// Sets the total of the tenant's invoice `id` if it is open, and returns the invoice as
-    /// changed.
+    /// Sets the total of the tenant's invoice `id` if it is open, with its audit record, and
+    /// returns the invoice as changed.
     ///
     /// `None` when the tenant has no open invoice with that id (it does not exist, belongs to
     /// another tenant, or is paid or voided): paid and voided totals are history and never
-    /// change.
+    /// change. `audit` is written in the same transaction when, and only when, the total is set.
     ///
     /// # Errors
     ///
-    /// [`StoreError::Sqlite`] if SQLite fails.
+    /// [`StoreError::Busy`] or [`StoreError::Sqlite`] (see [`StoreError::is_transient`]).
     pub fn set_total(
         &self,
         tenant: &str,
         id: &str,
         total_cents: i64,
+        audit: &AuditRecord,
     ) -> Result<Option<Invoice>, StoreError> {
-        let mut conn = self.writer();
+        let mut conn = self.writer("set_total")?;
         let mut run = || -> rusqlite::Result<Option<Invoice>> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let changed = tx
                 .prepare_cached(SQL_SET_TOTAL)?
                 .query_row(params![id, tenant, total_cents], invoice_from_row)
                 .optional()?;
-            tx.commit()?;
+            if changed.is_some() {
+                record(&tx, audit)?;
+            }
+            commit(tx)?;
             Ok(changed)
         };
         run().map_err(StoreError::sqlite("set_total"))
     }
-
     /// For each status, how many of the tenant's invoices have it and their total in cents.
     ///
     /// Always three entries, in the order open, paid, voided; a status the tenant has no
@@ -546,12 +747,117 @@ impl Store {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The write connection.
+    /// The write connection, waited for until [`BUSY_TIMEOUT`] after the call began; SQLite's
+    /// own busy timeout is what is left of it, so that one write waits at most that long in
+    /// all, however many are queued.
     ///
     /// A panic while it was held leaves no open transaction behind (an unfinished
     /// `Transaction` rolls back on drop), so a poisoned lock is still safe to use.
-    fn writer(&self) -> MutexGuard<'_, Connection> {
-        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    fn writer(&self, operation: &'static str) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        let deadline = Instant::now() + BUSY_TIMEOUT;
+        let mut pause = Duration::from_millis(1);
+        let conn = loop {
+            match self.writer.try_lock() {
+                Ok(conn) => break conn,
+                Err(TryLockError::Poisoned(poisoned)) => break poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => {}
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(StoreError::Busy { operation });
+            }
+            // A short backoff: writes are short, and a mutex offers no timed wait.
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(Duration::from_millis(10));
+        };
+        conn.busy_timeout(deadline.saturating_duration_since(Instant::now()))
+            .map_err(StoreError::sqlite(operation))?;
+        Ok(conn)
+    }
+}
+
+/// Creates `dir` and its missing parents owner-only (`0700`); an existing directory is left as
+/// it is (it may be shared on purpose, like `.`).
+fn private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Creates the database file owner-only (`0600`) before SQLite opens it (SQLite then gives its
+/// `-wal` and `-shm` files the same mode); an existing file others may read is restricted, with
+/// a warning: it holds every tenant's invoices and webhook secrets.
+fn private_file(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)?;
+        for file in [
+            path.to_path_buf(),
+            path.with_extension("sqlite3-wal"),
+            path.with_extension("sqlite3-shm"),
+        ] {
+            let Ok(metadata) = std::fs::metadata(&file) else {
+                continue;
+            };
+            let mode = metadata.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                tracing::warn!(
+                    file = %file.display(),
+                    mode = format!("{mode:o}"),
+                    "the billing database was readable by others: restricting it to its owner"
+                );
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode & 0o700))?;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// Appends `audit` to the audit trail inside the transaction of the change it records.
+fn record(tx: &Transaction<'_>, audit: &AuditRecord) -> rusqlite::Result<()> {
+    failpoint("between-change-and-audit");
+    SqliteAuditSink::append(tx, audit)
+}
+
+/// Commits a change with its audit record.
+fn commit(tx: Transaction<'_>) -> rusqlite::Result<()> {
+    tx.commit()?;
+    failpoint("after-commit");
+    Ok(())
+}
+
+/// When the audited call happened, in milliseconds since the Unix epoch.
+fn unix_ms(audit: &AuditRecord) -> i64 {
+    audit
+        .at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+/// A test hook in debug builds: aborts the process, as `kill -9` would stop it, at the named
+/// point of a write when `BILLING_FAILPOINT` names it (`between-change-and-audit`,
+/// `after-commit`), so that tests can prove what a crash there leaves behind. Release builds
+/// have no failpoints.
+fn failpoint(point: &str) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    static ARMED: OnceLock<Option<String>> = OnceLock::new();
+    let armed = ARMED.get_or_init(|| std::env::var("BILLING_FAILPOINT").ok());
+    if armed.as_deref() == Some(point) {
+        eprintln!("billing: failpoint `{point}`: aborting");
+        std::process::abort();
     }
 }
 
@@ -604,12 +910,20 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Creates what is missing of the schema and, the first time only, seeds it: one transaction.
+/// Creates what is missing of the schema, migrates an older one and, the first time only,
+/// seeds it: one transaction.
 fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.execute_batch(SCHEMA)?;
     let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    if version < SCHEMA_VERSION {
+    if version == 1 {
+        tx.execute_batch(MIGRATE_FROM_V1)?;
+        tx.execute_batch(SCHEMA)?;
+        tx.execute_batch(MIGRATE_FROM_V1_COPY)?;
+    } else {
+        tx.execute_batch(SCHEMA)?;
+    }
+    SqliteAuditSink::create_table(&tx)?;
+    if version == 0 {
         for n in 1..=SEED_INVOICES {
             let invoice = Invoice {
                 id: format!("INV-{n}"),
@@ -622,18 +936,20 @@ fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
             };
             insert(&tx, n, &invoice)?;
         }
+    }
+    if version < SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     }
     tx.commit()
 }
 
-/// Inserts `invoice` under `number`. The store is where hidden values are meant to go: each is
-/// exposed here, on purpose.
+/// Inserts `invoice` under the tenant's `number`. The store is where hidden values are meant to
+/// go: each is exposed here, on purpose.
 fn insert(conn: &Connection, number: i64, invoice: &Invoice) -> rusqlite::Result<()> {
     conn.prepare_cached(SQL_INSERT)?.execute(params![
+        invoice.tenant_id.expose(),
         number,
         invoice.id,
-        invoice.tenant_id.expose(),
         invoice.customer_id,
         invoice.total_cents,
         invoice.status.as_str(),
@@ -687,6 +1003,25 @@ mod tests {
             tenant_id: Hidden::new("t_777".to_owned()),
             webhook_secret: Hidden::new(format!("whsec_{n}")),
             internal_flags: Hidden::new("beta".to_owned()),
+        }
+    }
+
+    /// An audit record, as a handler would pass it.
+    fn audit() -> AuditRecord {
+        fusion::audit::AuditEntry::new("billing_test", "billing.test", None, None, "digest")
+            .record()
+    }
+
+    /// Creates an invoice without an idempotency key.
+    fn create(store: &Store, tenant: &str, customer_id: &str, total_cents: i64) -> Invoice {
+        let new = NewInvoice {
+            customer_id,
+            total_cents,
+            idempotency_key: None,
+        };
+        match store.create(tenant, &new, &audit()).unwrap() {
+            Created::New(invoice) => invoice,
+            other => panic!("not created: {other:?}"),
         }
     }
 
@@ -753,10 +1088,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (created, voided) = {
             let store = Store::open(dir.path()).unwrap();
-            let created = store.create("t_777", "C-5", 1234).unwrap();
+            let created = create(&store, "t_777", "C-5", 1234);
             let voided = first_open(&store);
             assert!(matches!(
-                store.void("t_777", &voided.id).unwrap(),
+                store.void("t_777", &voided.id, &audit()).unwrap(),
                 VoidOutcome::Voided(_)
             ));
             (created, voided)
@@ -772,7 +1107,7 @@ mod tests {
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.count("t_777", None).unwrap(), 1001);
-        assert_eq!(store.create("t_777", "C-6", 1).unwrap().id, "INV-1002");
+        assert_eq!(create(&store, "t_777", "C-6", 1).id, "INV-1002");
     }
 
     #[test]
@@ -781,7 +1116,7 @@ mod tests {
         let created = {
             let store = Store::open_exclusive(dir.path()).unwrap();
             assert_eq!(store.get("t_777", "INV-7").unwrap(), Some(seed_invoice(7)));
-            let created = store.create("t_777", "C-1", 77).unwrap();
+            let created = create(&store, "t_777", "C-1", 77);
             // All connections of the store see the write.
             for _ in 0..store.readers.len() * 2 {
                 assert_eq!(
@@ -800,15 +1135,17 @@ mod tests {
     #[test]
     fn tenants_are_isolated() {
         let store = Store::open_in_memory().unwrap();
-        let other = store.create("t_other", "C-1", 500).unwrap();
-        assert_eq!(other.id, "INV-1001");
+        let other = create(&store, "t_other", "C-1", 500);
+        // Numbers are per tenant: t_other's first invoice is its INV-1, whatever t_777 has.
+        assert_eq!(other.id, "INV-1");
         assert_eq!(other.tenant_id.expose(), "t_other");
         assert_eq!(other.status, Status::Open);
-        assert_eq!(other.webhook_secret.expose(), "whsec_1001");
+        assert!(other.webhook_secret.expose().starts_with("whsec_"));
+        assert_ne!(other.webhook_secret.expose(), "whsec_1");
         assert_eq!(other.internal_flags.expose(), "");
 
-        // t_777 cannot see, list, count, total or void it.
-        assert_eq!(store.get("t_777", &other.id).unwrap(), None);
+        // t_777's INV-1 is its own: t_777 cannot see, list, count, total or void t_other's.
+        assert_eq!(store.get("t_777", "INV-1").unwrap(), Some(seed_invoice(1)));
         assert_eq!(store.count("t_777", None).unwrap(), 1000);
         assert!(
             store
@@ -817,17 +1154,18 @@ mod tests {
                 .iter()
                 .all(|invoice| invoice.tenant_id.expose() == "t_777")
         );
-        assert_eq!(
-            store.void("t_777", &other.id).unwrap(),
-            VoidOutcome::NotFound
-        );
+        assert!(matches!(
+            store.void("t_777", "INV-1", &audit()).unwrap(),
+            VoidOutcome::Voided(_)
+        ));
         assert_eq!(
             store.get("t_other", &other.id).unwrap(),
-            Some(other.clone())
+            Some(other.clone()),
+            "t_777's void left t_other's INV-1 open"
         );
 
         // t_other sees only its own invoice and cannot touch t_777's.
-        assert_eq!(store.get("t_other", "INV-1").unwrap(), None);
+        assert_eq!(store.get("t_other", "INV-2").unwrap(), None);
         assert_eq!(store.count("t_other", None).unwrap(), 1);
         assert_eq!(
             store.page("t_other", None, 0, 20).unwrap(),
@@ -845,7 +1183,7 @@ mod tests {
         );
         let open = first_open(&store);
         assert_eq!(
-            store.void("t_other", &open.id).unwrap(),
+            store.void("t_other", &open.id, &audit()).unwrap(),
             VoidOutcome::NotFound
         );
         assert_eq!(store.get("t_777", &open.id).unwrap(), Some(open));
@@ -858,9 +1196,9 @@ mod tests {
             ]
         );
 
-        // Void of an already-voided invoice by the wrong tenant is still NotFound.
+        // Void of an invoice t_other does not have is still NotFound, voided or not for t_777.
         assert_eq!(
-            store.void("t_other", "INV-2").unwrap(),
+            store.void("t_other", "INV-2", &audit()).unwrap(),
             VoidOutcome::NotFound
         );
         assert_eq!(
@@ -914,7 +1252,7 @@ mod tests {
         assert!(numbers.windows(2).all(|pair| pair[0] < pair[1]));
 
         // New invoices land at the end, after INV-1000.
-        let created = store.create("t_777", "C-1", 10).unwrap();
+        let created = create(&store, "t_777", "C-1", 10);
         let all = store.list("t_777", None, 2000).unwrap();
         assert_eq!(all.len(), 1001);
         assert_eq!(all.last(), Some(&created));
@@ -924,7 +1262,7 @@ mod tests {
     fn void_outcomes() {
         let store = Store::open_in_memory().unwrap();
         // INV-3 is open, INV-1 paid, INV-2 voided.
-        let VoidOutcome::Voided(voided) = store.void("t_777", "INV-3").unwrap() else {
+        let VoidOutcome::Voided(voided) = store.void("t_777", "INV-3", &audit()).unwrap() else {
             panic!("INV-3 should void");
         };
         assert_eq!(
@@ -935,26 +1273,29 @@ mod tests {
             }
         );
         assert_eq!(
-            store.void("t_777", "INV-3").unwrap(),
+            store.void("t_777", "INV-3", &audit()).unwrap(),
             VoidOutcome::AlreadyVoided(voided.clone())
         );
         assert_eq!(store.get("t_777", "INV-3").unwrap(), Some(voided));
         assert!(matches!(
-            store.void("t_777", "INV-1").unwrap(),
+            store.void("t_777", "INV-1", &audit()).unwrap(),
             VoidOutcome::Voided(Invoice {
                 status: Status::Voided,
                 ..
             })
         ));
         assert_eq!(
-            store.void("t_777", "INV-2").unwrap(),
+            store.void("t_777", "INV-2", &audit()).unwrap(),
             VoidOutcome::AlreadyVoided(seed_invoice(2))
         );
         assert_eq!(
-            store.void("t_777", "INV-99999").unwrap(),
+            store.void("t_777", "INV-99999", &audit()).unwrap(),
             VoidOutcome::NotFound
         );
-        assert_eq!(store.void("t_777", "").unwrap(), VoidOutcome::NotFound);
+        assert_eq!(
+            store.void("t_777", "", &audit()).unwrap(),
+            VoidOutcome::NotFound
+        );
         assert_eq!(store.count("t_777", Some(Status::Voided)).unwrap(), 335);
     }
 
@@ -962,7 +1303,7 @@ mod tests {
     fn set_total_changes_only_open_invoices_of_the_tenant() {
         let store = Store::open_in_memory().unwrap();
         // INV-3 is open, INV-1 paid, INV-2 voided.
-        let changed = store.set_total("t_777", "INV-3", 4242).unwrap();
+        let changed = store.set_total("t_777", "INV-3", 4242, &audit()).unwrap();
         let expected = Invoice {
             total_cents: 4242,
             ..seed_invoice(3)
@@ -970,12 +1311,22 @@ mod tests {
         assert_eq!(changed.as_ref(), Some(&expected));
         assert_eq!(store.get("t_777", "INV-3").unwrap(), Some(expected));
         for id in ["INV-1", "INV-2"] {
-            assert_eq!(store.set_total("t_777", id, 1).unwrap(), None, "{id}");
+            assert_eq!(
+                store.set_total("t_777", id, 1, &audit()).unwrap(),
+                None,
+                "{id}"
+            );
         }
         assert_eq!(store.get("t_777", "INV-1").unwrap(), Some(seed_invoice(1)));
-        assert_eq!(store.set_total("t_other", "INV-6", 1).unwrap(), None);
+        assert_eq!(
+            store.set_total("t_other", "INV-6", 1, &audit()).unwrap(),
+            None
+        );
         assert_eq!(store.get("t_777", "INV-6").unwrap(), Some(seed_invoice(6)));
-        assert_eq!(store.set_total("t_777", "INV-5000", 1).unwrap(), None);
+        assert_eq!(
+            store.set_total("t_777", "INV-5000", 1, &audit()).unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -989,7 +1340,7 @@ mod tests {
                 let (store, barrier, target) = (store.clone(), barrier.clone(), target.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
-                    store.void("t_777", &target).unwrap()
+                    store.void("t_777", &target, &audit()).unwrap()
                 })
             })
             .collect();
@@ -1025,13 +1376,14 @@ mod tests {
                         barrier.wait();
                         // Readers run alongside the writers.
                         assert!(store.get("t_777", "INV-1").unwrap().is_some());
-                        store.create("t_new", &format!("C-{i}"), i).unwrap()
+                        create(&store, "t_new", &format!("C-{i}"), i)
                     })
                 })
                 .collect();
             let created: Vec<Invoice> = handles.into_iter().map(|h| h.join().unwrap()).collect();
             let ids: HashSet<&str> = created.iter().map(|invoice| invoice.id.as_str()).collect();
-            let expected: HashSet<String> = (1001..=1020).map(|n| format!("INV-{n}")).collect();
+            // A new tenant's numbers start at 1, whatever other tenants have.
+            let expected: HashSet<String> = (1..=20).map(|n| format!("INV-{n}")).collect();
             assert_eq!(ids, expected.iter().map(String::as_str).collect());
             assert_eq!(store.count("t_new", None).unwrap(), 20);
             for invoice in &created {
@@ -1063,7 +1415,7 @@ mod tests {
     fn in_memory_connections_share_one_database_and_stores_do_not() {
         let first = Store::open_in_memory().unwrap();
         let second = Store::open_in_memory().unwrap();
-        let created = first.create("t_777", "C-9", 9).unwrap();
+        let created = create(&first, "t_777", "C-9", 9);
         // Every read connection of `first` sees the write.
         for _ in 0..first.readers.len() * 2 {
             assert_eq!(
@@ -1113,5 +1465,231 @@ mod tests {
                 .starts_with("billing store: cannot create data directory")
         );
         assert!(std::error::Error::source(&err).is_some());
+    }
+
+    /// How many audit records the database holds for `action`.
+    fn audit_rows(store: &Store, action: &str) -> i64 {
+        store
+            .reader()
+            .query_row(
+                "SELECT COUNT(*) FROM audit_events WHERE action = ?1",
+                [action],
+                |row| row.get(0),
+            )
+            .unwrap()
+    }
+
+    #[test]
+    fn every_change_and_only_a_change_commits_its_audit_record() {
+        let store = Store::open_in_memory().unwrap();
+        let record = |action: &str| {
+            fusion::audit::AuditEntry::new("tool", action, None, Some("t_777".into()), "d").record()
+        };
+        assert!(matches!(
+            store.void("t_777", "INV-3", &record("void")).unwrap(),
+            VoidOutcome::Voided(_)
+        ));
+        store.void("t_777", "INV-3", &record("void")).unwrap();
+        store.void("t_777", "INV-99999", &record("void")).unwrap();
+        assert_eq!(audit_rows(&store, "void"), 1, "only the void that changed");
+        assert!(
+            store
+                .set_total("t_777", "INV-6", 1, &record("set"))
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            store
+                .set_total("t_777", "INV-1", 1, &record("set"))
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(audit_rows(&store, "set"), 1);
+        let new = NewInvoice {
+            customer_id: "C-1",
+            total_cents: 5,
+            idempotency_key: None,
+        };
+        store.create("t_777", &new, &record("create")).unwrap();
+        assert_eq!(audit_rows(&store, "create"), 1);
+    }
+
+    #[test]
+    fn an_idempotency_key_replays_its_invoice_and_writes_nothing_else() {
+        let store = Store::open_in_memory().unwrap();
+        let keyed = |customer_id, total_cents, key| NewInvoice {
+            customer_id,
+            total_cents,
+            idempotency_key: Some(key),
+        };
+        let Created::New(first) = store
+            .create("t_777", &keyed("C-1", 5, "k-1"), &audit())
+            .unwrap()
+        else {
+            panic!("the first create creates");
+        };
+        assert_eq!(
+            store
+                .create("t_777", &keyed("C-1", 5, "k-1"), &audit())
+                .unwrap(),
+            Created::Replayed(first.clone())
+        );
+        assert_eq!(
+            store
+                .create("t_777", &keyed("C-1", 6, "k-1"), &audit())
+                .unwrap(),
+            Created::KeyReused
+        );
+        assert_eq!(store.count("t_777", None).unwrap(), 1001);
+        // The key is the tenant's: another tenant's same key creates its own invoice.
+        assert!(matches!(
+            store.create("t_other", &keyed("C-1", 5, "k-1"), &audit()).unwrap(),
+            Created::New(Invoice { ref id, .. }) if id == "INV-1"
+        ));
+        let outcomes: Vec<String> = store
+            .reader()
+            .prepare("SELECT outcome FROM audit_events ORDER BY seq")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(outcomes, ["ok", "ok_replayed", "ok"]);
+    }
+
+    #[test]
+    fn a_version_1_database_is_migrated_and_keeps_its_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(dir.path().join(DB_FILE_NAME)).unwrap();
+            // Version 1: numbers shared by all tenants, `number` the primary key.
+            conn.execute_batch(
+                "CREATE TABLE invoices (
+                    number INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, tenant_id TEXT NOT NULL,
+                    customer_id TEXT NOT NULL, total_cents INTEGER NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('open', 'paid', 'voided')),
+                    webhook_secret TEXT NOT NULL, internal_flags TEXT NOT NULL);
+                 CREATE INDEX invoices_by_tenant ON invoices (tenant_id, number);
+                 CREATE INDEX invoices_by_tenant_status ON invoices (tenant_id, status, number);
+                 CREATE INDEX invoices_totals ON invoices (tenant_id, status, total_cents);
+                 INSERT INTO invoices VALUES
+                    (1, 'INV-1', 't_777', 'C-1', 100, 'open', 'whsec_1', 'beta'),
+                    (2, 'INV-2', 't_other', 'C-2', 200, 'paid', 'whsec_2', ''),
+                    (3, 'INV-3', 't_777', 'C-3', 300, 'voided', 'whsec_3', 'beta');
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.count("t_777", None).unwrap(), 2, "not re-seeded");
+        let kept = store.get("t_other", "INV-2").unwrap().unwrap();
+        assert_eq!((kept.customer_id.as_str(), kept.total_cents), ("C-2", 200));
+        assert_eq!(
+            store.get("t_777", "INV-3").unwrap().unwrap().status,
+            Status::Voided
+        );
+        // Each tenant continues from its own highest number.
+        assert_eq!(create(&store, "t_777", "C-4", 4).id, "INV-4");
+        assert_eq!(create(&store, "t_other", "C-5", 5).id, "INV-3");
+        assert_eq!(create(&store, "t_new", "C-6", 6).id, "INV-1");
+        drop(store);
+        let conn = Connection::open(dir.path().join(DB_FILE_NAME)).unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        // Reopening a migrated database changes nothing.
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.count("t_other", None).unwrap(), 2);
+    }
+
+    #[test]
+    fn a_held_lock_fails_writes_within_the_busy_timeout_not_one_after_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let holder = Connection::open(dir.path().join(DB_FILE_NAME)).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let started = std::time::Instant::now();
+        let writers: Vec<_> = (0..4)
+            .map(|i| {
+                let store = Arc::clone(&store);
+                std::thread::spawn(move || {
+                    let new = NewInvoice {
+                        customer_id: "C-1",
+                        total_cents: i,
+                        idempotency_key: None,
+                    };
+                    store.create("t_777", &new, &audit()).unwrap_err()
+                })
+            })
+            .collect();
+        // Reads go on meanwhile (WAL).
+        assert!(store.get("t_777", "INV-1").unwrap().is_some());
+        for writer in writers {
+            let error = writer.join().unwrap();
+            assert!(error.is_transient(), "{error}");
+        }
+        let took = started.elapsed();
+        assert!(
+            took < BUSY_TIMEOUT + Duration::from_millis(700),
+            "four queued writes took {took:?}: each must give up by the same deadline"
+        );
+        holder.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(store.count("t_777", None).unwrap(), 1000);
+        create(&store, "t_777", "C-1", 1);
+    }
+
+    #[test]
+    fn a_full_database_fails_writes_transiently_and_half_of_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let size = std::fs::metadata(dir.path().join(DB_FILE_NAME))
+            .unwrap()
+            .len();
+        store.set_max_size(size).unwrap();
+        let mut created = 0;
+        let full = loop {
+            let new = NewInvoice {
+                customer_id: "C-full-and-a-rather-long-customer-id-to-fill-pages",
+                total_cents: 1,
+                idempotency_key: None,
+            };
+            match store.create("t_777", &new, &audit()) {
+                Ok(_) => created += 1,
+                Err(error) => break error,
+            }
+            assert!(created < 100_000, "the cap never filled");
+        };
+        assert!(full.is_transient(), "{full}");
+        assert_eq!(
+            store.count("t_777", None).unwrap(),
+            1000 + created,
+            "no invoice beyond the acknowledged ones"
+        );
+        assert_eq!(
+            audit_rows(&store, "billing.test"),
+            i64::try_from(created).unwrap()
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_data_directory_and_database_are_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("a/b");
+        drop(Store::open(&data).unwrap());
+        assert_eq!(mode(&dir.path().join("a")), 0o700);
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&data.join(DB_FILE_NAME)), 0o600);
+        // A file an earlier version left readable by others is restricted.
+        std::fs::set_permissions(
+            data.join(DB_FILE_NAME),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        drop(Store::open(&data).unwrap());
+        assert_eq!(mode(&data.join(DB_FILE_NAME)), 0o600);
     }
 }

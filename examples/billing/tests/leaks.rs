@@ -375,12 +375,13 @@ fn next_call(rng: &mut Rng, model: &mut Model) -> Call {
             } else {
                 json!({"id": id})
             };
-            Call::tool(
-                "unknown id",
-                tool,
-                arguments,
-                Expect::ToolError("InvoiceNotFound"),
-            )
+            // An id longer than an invoice id can be is refused before any lookup.
+            let expect = if id.chars().count() > billing::MAX_ID_CHARS {
+                Expect::ToolError("VALIDATION_ERROR")
+            } else {
+                Expect::ToolError("InvoiceNotFound")
+            };
+            Call::tool("unknown id", tool, arguments, expect)
         }
         // Voids, repeats included.
         54..=63 => {

@@ -197,15 +197,14 @@ async fn one_tenant_never_reads_or_changes_anothers_invoices() {
         .unwrap()
         .to_owned();
 
-    // Each tenant sees only its own invoices, whichever tool asks.
-    assert_eq!(
-        alpha
-            .call("billing_get_invoice", json!({"id": beta_invoice}))
-            .await
-            .error_code()
-            .as_deref(),
-        Some("InvoiceNotFound")
-    );
+    // Invoice numbers are per tenant: beta's first invoice is its INV-1.
+    assert_eq!(beta_invoice, "INV-1");
+    // Each tenant sees only its own invoices, whichever tool asks: alpha's INV-1 is alpha's.
+    let alpha_first = alpha
+        .call("billing_get_invoice", json!({"id": beta_invoice}))
+        .await
+        .envelope();
+    assert_eq!(alpha_first["data"]["customer_id"], "C-1", "{alpha_first}");
     assert_eq!(
         beta.call("billing_get_invoice", json!({"id": "INV-7"}))
             .await
@@ -230,7 +229,7 @@ async fn one_tenant_never_reads_or_changes_anothers_invoices() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|invoice| invoice["id"] != beta_invoice)
+            .all(|invoice| invoice["customer_id"] != "C-beta")
     );
     let beta_stats = beta
         .call("billing_invoice_stats", json!({}))
@@ -249,14 +248,17 @@ async fn one_tenant_never_reads_or_changes_anothers_invoices() {
         .collect();
     assert_eq!(counts.values().sum::<u64>(), 1, "{counts:?}");
 
-    // Nor changes them.
+    // Nor changes them: alpha's void of "INV-1" voids alpha's own INV-1.
+    let voided = alpha
+        .call("billing_void_invoice", json!({"id": beta_invoice}))
+        .await
+        .envelope();
+    assert_eq!(voided["data"]["customer_id"], "C-1", "{voided}");
     assert_eq!(
-        alpha
-            .call("billing_void_invoice", json!({"id": beta_invoice}))
+        beta.call("billing_get_invoice", json!({"id": beta_invoice}))
             .await
-            .error_code()
-            .as_deref(),
-        Some("InvoiceNotFound")
+            .envelope()["data"],
+        json!({"id": beta_invoice, "customer_id": "C-beta", "total_cents": 500, "status": "open"})
     );
     assert_eq!(
         beta.call("billing_void_invoice", json!({"id": "INV-3"}))
@@ -609,10 +611,11 @@ async fn tenants_stay_apart_in_2025_11_25_sessions_too() {
         assert_eq!(created["ok"], true, "{created}");
         let beta_invoice = created["data"]["id"].as_str().unwrap().to_owned();
 
-        // Alpha's session neither reads nor changes beta's invoice, and the reverse.
+        // Alpha's session neither reads nor changes beta's invoice, and the reverse: numbers
+        // are per tenant, so the same id names alpha's own invoice there.
         for tool in ["billing_get_invoice", "billing_void_invoice"] {
-            let refused = session_call(&alpha, tool, json!({"id": beta_invoice})).await;
-            assert_eq!(refused["error"]["code"], "InvoiceNotFound", "{tool}: {refused}");
+            let own = session_call(&alpha, tool, json!({"id": beta_invoice})).await;
+            assert_eq!(own["data"]["customer_id"], "C-1", "{tool}: {own}");
         }
         let refused = session_call(&beta, "billing_get_invoice", json!({"id": "INV-7"})).await;
         assert_eq!(refused["error"]["code"], "InvoiceNotFound", "{refused}");
@@ -629,7 +632,14 @@ async fn tenants_stay_apart_in_2025_11_25_sessions_too() {
         let listed = session_call(&alpha, "billing_list_invoices", json!({"limit": 50})).await;
         let ids: Vec<&Value> = listed["data"].as_array().unwrap().iter().map(|invoice| &invoice["id"]).collect();
         assert_eq!(ids.len(), 50, "{listed}");
-        assert!(!ids.contains(&&json!(beta_invoice)));
+        assert!(
+            listed["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|invoice| invoice["customer_id"] != "C-session"),
+            "{listed}"
+        );
         // Beta's invoice is still open: alpha's void did nothing.
         assert_eq!(
             session_call(&beta, "billing_get_invoice", json!({"id": beta_invoice})).await["data"]["status"],

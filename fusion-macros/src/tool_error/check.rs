@@ -34,7 +34,9 @@ pub(super) fn check<'a>(
             continue;
         };
         errors.handle(check_actions_are_keys(args));
-        if args.internal.is_present() {
+        if args.transparent.is_present() {
+            errors.handle(check_transparent_wraps_one_error(variant, args));
+        } else if args.internal.is_present() {
             errors.handle(check_internal_has_no_code(variant, args));
             errors.handle(check_internal_wraps_one_error(variant));
             errors.handle(check_internal_says_nothing_to_the_agent(args));
@@ -124,11 +126,44 @@ fn check_internal_says_nothing_to_the_agent(args: &VariantArgs) -> Result<()> {
     errors.finish()
 }
 
+// A transparent variant passes one error through as it is (a `ToolError` from the framework,
+// such as `fusion::blocking`'s, or another domain error): it says nothing of its own.
+fn check_transparent_wraps_one_error(variant: &Variant<'_>, args: &VariantArgs) -> Result<()> {
+    let mut errors = Error::accumulator();
+    if variant.fields.len() != 1 {
+        errors.push(
+            Error::custom(
+                "a `transparent` variant wraps exactly one error: `Tool(fusion::ToolError)`",
+            )
+            .with_span(variant.ident),
+        );
+    }
+    let says_something = args.code.is_some()
+        || args.message.is_some()
+        || args.recovery.is_some()
+        || !args.actions.0.is_empty()
+        || args.retryable.is_present()
+        || args.retry_after.is_some()
+        || args.internal.is_present();
+    if says_something {
+        errors.push(
+            Error::custom(
+                "a `transparent` error is the error it wraps: it takes only `from`, no code, message, recovery, actions, retry or `internal`",
+            )
+            .with_span(variant.ident),
+        );
+    }
+    errors.finish()
+}
+
 // `from` converts a source error into an internal variant; a domain variant is built by the
 // handler, which knows what went wrong.
 fn check_from_is_internal(args: &VariantArgs) -> Result<()> {
     if args.from.is_present() {
-        Err(Error::custom("`from` is for `internal` variants").with_span(&args.from.span()))
+        Err(
+            Error::custom("`from` is for `internal` and `transparent` variants")
+                .with_span(&args.from.span()),
+        )
     } else {
         Ok(())
     }

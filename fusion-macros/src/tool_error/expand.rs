@@ -14,7 +14,7 @@ pub(super) fn tool_error(checked: &Checked<'_>) -> TokenStream {
     let private = checked.input.krate.private();
     let message_checks: Vec<TokenStream> = variants
         .iter()
-        .filter(|(_, args)| !args.internal.is_present())
+        .filter(|(_, args)| !args.internal.is_present() && !args.transparent.is_present())
         .flat_map(|&(variant, args)| {
             let Some(message) = &args.message else {
                 return Vec::new();
@@ -195,11 +195,18 @@ fn conversion_arm(
     args: &VariantArgs,
 ) -> TokenStream {
     let (pattern, names) = pattern(enum_ident, variant);
-    if args.internal.is_present() {
-        let source = names
+    let source = || {
+        names
             .first()
             .cloned()
-            .unwrap_or_else(|| Ident::new("source", Span::call_site()));
+            .unwrap_or_else(|| Ident::new("source", Span::call_site()))
+    };
+    if args.transparent.is_present() {
+        let source = source();
+        return quote!(#pattern => ::core::convert::Into::<#private::ToolError>::into(#source),);
+    }
+    if args.internal.is_present() {
+        let source = source();
         return quote!(#pattern => #private::ToolError::internal(#source),);
     }
     let code = args
@@ -230,7 +237,7 @@ fn conversion_arm(
 
 fn display_arm(enum_ident: &Ident, variant: &Variant<'_>, args: &VariantArgs) -> TokenStream {
     let (pattern, names) = pattern(enum_ident, variant);
-    if args.internal.is_present() {
+    if args.internal.is_present() || args.transparent.is_present() {
         let source = names
             .first()
             .cloned()

@@ -86,6 +86,25 @@ mod tests {
     }
 
     #[test]
+    fn a_transparent_variant_wraps_one_error_and_says_nothing() {
+        let valid = parse_quote! {
+            enum BillingError {
+                #[tool_error(transparent, from)]
+                Tool(fusion::ToolError),
+            }
+        };
+        assert_eq!(errors(valid), 0);
+        let invalid = parse_quote! {
+            enum BillingError {
+                // Two fields; a code of its own.
+                #[tool_error(transparent, code = "Busy")]
+                Tool(fusion::ToolError, u8),
+            }
+        };
+        assert_eq!(errors(invalid), 2);
+    }
+
+    #[test]
     fn a_struct_is_refused_without_a_panic() {
         assert_eq!(
             errors(parse_quote!(

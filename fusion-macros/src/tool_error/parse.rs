@@ -23,6 +23,7 @@ pub(super) struct VariantArgs {
     #[darling(default)]
     pub(super) retry_after: Option<Window>,
     pub(super) internal: Flag,
+    pub(super) transparent: Flag,
     pub(super) from: Flag,
 }
 

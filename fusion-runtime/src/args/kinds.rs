@@ -11,7 +11,7 @@
 
 use std::marker::PhantomData;
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 
 use super::{ArgReader, Params};
@@ -92,6 +92,41 @@ impl<T: FromContext> ContextParam<T> {
     }
 }
 
+/// Never implemented: naming it in an error is how `#[schemars(…)]` on a parameter that is not a
+/// plain argument is reported.
+#[diagnostic::on_unimplemented(
+    message = "`#[schemars(…)]` constrains a plain argument; `{Self}` is not one",
+    label = "a context parameter or an argument group",
+    note = "put the constraints on the fields of the group's type (for a model's profile: on the model's field)"
+)]
+pub trait SchemaAttributesAreForPlainArguments {}
+
+impl<T: FromContext> ContextParam<T> {
+    pub fn declare_with_schema(
+        self,
+        _params: &mut Params,
+        _name: &'static str,
+        _doc: Option<&'static str>,
+        _schema: fn(&mut SchemaGenerator) -> Schema,
+    ) where
+        T: SchemaAttributesAreForPlainArguments,
+    {
+    }
+}
+
+impl<T: ArgumentGroup> GroupParam<T> {
+    pub fn declare_with_schema(
+        self,
+        _params: &mut Params,
+        _name: &'static str,
+        _doc: Option<&'static str>,
+        _schema: fn(&mut SchemaGenerator) -> Schema,
+    ) where
+        T: SchemaAttributesAreForPlainArguments,
+    {
+    }
+}
+
 impl<T: ArgumentGroup> GroupParam<T> {
     pub fn declare(self, params: &mut Params, _name: &'static str, _doc: Option<&'static str>) {
         params.group::<T>();
@@ -136,6 +171,16 @@ pub trait ModelsAreNeverParameters {}
 impl<T> ModelParam<T> {
     pub fn declare(self, _params: &mut Params, _name: &'static str, _doc: Option<&'static str>)
     where
+        T: ModelsAreNeverParameters,
+    {
+    }
+    pub fn declare_with_schema(
+        self,
+        _params: &mut Params,
+        _name: &'static str,
+        _doc: Option<&'static str>,
+        _schema: fn(&mut SchemaGenerator) -> Schema,
+    ) where
         T: ModelsAreNeverParameters,
     {
     }
@@ -349,6 +394,16 @@ pub trait ToolParameter {}
 impl<T> UnusableParam<T> {
     pub fn declare(self, _params: &mut Params, _name: &'static str, _doc: Option<&'static str>)
     where
+        T: ToolParameter,
+    {
+    }
+    pub fn declare_with_schema(
+        self,
+        _params: &mut Params,
+        _name: &'static str,
+        _doc: Option<&'static str>,
+        _schema: fn(&mut SchemaGenerator) -> Schema,
+    ) where
         T: ToolParameter,
     {
     }

@@ -54,6 +54,7 @@ pub(crate) struct GroupParamSpec {
 #[derive(Debug)]
 pub(crate) struct ContextParamSpec {
     pub(crate) type_name: &'static str,
+    pub(crate) type_id: std::any::TypeId,
     pub(crate) check: fn(&ServerParts) -> Result<(), String>,
 }
 
@@ -115,6 +116,7 @@ impl Params {
     pub fn context<T: FromContext>(&mut self) {
         self.context.push(ContextParamSpec {
             type_name: std::any::type_name::<T>(),
+            type_id: std::any::TypeId::of::<T>(),
             check: T::check,
         });
     }
@@ -199,6 +201,12 @@ impl Params {
                 ));
             }
         }
+    }
+
+    /// Whether a parameter is taken from the context as a `T`.
+    pub(crate) fn takes_context<T: 'static>(&self) -> bool {
+        let wanted = std::any::TypeId::of::<T>();
+        self.context.iter().any(|context| context.type_id == wanted)
     }
 
     /// How arguments are read: the accepted names are the input schema's properties, and the

@@ -13,7 +13,9 @@
 //!    cancelled or its timeout (which counts from stage 4) runs out, its panics caught;
 //! 7. **present**: the result through its presenter;
 //! 8. **seal**: the envelope and text blocks, fitted to the egress budget;
-//! 9. **report**: span, metrics and, for a successful write, the audit record.
+//! 9. **report**: for a successful write, the audit record (unless the handler kept it in its
+//!    own transaction through an [`AuditEntry`](crate::audit::AuditEntry); a lost required
+//!    record turns success into `AUDIT_FAILED`), then span and metrics.
 //!
 //! Unset stages cost nothing: an action without middleware or guards goes from its arguments
 //! straight to its handler, and a span no subscriber wants is never entered.
@@ -47,7 +49,7 @@ impl Server {
         &self,
         name: &str,
         arguments: Option<JsonObject>,
-        context: CallContext,
+        mut context: CallContext,
     ) -> Result<CallToolResult, UnknownTool> {
         let inner = &*self.inner;
         // 1. Resolve.
@@ -62,6 +64,11 @@ impl Server {
             Err(unresolved) => return Ok(self.refuse_unresolved(tool, unresolved, &context)),
         };
         let report = Report::start(inner, action.tool(), Some(action), &context, Some(&args));
+        if action.audit_entry
+            && let Some(entry) = report.entry()
+        {
+            context.extensions_mut().insert(entry.clone());
+        }
         // Read now, before the handler takes the arguments; used only where a cut can happen.
         let offset = action
             .pages_by_offset
@@ -84,7 +91,8 @@ impl Server {
             ),
             Err(error) => seal_error(&inner.names, &action.sealed, error),
         };
-        // 9. Report.
+        // 9. Report (a required audit record that is lost turns success into AUDIT_FAILED).
+        let sealed = report.audit(inner, action, sealed).await;
         report.finish(inner, action.tool(), Some(action), &sealed);
         Ok(sealed.result)
     }

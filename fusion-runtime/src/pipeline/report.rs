@@ -1,20 +1,22 @@
-//! The last stage of a call (SPEC R6, R8): its span, its metrics and, for a successful write,
-//! its audit record. Nothing is measured when nobody listens.
+//! The last stage of a call (SPEC R6, R8): for a successful write, its audit record; then its
+//! span and its metrics, with the outcome the agent is told. Nothing is measured when nobody
+//! listens.
 
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
+use std::time::Instant;
 
 use rmcp::model::JsonObject;
 
-use super::running::panic_text;
 use crate::action::Verb;
-use crate::audit::{self, AuditRecord};
+use crate::audit::{self, AuditEntry, AuditError, AuditRecord, AuditSink};
 use crate::context::CallContext;
-use crate::envelope::{Outcome, Sealed};
+use crate::envelope::{Outcome, Sealed, seal_error};
+use crate::error::{ToolError, codes, panic_text};
 use crate::observe::{self, CallReport};
 use crate::server::{CompiledAction, ServerInner};
 
-/// What a call measures when anyone listens: nothing at all when no span, metrics or audit sink
-/// is enabled (no clock read, no digest computed).
+/// What a call measures when anyone listens: nothing at all when no span, metrics, audit sink
+/// or audit entry is wanted (no clock read, no digest computed).
 pub(crate) struct Report {
     pub(crate) span: tracing::Span,
     measured: Option<Measured>,
@@ -22,13 +24,8 @@ pub(crate) struct Report {
 
 struct Measured {
     started: Instant,
-    audit: Option<AuditFacts>,
-}
-
-struct AuditFacts {
-    principal: Option<String>,
-    tenant: Option<String>,
-    digest: String,
+    /// The call's audit entry: for the sink, for the handler, or both.
+    audit: Option<AuditEntry>,
 }
 
 impl Report {
@@ -46,33 +43,93 @@ impl Report {
             action.map(|action| action.facts.key.as_str()),
             context,
         );
-        // Read-only calls are never audited.
-        let audited =
-            inner.audit.is_some() && action.is_some_and(|action| action.facts.verb != Verb::Query);
+        // Read-only calls are never audited by the sink; a handler that asks for its entry
+        // gets one whatever its verb.
+        let audited = action.is_some_and(|action| {
+            action.audit_entry || (inner.audit.is_some() && action.facts.verb != Verb::Query)
+        });
         if span.is_disabled() && inner.metrics.is_none() && !audited {
             return Report {
                 span,
                 measured: None,
             };
         }
-        let audit = args.filter(|_| audited).map(|args| {
+        let audit = args.zip(action).filter(|_| audited).map(|(args, action)| {
             let principal = context.principal();
-            AuditFacts {
-                principal: principal.map(|principal| principal.subject.clone()),
-                tenant: principal.and_then(|principal| principal.tenant.clone()),
-                digest: audit::arguments_digest_of(args),
-            }
+            AuditEntry::new(
+                tool,
+                action.facts.key.as_str(),
+                principal.map(|principal| principal.subject.clone()),
+                principal.and_then(|principal| principal.tenant.clone()),
+                audit::arguments_digest_of(args),
+            )
         });
         Report {
             span,
             measured: Some(Measured {
-                started: Instant::now(),
+                // The entry's clock, when there is one: one reading, one duration.
+                started: audit
+                    .as_ref()
+                    .map_or_else(Instant::now, AuditEntry::started),
                 audit,
             }),
         }
     }
 
-    /// Records how the call ended, and audits a successful write.
+    /// The call's audit entry, for a handler that takes it.
+    pub(crate) fn entry(&self) -> Option<&AuditEntry> {
+        self.measured.as_ref()?.audit.as_ref()
+    }
+
+    /// Audits a successful write (unless the handler recorded it). Returns what the agent is
+    /// told: `sealed`, or `AUDIT_FAILED` when a required record could not be written. A sink
+    /// that blocks runs on the blocking pool, never on an async worker.
+    pub(crate) async fn audit(
+        &self,
+        inner: &ServerInner,
+        action: &CompiledAction,
+        sealed: Sealed,
+    ) -> Sealed {
+        let Some(Measured {
+            started,
+            audit: Some(entry),
+        }) = &self.measured
+        else {
+            return sealed;
+        };
+        // Only successful writes, and only once.
+        let (Some(audit), Outcome::Ok { cut }) = (&inner.audit, &sealed.outcome) else {
+            return sealed;
+        };
+        if action.facts.verb == Verb::Query || entry.is_recorded() {
+            return sealed;
+        }
+        let mut record = entry.record();
+        record.outcome = if *cut { "ok_truncated" } else { "ok" };
+        record.duration = started.elapsed();
+        let recorded = if audit.sink.is_blocking() {
+            let (sink, kept) = (Arc::clone(&audit.sink), record.clone());
+            crate::blocking(move || record_with(&*sink, &kept))
+                .await
+                .unwrap_or_else(|error| Err(AuditError::new(error.to_string())))
+        } else {
+            record_with(&*audit.sink, &record)
+        };
+        let Err(error) = recorded else {
+            return sealed;
+        };
+        audit::log_lost(&record, &error);
+        if let Some(metrics) = &inner.metrics {
+            metrics.audit_failed(action.facts.key.as_str());
+        }
+        if audit.required {
+            seal_error(&inner.names, &action.sealed, audit_failed(error))
+        } else {
+            sealed
+        }
+    }
+
+    /// Records how the call ended.
     pub(crate) fn finish(
         self,
         inner: &ServerInner,
@@ -116,36 +173,32 @@ impl Report {
                 );
             }
         }
-        // Only successful calls are audited.
-        let (Some(sink), Some(audit), Some(action), Outcome::Ok { cut }) =
-            (&inner.audit, measured.audit, action, outcome)
-        else {
-            return;
-        };
-        let record = AuditRecord {
-            at: SystemTime::now(),
-            tool: tool.to_owned(),
-            action: action.facts.key.as_str().to_owned(),
-            principal: audit.principal,
-            tenant: audit.tenant,
-            arguments_digest: audit.digest,
-            outcome: if *cut { "ok_truncated" } else { "ok" },
-            duration: latency,
-        };
-        // A panicking sink is a failing sink: the write happened, the agent gets its result.
-        let recorded =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink.record(&record)))
-                .unwrap_or_else(|panic| {
-                    Err(audit::AuditError::new(format!(
-                        "the audit sink panicked: {}",
-                        panic_text(&*panic)
-                    )))
-                });
-        if let Err(error) = recorded {
-            audit::log_lost(&record, &error);
-            if let Some(metrics) = &inner.metrics {
-                metrics.audit_failed(action.facts.key.as_str());
-            }
-        }
     }
+}
+
+/// Hands `record` to `sink`; a panicking sink is a failing sink.
+fn record_with(sink: &dyn AuditSink, record: &AuditRecord) -> Result<(), AuditError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink.record(record))).unwrap_or_else(
+        |panic| {
+            Err(AuditError::new(format!(
+                "the audit sink panicked: {}",
+                panic_text(&*panic)
+            )))
+        },
+    )
+}
+
+/// What the agent is told when the record its change requires was lost: the change stands, so
+/// retrying would repeat it.
+#[cold]
+fn audit_failed(error: AuditError) -> ToolError {
+    ToolError::new(
+        codes::AUDIT_FAILED,
+        "The change was made, but its audit record could not be written.",
+    )
+    .with_recovery(
+        "Do not retry: the change stands. Fetch the data again to see its state, and report \
+         the errorId to the operator.",
+    )
+    .with_internal_source(Box::new(error))
 }

@@ -1,7 +1,6 @@
 //! What runs user code on the request path: panics become `INTERNAL_ERROR`s (logged, never
 //! shown) and the server keeps serving; a cancelled request stops its handler.
 
-use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -10,7 +9,7 @@ use std::task::{Context, Poll};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::context::CallContext;
-use crate::error::{ToolError, codes};
+use crate::error::{ToolError, codes, panicked};
 use crate::present::Presentation;
 use crate::spec::{HandlerFuture, ReadyCall};
 
@@ -121,21 +120,6 @@ where
             }
         }
     }
-}
-
-/// The `INTERNAL_ERROR` of a panic in `stage`; the panic's text is logged, never shown.
-#[cold]
-pub(crate) fn panicked(stage: &str, panic: Box<dyn Any + Send>) -> ToolError {
-    ToolError::internal_message(format!("{stage} panicked: {}", panic_text(&*panic)))
-}
-
-/// The message of a panic payload.
-pub(crate) fn panic_text(panic: &(dyn Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a non-string panic payload")
 }
 
 /// Runs synchronous user code (an access policy, an argument reader), its panic an

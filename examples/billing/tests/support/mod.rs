@@ -7,6 +7,7 @@
 //!   concurrently running test processes by a `flock` on `.test-deps/.install.lock`.
 //! * [`BillingHttp`]: a fresh `billing --in-memory` serving Streamable HTTP on
 //!   `127.0.0.1:<free port>`, killed when dropped (also when the test panics).
+//! * [`Caller`]: stateless 2026-07-28 tool calls with a bearer token, over raw HTTP.
 //! * [`run`]: runs a command in its own process group with a timeout and captures its output
 //!   ([`Ran`]); [`testkit_script`] builds the command for a `testkit/*.sh` script.
 //! * Reading what the scripts print: [`Matrix`] / [`ClientReport`] (`testkit/matrix.sh`),
@@ -59,9 +60,15 @@ pub(crate) fn test_deps_dir() -> PathBuf {
     }
 }
 
-/// The `billing` binary cargo built for this test run.
+/// The `billing` binary cargo built for this test run, or the one `BILLING_UNDER_TEST` names
+/// (to run the same tests against another build, e.g. an older one, and see what it does).
 pub(crate) fn billing_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_billing"))
+    std::env::var_os("BILLING_UNDER_TEST")
+        .filter(|path| !path.is_empty())
+        .map_or_else(
+            || PathBuf::from(env!("CARGO_BIN_EXE_billing")),
+            PathBuf::from,
+        )
 }
 
 /// `words` as one POSIX shell command line (each word single-quoted when needed), the form the
@@ -365,9 +372,16 @@ impl BillingHttp {
     /// Starts `billing <args> --http 127.0.0.1:0`: nothing else is added (no `--in-memory`,
     /// no `--allow-anonymous`), for tests of authentication and of the on-disk store.
     pub(crate) fn spawn_exactly(args: &[&str]) -> Self {
+        Self::spawn_with_env(args, &[])
+    }
+
+    /// Like [`BillingHttp::spawn_exactly`], with these environment variables set for the
+    /// process (tokens, a test failpoint).
+    pub(crate) fn spawn_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(billing_bin())
             .args(args)
             .args(["--http", "127.0.0.1:0"])
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -417,6 +431,24 @@ impl BillingHttp {
     /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
     pub(crate) fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits at most `timeout` for the process to exit by itself (a failpoint aborted it, say);
+    /// returns its exit status, or `None` if it is still running.
+    pub(crate) fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
     }
 
     /// Everything the server wrote to stderr so far (its logs).
@@ -784,5 +816,107 @@ impl Conformance {
             .lines()
             .filter(|line| !line.starts_with("conformance: ") && !line.starts_with("scenarios: "))
             .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stateless 2026-07-28 calls over raw HTTP
+
+/// A stateless 2026-07-28 caller with a bearer token: one plain POST per call, so that what is
+/// measured is the server (no session, no client library).
+#[derive(Clone)]
+pub(crate) struct Caller {
+    http: reqwest::Client,
+    url: String,
+    token: Option<String>,
+}
+
+/// The answer to one call: the HTTP status and the body.
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) body: String,
+}
+
+impl Answer {
+    /// The body as JSON.
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|error| panic!("not JSON ({error}): {}", tail(&self.body, 2000)))
+    }
+
+    /// The tool result's envelope.
+    pub(crate) fn envelope(&self) -> Value {
+        let envelope = self.json()["result"]["structuredContent"].clone();
+        assert!(
+            envelope.is_object(),
+            "not a tool result: {}",
+            tail(&self.body, 2000)
+        );
+        envelope
+    }
+
+    /// The error code of a failed tool call, `None` on success.
+    pub(crate) fn error_code(&self) -> Option<String> {
+        self.envelope()["error"]["code"].as_str().map(str::to_owned)
+    }
+}
+
+impl Caller {
+    /// Calls `server` with `token` (none: anonymous).
+    pub(crate) fn new(server: &BillingHttp, token: Option<&str>) -> Self {
+        Caller {
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("HTTP client"),
+            url: server.url().to_owned(),
+            token: token.map(str::to_owned),
+        }
+    }
+
+    /// `tools/call` of `tool`; the answer must come within 30 s.
+    pub(crate) async fn call(&self, tool: &str, arguments: Value) -> Answer {
+        self.try_call(tool, arguments, Duration::from_secs(30))
+            .await
+            .unwrap_or_else(|error| panic!("{tool}: {error}"))
+    }
+
+    /// `tools/call` of `tool`, or why no answer came within `timeout` (the server died, say).
+    pub(crate) async fn try_call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Result<Answer, String> {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "billing-test", "version": "1.0.0"},
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }}
+        });
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/call")
+            .header("Mcp-Name", tool)
+            .body(body.to_string());
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response = tokio::time::timeout(timeout, request.send())
+            .await
+            .map_err(|_| format!("no answer within {timeout:?}"))?
+            .map_err(|error| format!("HTTP request failed: {error}"))?;
+        let status = response.status().as_u16();
+        let body = tokio::time::timeout(timeout, response.text())
+            .await
+            .map_err(|_| format!("no body within {timeout:?}"))?
+            .map_err(|error| format!("HTTP body failed: {error}"))?;
+        Ok(Answer { status, body })
     }
 }
