@@ -11,6 +11,10 @@
 #   (Ir_long - Ir_short) / (calls_long - calls_short)
 # cancels start-up (seeding the store, building the registry) and shut-down, leaving what one
 # call costs the server: transport, JSON-RPC, dispatch, handler, presenter, envelope.
+# The same marginal count gives the thread hops a call costs, independent of timing: tokio
+# tasks spawned per call (calls to `OwnedTasks::bind_inner`) and task wake-ups per call
+# (`waker::wake_by_val` + `wake_by_ref`). Every spawned task and every wake-up is a place where
+# a call can move to the other worker thread, i.e. a context switch under real load.
 # With --keep DIR the long runs' callgrind files stay in DIR for callgrind_annotate.
 # The table is also written to bench/results/callgrind.txt.
 set -euo pipefail
@@ -51,7 +55,15 @@ trap cleanup EXIT
 # shellcheck source=bench/lib.sh
 source "$root/bench/lib.sh"
 
-# measure TARGET MODE SECONDS: prints "<instructions> <calls>" for one run under callgrind.
+# calls_to FILE REGEX: how many times the functions whose names match REGEX were called.
+calls_to() {
+  awk -v pattern="$2" '/^cfn=/ { callee = substr($0, 5) }
+    /^calls=/ { if (callee ~ pattern) { split($0, field, /[= ]/); total += field[2] } }
+    END { print total + 0 }' "$1"
+}
+
+# measure TARGET MODE SECONDS: prints "<instructions> <calls> <tasks spawned> <task wakes>"
+# for one run under callgrind.
 measure() {
   local target="$1" mode="$2" seconds="$3" out="$work/$1-$2-$3.cg" line
   local server=("$bin/billing" --in-memory)
@@ -60,7 +72,8 @@ measure() {
     server=("$bin/raw-billing" --in-memory)
     extra=()
   fi
-  local vg=(valgrind --tool=callgrind --callgrind-out-file="$out")
+  # Names written out in full on every call line, for calls_to.
+  local vg=(valgrind --tool=callgrind --compress-strings=no --callgrind-out-file="$out")
   local common=(--duration "$seconds" --warmup 0 --seed 7 --check-every 0)
   case "$mode" in
     stdio)
@@ -68,28 +81,38 @@ measure() {
     http-*)
       # valgrind starts slowly and writes its profile on the way out.
       start_http "$work/stderr" 60 "${vg[@]}" "${server[@]}" --http 127.0.0.1:0 "${extra[@]}"
-      line="$("$bin/loadgen" --http "$server_url" --protocol "${mode#http-}" --clients 8 "${common[@]}")"
+      # A failed run must still stop its server: it holds the pipe that the caller reads.
+      line="$("$bin/loadgen" --http "$server_url" --protocol "${mode#http-}" --clients 8 \
+        "${common[@]}")" || { stop_http 5; return 1; }
       stop_http 120 ;;
   esac
   local calls ir
   calls="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["calls"])' "$line")"
   ir="$(grep '^summary:' "$out" | cut -d' ' -f2)"
   if [ -n "$keep" ] && [ "$seconds" = "$long" ]; then cp "$out" "$keep/$target-$mode.callgrind"; fi
-  echo "$ir $calls"
+  local tasks wakes
+  tasks="$(calls_to "$out" 'OwnedTasks<S>::bind_inner$')"
+  wakes="$(calls_to "$out" '^tokio::runtime::task::waker::wake_by_(val|ref)$')"
+  echo "$ir $calls $tasks $wakes"
 }
 
 table() {
-  printf '%-18s %14s %14s %7s\n' mode "fusion Ir/call" "raw Ir/call" ratio
+  printf '%-18s %14s %14s %7s   %13s %13s   %13s %13s\n' mode "fusion Ir/call" "raw Ir/call" \
+    ratio "fusion tasks" "raw tasks" "fusion wakes" "raw wakes"
   for mode in $modes; do
-    declare -A per_call=()
+    declare -A per_call=() tasks=() wakes=()
     for target in fusion raw; do
-      read -r ir_s calls_s < <(measure "$target" "$mode" "$short")
-      read -r ir_l calls_l < <(measure "$target" "$mode" "$long")
+      read -r ir_s calls_s tasks_s wakes_s < <(measure "$target" "$mode" "$short")
+      read -r ir_l calls_l tasks_l wakes_l < <(measure "$target" "$mode" "$long")
       per_call[$target]="$(python3 -c "print(round(($ir_l - $ir_s) / max(1, $calls_l - $calls_s)))")"
+      tasks[$target]="$(python3 -c "print(f'{($tasks_l - $tasks_s) / max(1, $calls_l - $calls_s):.2f}')")"
+      wakes[$target]="$(python3 -c "print(f'{($wakes_l - $wakes_s) / max(1, $calls_l - $calls_s):.2f}')")"
     done
-    printf '%-18s %14s %14s %7s\n' "$mode" "${per_call[fusion]}" "${per_call[raw]}" \
-      "$(python3 -c "print(f'{${per_call[fusion]} / ${per_call[raw]}:.3f}')")"
+    printf '%-18s %14s %14s %7s   %13s %13s   %13s %13s\n' "$mode" "${per_call[fusion]}" \
+      "${per_call[raw]}" "$(python3 -c "print(f'{${per_call[fusion]} / ${per_call[raw]}:.3f}')")" \
+      "${tasks[fusion]}" "${tasks[raw]}" "${wakes[fusion]}" "${wakes[raw]}"
   done
+  echo "(tasks: tokio tasks spawned per call; wakes: task wake-ups per call; both marginal, as Ir)"
 }
 mkdir -p "$root/bench/results"
 table | tee "$root/bench/results/callgrind.txt"

@@ -9,7 +9,7 @@
 # Builds the release binaries once, then for every round and mode runs the load driver against
 # a fresh Fusion server and then a fresh raw server (in-memory store each time), prints every
 # run's JSON line, and writes the runs to bench/results/latest-runs.jsonl and the per-mode
-# medians and Fusion/raw ratios (calls/s, p99, server CPU per call) to
+# medians and Fusion/raw ratios (calls/s, p50, p99, server CPU and context switches per call) to
 # bench/results/latest.json. Defaults: 3 rounds × 3 modes × 2 servers × (2 s warm-up + 10 s)
 # ≈ 4 minutes after the build. Over HTTP the Fusion server runs with --allow-anonymous (when it
 # has that flag); with --auth it verifies a bearer token instead (`--token bench-token=t_777`,

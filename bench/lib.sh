@@ -5,12 +5,26 @@
 start_http() {
   local log="$1" seconds="$2"
   shift 2
+  # Emptied first: LOG may still hold the line of the previous server started with it, which
+  # the loop below would otherwise read before CMD gets to truncate the file.
+  : >"$log"
   "$@" 2>"$log" &
   server_pid=$!
   server_url=""
+  local line
   for _ in $(seq 1 $((seconds * 20))); do
-    server_url="$(grep -o 'listening on http://[^ ]*' "$log" 2>/dev/null | head -n1 | sed 's/^listening on //')" || true
-    [ -n "$server_url" ] && return 0
+    # Complete lines only (`read` fails on a last line without its newline): the servers print
+    # the line with several writes (an unbuffered stderr), so a half-written line can end in
+    # the middle of the port or before the path; a client sent there gets a 404 (from `/`)
+    # or another server.
+    while IFS= read -r line; do
+      case "$line" in
+        *"listening on http://"*)
+          server_url="${line#*listening on }"
+          server_url="${server_url%% *}"
+          return 0 ;;
+      esac
+    done <"$log"
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.05
   done

@@ -27,6 +27,8 @@
 //! `bad_responses` count over the whole run, warm-up included. Server CPU is the change of
 //! `utime + stime` in `/proc/PID/stat` over the window; peak RSS is `VmHWM` from
 //! `/proc/PID/status` at the end. `client_cpu_s` is the driver's own CPU over the window.
+//! `server_cs_per_call` is the server's context switches (voluntary and involuntary, summed over
+//! its threads in `/proc/PID/task/*/status`) over the window, divided by the calls measured.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -507,6 +509,39 @@ fn cpu_ticks(pid: &str) -> Option<u64> {
 /// Linux's USER_HZ: `/proc` counts CPU time in 1/100 s on every architecture Rust targets.
 const TICKS_PER_SECOND: f64 = 100.0;
 
+/// Context switches of every thread of a process: the sums of `voluntary_ctxt_switches` and
+/// `nonvoluntary_ctxt_switches` over `/proc/PID/task/*/status`, and the number of threads.
+/// A thread that exits between two readings takes its count with it; tokio's worker threads
+/// live as long as the runtime, so over a window of steady load the difference is exact.
+#[derive(Clone, Copy, Default)]
+struct Switches {
+    voluntary: u64,
+    involuntary: u64,
+    threads: u64,
+}
+
+fn context_switches(pid: &str) -> Option<Switches> {
+    let mut total = Switches::default();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let Ok(status) = std::fs::read_to_string(entry.ok()?.path().join("status")) else {
+            continue; // the thread exited after the listing
+        };
+        for line in status.lines() {
+            let count = |prefix: &str| {
+                line.strip_prefix(prefix)
+                    .and_then(|rest| rest.trim().parse::<u64>().ok())
+            };
+            if let Some(count) = count("voluntary_ctxt_switches:") {
+                total.voluntary += count;
+            } else if let Some(count) = count("nonvoluntary_ctxt_switches:") {
+                total.involuntary += count;
+            }
+        }
+        total.threads += 1;
+    }
+    Some(total)
+}
+
 fn peak_rss_kb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
@@ -592,9 +627,11 @@ async fn run(args: Args) -> Result<(String, u64), BoxError> {
     let server = server_pid.map(|pid| pid.to_string());
     tokio::time::sleep_until(window.start.into()).await;
     let server_before = server.as_deref().and_then(cpu_ticks);
+    let switches_before = server.as_deref().and_then(context_switches);
     let client_before = cpu_ticks("self");
     tokio::time::sleep_until(window.end.into()).await;
     let server_after = server.as_deref().and_then(cpu_ticks);
+    let switches_after = server.as_deref().and_then(context_switches);
     let client_after = cpu_ticks("self");
     let peak_rss = server_pid.and_then(peak_rss_kb);
     // Only now may the stdio server see its stdin close and exit.
@@ -631,6 +668,16 @@ async fn run(args: Args) -> Result<(String, u64), BoxError> {
             .zip(after)
             .map(|(before, after)| after.saturating_sub(before) as f64 / TICKS_PER_SECOND)
     };
+    let switches = switches_before
+        .zip(switches_after)
+        .map(|(before, after)| Switches {
+            voluntary: after.voluntary.saturating_sub(before.voluntary),
+            involuntary: after.involuntary.saturating_sub(before.involuntary),
+            threads: after.threads,
+        });
+    let per_call = |count: u64| {
+        (stats.calls > 0).then(|| (count as f64 / stats.calls as f64 * 1000.0).round() / 1000.0)
+    };
     if let Some(problem) = &stats.first_problem {
         eprintln!("loadgen: first problem: {problem}");
     }
@@ -649,6 +696,10 @@ async fn run(args: Args) -> Result<(String, u64), BoxError> {
         "server_peak_rss_kb": peak_rss,
         "server_cpu_s": cpu(server_before, server_after),
         "client_cpu_s": cpu(client_before, client_after),
+        "server_cs_per_call": switches.and_then(|s| per_call(s.voluntary + s.involuntary)),
+        "server_voluntary_cs": switches.map(|s| s.voluntary),
+        "server_nonvoluntary_cs": switches.map(|s| s.involuntary),
+        "server_threads": switches.map(|s| s.threads),
         "mix": format!("{},{},{}", args.mix.get, args.mix.list, 100 - args.mix.get - args.mix.list),
         "seed": seed,
     });

@@ -7,7 +7,8 @@
 //! Runs are grouped by mode (`stdio`, or `http` plus the protocol) and target. Within a mode,
 //! the n-th candidate run is paired with the n-th baseline run (the comparison script runs them
 //! back to back, A then B, in every round), and the summary reports, per mode, the median of
-//! the paired ratios candidate/baseline for calls/s, p99 latency and server CPU per call, next
+//! the paired ratios candidate/baseline for calls/s, p50 and p99 latency, server CPU per call and
+//! server context switches per call, next
 //! to each target's medians. Pairing runs that ran seconds apart cancels most of the drift of a
 //! shared machine's load. The summary is written to `OUTPUT.json` and printed as a table.
 
@@ -66,7 +67,7 @@ fn mode_of(run: &Value) -> String {
 /// A named metric read from one run.
 type Metric = (&'static str, fn(&Value) -> Option<f64>);
 
-const METRICS: [Metric; 5] = [
+const METRICS: [Metric; 6] = [
     ("calls_per_s", |run| number(run, "calls_per_s")),
     ("p50_us", |run| number(run, "p50_us")),
     ("p99_us", |run| number(run, "p99_us")),
@@ -74,15 +75,19 @@ const METRICS: [Metric; 5] = [
     ("server_peak_rss_kb", |run| {
         number(run, "server_peak_rss_kb")
     }),
+    // The server's context switches per call, all its threads (`loadgen`'s
+    // `server_cs_per_call`): the thread hops a call costs.
+    ("cs_per_call", |run| number(run, "server_cs_per_call")),
 ];
 
 fn medians(runs: &[&Value]) -> Map<String, Value> {
     let mut out = Map::new();
     for (name, metric) in METRICS {
         let mut values: Vec<f64> = runs.iter().filter_map(|run| metric(run)).collect();
+        let digits = if name == "cs_per_call" { 2 } else { 1 };
         out.insert(
             name.into(),
-            median(&mut values).map_or(Value::Null, |value| round(value, 1).into()),
+            median(&mut values).map_or(Value::Null, |value| round(value, digits).into()),
         );
     }
     let total = |key: &str| -> u64 {
@@ -135,16 +140,22 @@ fn run() -> Result<(), String> {
 
     let mut modes = Map::new();
     println!(
-        "{:<18} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>7}   {:>11} {:>11} {:>7}",
+        "{:<18} {:>9} {:>9} {:>6}   {:>7} {:>7} {:>6}   {:>7} {:>7} {:>6}   {:>7} {:>7} {:>6}   {:>7} {:>7} {:>6}",
         "mode",
         format!("{candidate}/s"),
         format!("{baseline}/s"),
         "ratio",
-        "p99 cand",
-        "p99 base",
+        "p50 c",
+        "p50 b",
         "ratio",
-        "cpu/call c",
-        "cpu/call b",
+        "p99 c",
+        "p99 b",
+        "ratio",
+        "cpu/c c",
+        "cpu/c b",
+        "ratio",
+        "cs/c c",
+        "cs/c b",
         "ratio"
     );
     for (mode, targets) in &grouped {
@@ -155,8 +166,10 @@ fn run() -> Result<(), String> {
         let mut ratios = Map::new();
         for (name, metric) in [
             ("calls_per_s", METRICS[0].1),
+            ("p50_us", METRICS[1].1),
             ("p99_us", METRICS[2].1),
             ("cpu_us_per_call", METRICS[3].1),
+            ("cs_per_call", METRICS[5].1),
         ] {
             let mut values: Vec<f64> = pairs
                 .iter()
@@ -174,6 +187,11 @@ fn run() -> Result<(), String> {
                 .and_then(Value::as_f64)
                 .map_or("-".to_owned(), |value| format!("{value:.0}"))
         };
+        let show_cs = |map: &Map<String, Value>| {
+            map.get("cs_per_call")
+                .and_then(Value::as_f64)
+                .map_or("-".to_owned(), |value| format!("{value:.2}"))
+        };
         let show_ratio = |key: &str| {
             ratios
                 .get(key)
@@ -181,17 +199,23 @@ fn run() -> Result<(), String> {
                 .map_or("-".to_owned(), |value| format!("{value:.2}"))
         };
         println!(
-            "{:<18} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>7}   {:>11} {:>11} {:>7}",
+            "{:<18} {:>9} {:>9} {:>6}   {:>7} {:>7} {:>6}   {:>7} {:>7} {:>6}   {:>7} {:>7} {:>6}   {:>7} {:>7} {:>6}",
             mode,
             show(&ma, "calls_per_s"),
             show(&mb, "calls_per_s"),
             show_ratio("calls_per_s"),
+            show(&ma, "p50_us"),
+            show(&mb, "p50_us"),
+            show_ratio("p50_us"),
             show(&ma, "p99_us"),
             show(&mb, "p99_us"),
             show_ratio("p99_us"),
             show(&ma, "cpu_us_per_call"),
             show(&mb, "cpu_us_per_call"),
             show_ratio("cpu_us_per_call"),
+            show_cs(&ma),
+            show_cs(&mb),
+            show_ratio("cs_per_call"),
         );
         let mut entry = Map::new();
         entry.insert(
@@ -215,7 +239,7 @@ fn run() -> Result<(), String> {
     let summary = json!({
         "candidate": candidate,
         "baseline": baseline,
-        "ratios": "median over rounds of candidate/baseline, each round's two runs back to back; cpu_us_per_call is server CPU (utime+stime) per call",
+        "ratios": "median over rounds of candidate/baseline, each round's two runs back to back; cpu_us_per_call is server CPU (utime+stime) per call; cs_per_call is the server's context switches (voluntary + involuntary, all threads) per call",
         "note": note,
         "modes": modes,
         "runs": runs,

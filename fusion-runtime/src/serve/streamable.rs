@@ -92,12 +92,14 @@ impl Mcp {
         // The Host/Origin layer below runs in front of everything, so rmcp's own copy of the
         // check is left out: rmcp clones its configuration, lists included, several times per
         // request.
-        let endpoint = self.endpoint(
-            options
-                .rmcp_config()
-                .disable_allowed_hosts()
-                .disable_allowed_origins(),
-        );
+        let endpoint = SharedEndpoint(Arc::new(
+            self.endpoint(
+                options
+                    .rmcp_config()
+                    .disable_allowed_hosts()
+                    .disable_allowed_origins(),
+            ),
+        ));
         let mut router = axum::Router::new().route_service(&options.path, endpoint);
         if let Some(verifier) = &options.auth {
             router = router.layer(axum::middleware::from_fn_with_state(
@@ -408,6 +410,38 @@ where
                 )))
             }
         }
+    }
+}
+
+/// The rmcp endpoint as the router serves it: behind an `Arc`, served with
+/// [`StreamableHttpService::handle`] as rmcp's own `Service::call` does. axum clones a route's
+/// service for every request, once more for every `Router::layer` around it, and rmcp's `call`
+/// clones it again; each clone copies the endpoint's configuration and locks the node of its
+/// cancellation token, which every request on every worker thread shares. Cloning this one is
+/// a reference count.
+#[derive(Clone)]
+struct SharedEndpoint(Arc<StreamableHttpService<McpHandler, LocalSessionManager>>);
+
+type EndpointResponse =
+    <StreamableHttpService<McpHandler, LocalSessionManager> as tower::Service<
+        axum::extract::Request,
+    >>::Response;
+
+impl tower::Service<axum::extract::Request> for SharedEndpoint {
+    type Response = EndpointResponse;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::BoxFuture<'static, Result<EndpointResponse, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: axum::extract::Request) -> Self::Future {
+        let endpoint = Arc::clone(&self.0);
+        Box::pin(async move { Ok(endpoint.handle(request).await) })
     }
 }
 
