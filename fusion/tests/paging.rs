@@ -116,10 +116,29 @@ async fn wide_cursor(cursor: Option<String>) -> Result<Page<Invoice>, ToolError>
         .with_next_cursor(format!("after:{next}")))
 }
 
+/// Pages of invoices in which invoices 3 and 4 are each over the budget on their own.
+#[tool(query, name = "pages.oversized", returns = WideList, max_bytes = 2000)]
+async fn oversized(offset: Option<u32>) -> Result<Page<Invoice>, ToolError> {
+    let offset = u64::from(offset.unwrap_or(0));
+    let items = slice(offset, 6)
+        .into_iter()
+        .map(|mut invoice| {
+            if invoice.id == "INV-3" || invoice.id == "INV-4" {
+                invoice.memo = Some("m".repeat(5000));
+            }
+            invoice
+        })
+        .collect();
+    Ok(Page::new(items)
+        .with_total(u64::from(ALL))
+        .at_offset(offset))
+}
+
 fn tester() -> Tester {
     Tester::new(
         ServerBuilder::new("pages", "1")
             .tool::<by_offset>()
+            .tool::<oversized>()
             .tool::<uncounted>()
             .tool::<by_cursor>()
             .tool::<cursor_not_taken>()
@@ -413,6 +432,56 @@ async fn a_budget_cut_drops_the_cursor_of_the_whole_page() {
         notice(&cut).contains("ask for fewer items")
             || notice(&cut).contains("Ask for fewer items")
     );
+}
+
+#[tokio::test]
+async fn an_item_over_the_budget_on_its_own_is_left_out_and_paging_moves_past_it() {
+    let tester = tester();
+    let first = tester.call("pages.oversized", json!({})).await;
+    assert_eq!(ids(&first), ["INV-1", "INV-2"]);
+    assert_eq!(first.truncated().unwrap().next_offset, Some(2));
+
+    let stuck = tester.call("pages.oversized", json!({"offset": 2})).await;
+    assert!(!stuck.is_error());
+    assert!(ids(&stuck).is_empty());
+    assert_advertised(&tester, "pages.oversized", &stuck);
+    let truncated = stuck.truncated().unwrap();
+    assert_eq!(truncated.reason, CutReason::Budget);
+    assert_eq!(truncated.skipped, Some(1));
+    assert_eq!(
+        truncated.next_offset,
+        Some(3),
+        "never the same offset twice"
+    );
+    let text = notice(&stuck);
+    assert!(
+        text.contains("Item 3 is larger than the response size limit on its own and is left out."),
+        "{text}"
+    );
+    assert!(text.contains("\"offset\": 3"), "{text}");
+
+    // Following the offsets reaches the end, every offset asked once, every other item seen.
+    let mut seen = Vec::new();
+    let mut asked = Vec::new();
+    let mut offset = 0;
+    loop {
+        assert!(!asked.contains(&offset), "offset {offset} asked twice");
+        asked.push(offset);
+        let page = tester
+            .call("pages.oversized", json!({"offset": offset}))
+            .await;
+        assert!(wire_size(&page) <= 2000);
+        seen.extend(ids(&page));
+        match page.truncated().and_then(|truncated| truncated.next_offset) {
+            Some(next) => offset = next,
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (1..=ALL)
+        .filter(|n| *n != 3 && *n != 4)
+        .map(|n| format!("INV-{n}"))
+        .collect();
+    assert_eq!(seen, expected);
 }
 
 #[tokio::test]

@@ -127,10 +127,18 @@ pub(super) fn fit_budget(
         fits(keep, result);
     }
     if keep == 0 {
+        // Not even the first item fits: it is left out, said so, and counted as passed, so
+        // that the next offset moves past it instead of asking for the same one forever.
+        cut.skipped = 1;
+        meta.truncated = Truncated::describe(&cut, offset, action);
+        set_cut(result, &[], &meta, notice(&meta, &cut), has_notice);
         let size = json_size(&*result);
-        if size > budget {
-            over_budget(action, budget, size, "even without any item");
-        }
+        over_budget(
+            action,
+            budget,
+            size,
+            "its first item alone is over it: the item is left out",
+        );
     }
     true
 }

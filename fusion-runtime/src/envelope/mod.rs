@@ -125,6 +125,10 @@ pub struct Meta {
 pub struct Truncated {
     /// Items shown.
     pub shown: u64,
+    /// Items left out because each alone is over the response size limit (they come right
+    /// after the shown ones; `nextOffset` is past them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<u64>,
     /// Items there are in all, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<u64>,
@@ -299,6 +303,7 @@ mod tests {
                 cache: Some(CacheHint::Volatile),
                 truncated: Some(Truncated {
                     shown: 1,
+                    skipped: Some(1),
                     total: Some(3),
                     hidden: Some(2),
                     reason: CutReason::Budget,

@@ -77,15 +77,16 @@ impl super::Truncated {
         action: &ActionFacts,
     ) -> Option<Self> {
         let shown = cut.shown as u64;
+        let passed = cut.passed() as u64;
         let returned = cut.returned as u64;
-        let inside = cut.shown < cut.returned;
+        let inside = cut.passed() < cut.returned;
         let start = cut.offset.or(offset);
         let after = more_after(cut, start);
         if !inside && !after && cut.total.is_none_or(|total| shown >= total) {
             return None;
         }
         let next_offset = match (offset, start) {
-            (Some(_), Some(start)) if inside => Some(start.saturating_add(shown)),
+            (Some(_), Some(start)) if inside => Some(start.saturating_add(passed)),
             (Some(_), Some(start)) if after => Some(start.saturating_add(returned)),
             _ => None,
         };
@@ -100,6 +101,7 @@ impl super::Truncated {
         };
         Some(super::Truncated {
             shown,
+            skipped: (cut.skipped > 0).then_some(cut.skipped as u64),
             total: cut.total,
             hidden: cut.hidden(),
             reason: if cut.by_budget() {
@@ -120,6 +122,7 @@ impl super::Truncated {
     pub(crate) fn notice(&self, tool: &str, cut: &Truncation) -> String {
         let super::Truncated {
             shown,
+            skipped,
             total,
             hidden,
             reason,
@@ -128,6 +131,9 @@ impl super::Truncated {
             ref next_cursor,
         } = *self;
         let mut text = format!("<truncation shown=\"{shown}\"");
+        if let Some(skipped) = skipped {
+            let _ = write!(text, " skipped=\"{skipped}\"");
+        }
         if let Some(total) = total {
             let _ = write!(text, " total=\"{total}\"");
         }
@@ -163,6 +169,27 @@ impl super::Truncated {
                 offset.saturating_add(shown)
             );
         }
+        if let Some(skipped) = skipped {
+            match offset {
+                Some(offset) => {
+                    let first = offset.saturating_add(shown).saturating_add(1);
+                    let _ = write!(
+                        text,
+                        " Item {first} is larger than the response size limit on its own and is left out"
+                    );
+                    if skipped > 1 {
+                        let _ = write!(text, " with the {} after it", skipped - 1);
+                    }
+                    text.push('.');
+                }
+                None => {
+                    let _ = write!(
+                        text,
+                        " {skipped} item(s) larger than the response size limit on their own are left out."
+                    );
+                }
+            }
+        }
         let mut by = Vec::with_capacity(3);
         if cut.total.is_some_and(|total| (cut.returned as u64) < total) || cut.next_cursor.is_some()
         {
@@ -185,6 +212,8 @@ impl super::Truncated {
             }
         }
         let instead = match reason {
+            // Fewer items would not help: the first alone is over the limit.
+            CutReason::Budget if skipped.is_some() => "",
             CutReason::Budget => ", or ask for fewer items",
             CutReason::Limit => ", or narrow the request with filters",
             CutReason::Page => "",
@@ -201,7 +230,7 @@ impl super::Truncated {
                 " Call `{tool}` again with the same arguments and \"cursor\": {} for the next ones.",
                 xml::escape(&cursor)
             );
-        } else if cut.shown == cut.returned && !more_after(cut, offset) {
+        } else if cut.passed() == cut.returned && !more_after(cut, offset) {
             text.push_str(" There are no more after these.");
         } else if reason == CutReason::Budget {
             text.push_str(" Ask for fewer items (a smaller limit, or filters) to see the others.");

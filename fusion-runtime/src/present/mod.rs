@@ -371,6 +371,10 @@ pub struct Truncation {
     pub limited: usize,
     /// Items shown: fewer than `limited` when the egress budget cut more.
     pub shown: usize,
+    /// Items left out because each is over the egress budget on its own: the first of the
+    /// ones left by the agent limit, when not even it fits. Counted as passed, so that paging
+    /// moves on rather than asking for the same offset again.
+    pub skipped: usize,
     /// Items there are in all, when known: a page's total, or everything the handler returned
     /// when it returned a plain collection.
     pub total: Option<u64>,
@@ -387,6 +391,7 @@ impl Truncation {
             returned,
             limited,
             shown: limited,
+            skipped: 0,
             total: Some(returned as u64),
             offset: None,
             next_cursor: None,
@@ -396,6 +401,11 @@ impl Truncation {
     /// Whether the egress budget cut items (bytes) after the agent limit (items).
     pub fn by_budget(&self) -> bool {
         self.shown < self.limited
+    }
+
+    /// Items passed over: shown, or skipped as too large to show.
+    pub fn passed(&self) -> usize {
+        self.shown + self.skipped
     }
 
     /// Items there are but not shown, when the total is known.
@@ -614,6 +624,7 @@ where
             returned,
             limited,
             shown: limited,
+            skipped: 0,
             total: self.total,
             offset: self.offset,
             next_cursor: self.next_cursor,
