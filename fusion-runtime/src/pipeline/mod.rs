@@ -262,6 +262,27 @@ impl Server {
         sealed.result
     }
 
+    /// Answers a call to `name` that failed before it could start (the transport's context
+    /// factory panicked): the error sealed for the tool, reported like any refused call.
+    pub(crate) fn refuse_call(
+        &self,
+        name: &str,
+        error: ToolError,
+    ) -> Result<CallToolResult, UnknownTool> {
+        let inner = &*self.inner;
+        let tool = inner
+            .by_name
+            .get(name)
+            .map(|&index| &inner.tools[index])
+            .ok_or_else(|| UnknownTool(name.to_owned()))?;
+        let context = self.new_context();
+        let report = Report::start(inner, &tool.name, None, &context, None);
+        let parts = SealedParts::for_tool(&tool.name, &inner.version);
+        let sealed: Sealed = seal_error(&inner.names, &parts, error);
+        report.finish(inner, &tool.name, None, &sealed);
+        Ok(sealed.result)
+    }
+
     /// The core path only (arguments, handler, presenter, envelope), without access,
     /// middleware, guards, audit, metrics or span: the yardstick that shows those stages cost
     /// nothing when unset. Flat tools only.
