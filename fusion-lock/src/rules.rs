@@ -213,11 +213,17 @@ rules! {
 }
 
 impl Rule {
-    /// The documentation's table: one row per rule, by class, as Markdown.
+    /// The documentation's table: one row per rule (class, change, identifier), by class, as
+    /// Markdown.
     pub fn table() -> String {
-        let mut table = String::from("| class | change |\n|---|---|\n");
+        let mut table = String::from("| class | change | rule |\n|---|---|---|\n");
         for rule in Rule::ALL {
-            table.push_str(&format!("| {} | {} |\n", rule.class(), rule.what()));
+            table.push_str(&format!(
+                "| {} | {} | `{}` |\n",
+                rule.class(),
+                rule.what(),
+                rule.id()
+            ));
         }
         table
     }

@@ -141,5 +141,7 @@ fn what_is_not_a_lockfile_is_refused_with_the_reason() {
 fn a_class_reads_from_its_name() {
     assert_eq!("risky".parse::<Class>(), Ok(Class::Risky));
     assert_eq!(format!("[{:<8}]", Class::Safe), "[safe    ]");
-    assert!(Rule::table().contains("| breaking | `destructive` flipped |\n"));
+    assert!(
+        Rule::table().contains("| breaking | `destructive` flipped | `destructive-flipped` |\n")
+    );
 }
