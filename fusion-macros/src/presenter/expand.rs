@@ -301,6 +301,8 @@ pub(crate) fn hooks(checked: &Checked<'_>) -> TokenStream {
     });
     let ui = checked.args.ui.as_ref().map(|ui| {
         quote! {
+            const UI: bool = true;
+
             fn ui(shown: #private::Presented<'_, Self::Item<'_>>) -> #private::Vec<#private::UiBlock> {
                 #ui(shown)
             }

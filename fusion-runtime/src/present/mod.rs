@@ -43,6 +43,8 @@ pub trait Presenter: Send + Sync + 'static {
     const ACTIONS: &'static [&'static str];
     /// The fields presented through presenters of their own, with those presenters.
     const NESTED: &'static [NestedPresenter] = &[];
+    /// Whether [`ui`](Presenter::ui) renders blocks (`ui = …` in `#[presenter]`).
+    const UI: bool = false;
 
     /// The view of one model value.
     fn item(model: &Self::Model) -> Self::Item<'_>;
@@ -759,6 +761,8 @@ pub struct PresenterInfo {
     pub actions: &'static [&'static str],
     /// The fields it presents through presenters of their own.
     pub nested: &'static [NestedPresenter],
+    /// Whether it renders UI blocks.
+    pub ui: bool,
 }
 
 impl PresenterInfo {
@@ -772,7 +776,27 @@ impl PresenterInfo {
             limit: P::LIMIT,
             actions: P::ACTIONS,
             nested: P::NESTED,
+            ui: P::UI,
         }
+    }
+
+    /// The label of a presented field: its rule, `field: label`, without the field's name.
+    pub fn label(&self, field: &str) -> Option<&'static str> {
+        let index = self.fields.iter().position(|listed| *listed == field)?;
+        self.rules
+            .get(index)?
+            .strip_prefix(field)?
+            .strip_prefix(": ")
+    }
+
+    /// The presenter's own rules: its rules after the labels of its fields.
+    pub fn own_rules(&self) -> &'static [&'static str] {
+        let labels = self
+            .fields
+            .iter()
+            .take_while(|field| self.label(field).is_some())
+            .count();
+        &self.rules[labels..]
     }
 
     /// Every rule an agent receives with this presenter's data: its own, then those of its
