@@ -71,11 +71,18 @@
 //! described once, in `meta.truncated` (`shown`, `total`, `hidden`, `reason`, `offset`,
 //! `nextOffset`, `nextCursor`) and in the notice.
 //!
-//! [`production`] describes middleware, authentication, guards, access, audit and tracing.
+//! [`production`] describes middleware, authentication, guards, access, audit and tracing;
+//! [`lock`] makes the surface agents see a reviewed artifact, `fusion.lock`, checked in tests
+//! and at start-up.
 #![doc(test(attr(deny(warnings))))]
 
 #[doc = include_str!("docs/production.md")]
 pub mod production {}
+
+#[doc = include_str!("docs/lock.md")]
+pub mod lock {
+    pub use fusion_runtime::lock::*;
+}
 
 #[doc = include_str!("docs/tool_error.md")]
 pub use fusion_macros::ToolError;
