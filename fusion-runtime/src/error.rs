@@ -388,7 +388,7 @@ pub trait ErrorCatalog {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildError {
     problems: Vec<String>,
-    lock: Option<Box<crate::lock::Diff>>,
+    lock: Option<Box<fusion_lock::Diff>>,
 }
 
 impl BuildError {
@@ -401,7 +401,7 @@ impl BuildError {
 
     /// The surface differs from the reviewed lockfile by `diff`
     /// ([`ServerBuilder::lock`](crate::ServerBuilder::lock)).
-    pub(crate) fn lock(diff: crate::lock::Diff) -> Self {
+    pub(crate) fn lock(diff: fusion_lock::Diff) -> Self {
         BuildError {
             problems: vec![format!(
                 "its surface is not the one reviewed in its lockfile ({})",
@@ -418,7 +418,7 @@ impl BuildError {
 
     /// How the surface differs from the reviewed lockfile, when that is why the server was
     /// not built.
-    pub fn lock_diff(&self) -> Option<&crate::lock::Diff> {
+    pub fn lock_diff(&self) -> Option<&fusion_lock::Diff> {
         self.lock.as_deref()
     }
 }
