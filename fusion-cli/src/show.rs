@@ -134,8 +134,8 @@ fn egress(action: &ActionEntry) -> String {
     if let Some(limit) = egress.limit {
         text.push_str(&format!(" limit {limit}"));
     }
-    if egress.ui {
-        text.push_str(" +ui");
+    if !egress.ui_kinds.is_empty() {
+        text.push_str(&format!(" ui {}", egress.ui_kinds.join(",")));
     }
     if !egress.suggests.is_empty() {
         text.push_str(&format!(" suggests {}", egress.suggests.join(" ")));

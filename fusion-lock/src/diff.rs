@@ -524,17 +524,19 @@ fn egress(old: &Egress, new: &Egress, out: &mut Changes<'_>) -> Covered {
     if old.limit != new.limit {
         covered.insert(Aspect::MaxItems, "data");
     }
-    match (old.ui, new.ui) {
-        (false, true) => out.push(
-            Rule::UiAdded,
-            format!("egress widened: presenter `{presenter}` renders UI blocks"),
-        ),
-        (true, false) => out.push(
-            Rule::UiRemoved,
-            format!("presenter `{presenter}` no longer renders UI blocks"),
-        ),
-        _ => {}
-    }
+    set_changes(&old.ui_kinds, &new.ui_kinds, |kind, added| {
+        if added {
+            out.push(
+                Rule::UiKindAdded,
+                format!("egress widened: presenter `{presenter}` may render `{kind}` blocks"),
+            );
+        } else {
+            out.push(
+                Rule::UiKindRemoved,
+                format!("presenter `{presenter}` no longer renders `{kind}` blocks"),
+            );
+        }
+    });
     set_changes(&old.suggests, &new.suggests, |key, added| {
         if added {
             out.push(

@@ -1,5 +1,6 @@
 //! The lockfile's content: a [`Surface`] (the server and each action, as an agent meets them)
-//! and the digests over it. Every list that is a set (globs, tags, targets) is written sorted;
+//! and the digests over it. Every list that is a set (globs, tags, targets, kinds) is written
+//! sorted;
 //! lists whose order the agent sees (rules) keep it.
 
 use std::collections::BTreeMap;
@@ -197,8 +198,9 @@ pub struct Egress {
     pub limit: Option<u64>,
     /// The tools the presenter may suggest, by canonical key.
     pub suggests: Vec<String>,
-    /// Whether the presenter renders UI blocks.
-    pub ui: bool,
+    /// The kinds of UI block the presenter may render (`markdown`, `table`, …); empty when
+    /// it renders none.
+    pub ui_kinds: Vec<String>,
 }
 
 /// A presenter: its fields with their labels, and its own rules.
@@ -317,6 +319,7 @@ impl Surface {
                 &mut action.access.tags,
                 &mut action.error_actions,
                 &mut action.egress.suggests,
+                &mut action.egress.ui_kinds,
             ] {
                 list.sort_unstable();
                 list.dedup();

@@ -154,8 +154,8 @@ rules! {
     ToolsetChanged = "toolset-changed", Risky, "an action moved to another toolset, or into or out of one";
     /// A tag changed.
     TagsChanged = "tags-changed", Risky, "a tag added or removed (access policies may read tags)";
-    /// The presenter renders UI blocks now.
-    UiAdded = "ui-added", Risky, "egress widened: a presenter renders UI blocks";
+    /// The presenter may render a kind of UI block it did not.
+    UiKindAdded = "ui-kind-added", Risky, "egress widened: a presenter may render a kind of UI block it did not (or UI blocks at all)";
     /// The agent may be pointed at another tool.
     SuggestionAdded = "suggestion-added", Risky, "a presenter or an error may point the agent to another tool";
     /// The server has another name.
@@ -191,8 +191,8 @@ rules! {
     CacheChanged = "cache-changed", Safe, "a cache hint changed or removed (other than to `immutable`)";
     /// Retrying is declared safe.
     IdempotencyAdded = "idempotency-added", Safe, "`idempotent` declared";
-    /// The presenter no longer renders UI blocks.
-    UiRemoved = "ui-removed", Safe, "a presenter no longer renders UI blocks";
+    /// The presenter no longer renders a kind of UI block.
+    UiKindRemoved = "ui-kind-removed", Safe, "a presenter no longer renders a kind of UI block (or no UI blocks at all)";
     /// The agent is pointed at one tool less.
     SuggestionRemoved = "suggestion-removed", Safe, "a presenter or an error no longer points to a tool";
 

@@ -85,7 +85,7 @@ fn base() -> Surface {
                 },
                 "output_schema": one,
                 "egress": {"presenter": "ItemView", "presenters": presenters.clone(), "limit": null,
-                           "suggests": ["shop.delete_item"], "ui": true},
+                           "suggests": ["shop.delete_item"], "ui_kinds": ["markdown", "table"]},
                 "state": {"invalidates": [], "cache": null},
                 "guards": no_guards,
                 "access": {"toolset": null, "tags": ["items"]},
@@ -98,7 +98,7 @@ fn base() -> Surface {
                 "input_schema": {"type": "object", "properties": {}, "additionalProperties": false},
                 "output_schema": list,
                 "egress": {"presenter": "ItemView", "presenters": presenters, "limit": 50,
-                           "suggests": [], "ui": false},
+                           "suggests": [], "ui_kinds": []},
                 "state": {"invalidates": [], "cache": "volatile"},
                 "guards": {"serialization": "none",
                            "concurrency": {"max_active": 16, "max_queued": 64, "retry_after_ms": 1000},
@@ -121,7 +121,7 @@ fn base() -> Surface {
                     },
                     "required": ["deleted", "at"]
                 },
-                "egress": {"presenter": null, "presenters": {}, "limit": null, "suggests": [], "ui": false},
+                "egress": {"presenter": null, "presenters": {}, "limit": null, "suggests": [], "ui_kinds": []},
                 "state": {"invalidates": ["shop.*"], "cache": null},
                 "guards": {"serialization": {"per_argument": "id"}, "concurrency": null, "max_bytes": null,
                            "timeout_ms": 5000, "rate_limit": {"max": 10, "per_ms": 60000}},
@@ -496,8 +496,18 @@ const CASES: &[Case] = &[
     },
     Case {
         what: "UI blocks rendered",
-        expected: &[Rule::UiAdded],
-        edit: |_, new| get(new, "shop.list_items").egress.ui = true,
+        expected: &[Rule::UiKindAdded],
+        edit: |_, new| get(new, "shop.list_items").egress.ui_kinds = vec!["table".into()],
+    },
+    Case {
+        what: "a kind of UI block added",
+        expected: &[Rule::UiKindAdded],
+        edit: |_, new| {
+            get(new, "shop.get_item")
+                .egress
+                .ui_kinds
+                .push("chart".into())
+        },
     },
     Case {
         what: "a suggestion target added",
@@ -681,8 +691,18 @@ const CASES: &[Case] = &[
     },
     Case {
         what: "UI blocks no longer rendered",
-        expected: &[Rule::UiRemoved],
-        edit: |_, new| get(new, "shop.get_item").egress.ui = false,
+        expected: &[Rule::UiKindRemoved, Rule::UiKindRemoved],
+        edit: |_, new| get(new, "shop.get_item").egress.ui_kinds.clear(),
+    },
+    Case {
+        what: "a kind of UI block no longer rendered",
+        expected: &[Rule::UiKindRemoved],
+        edit: |_, new| {
+            get(new, "shop.get_item")
+                .egress
+                .ui_kinds
+                .retain(|kind| kind != "markdown")
+        },
     },
     Case {
         what: "a suggestion target removed",

@@ -202,7 +202,11 @@ fn egress(presenter: &PresenterInfo) -> Egress {
             .iter()
             .map(|&key| key.to_owned())
             .collect(),
-        ui: presenter.ui,
+        ui_kinds: presenter
+            .ui_kinds
+            .iter()
+            .map(|&kind| kind.to_owned())
+            .collect(),
     }
 }
 

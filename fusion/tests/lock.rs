@@ -85,6 +85,15 @@ pub struct ItemWithOtherRule;
 #[derive(Debug)]
 pub struct ItemPlain;
 
+fn table(_: Presented<'_, ItemWithTableItem<'_>>) -> Vec<UiBlock> {
+    Vec::new()
+}
+
+#[presenter(Item, fields(id, name, owner = OwnerView), limit = 20, rules = ["Prices are cents."],
+            ui = table, ui_kinds = ["table"])]
+#[derive(Debug)]
+pub struct ItemWithTable;
+
 fn missing<T>() -> Result<T, ToolError> {
     Err(ToolError::not_found("No such item."))
 }
@@ -138,6 +147,13 @@ async fn get_item_in_a_store(
 /// Gets one item.
 #[tool(query, name = "shop.get_item", returns = ItemPlain, title = "Get an item", tags = ["items"])]
 async fn get_item_retitled(id: String) -> Result<Item, ToolError> {
+    let _ = id;
+    missing()
+}
+
+/// Gets one item.
+#[tool(query, name = "shop.get_item", returns = ItemWithTable, title = "Get item", tags = ["items"])]
+async fn get_item_with_a_table(id: String) -> Result<Item, ToolError> {
     let _ = id;
     missing()
 }
@@ -200,7 +216,7 @@ fn changes(before: &Server, after: &Server) -> Vec<Rule> {
 #[test]
 fn real_code_changes_get_their_class() {
     let reviewed = shop::<get_item, delete_item>();
-    let cases: [(&str, Server, &[Rule]); 7] = [
+    let cases: [(&str, Server, &[Rule]); 8] = [
         (
             "a field removed from the presenter",
             shop::<get_item_without_name, delete_item>(),
@@ -240,6 +256,11 @@ fn real_code_changes_get_their_class() {
                 Rule::RulesChanged,
                 Rule::PresenterRenamed,
             ],
+        ),
+        (
+            "the presenter renders tables",
+            shop::<get_item_with_a_table, delete_item>(),
+            &[Rule::UiKindAdded, Rule::PresenterRenamed],
         ),
         (
             "a title reworded",
@@ -370,7 +391,11 @@ fn the_surface_holds_server_facts_guards_and_defaults() {
     assert_eq!(list.guards.timeout_ms, Some(5000));
     assert_eq!(list.guards.serialization, Serialization::None);
     let egress = &list.egress;
-    assert!(egress.ui);
+    // `ui = …` without `ui_kinds`: every kind of block.
+    assert_eq!(
+        egress.ui_kinds,
+        ["chart", "code", "markdown", "mermaid", "table"]
+    );
     assert_eq!(egress.suggests, ["shop.delete_item"]);
     assert_eq!(list.output_schema["maxItems"], 20);
 
@@ -395,7 +420,7 @@ fn the_surface_holds_server_facts_guards_and_defaults() {
             per_ms: 1000
         })
     );
-    assert!(!ping.egress.ui && ping.egress.presenter.is_none());
+    assert!(ping.egress.ui_kinds.is_empty() && ping.egress.presenter.is_none());
 
     // Only what is served: a disabled toolset's tools are not in the surface.
     let served = fusion::lock::surface(&full().disable_toolsets(["admin"]).build().unwrap());

@@ -250,9 +250,10 @@ fn the_lockfile_holds_what_billing_declares() {
         ["customer_id", "id", "status", "total_cents"]
     );
     assert_eq!(view.rules.len(), 2);
-    assert!(void.egress.ui);
+    assert_eq!(void.egress.ui_kinds, ["code", "markdown", "mermaid"]);
     let list = &reviewed.actions["billing.list_invoices"];
     assert_eq!(list.egress.limit, Some(50));
+    assert_eq!(list.egress.ui_kinds, ["chart", "markdown", "table"]);
     assert_eq!(list.guards.max_bytes, Some(65536));
     assert_eq!(
         reviewed.actions["billing.invoice_stats"]

@@ -43,8 +43,10 @@ pub trait Presenter: Send + Sync + 'static {
     const ACTIONS: &'static [&'static str];
     /// The fields presented through presenters of their own, with those presenters.
     const NESTED: &'static [NestedPresenter] = &[];
-    /// Whether [`ui`](Presenter::ui) renders blocks (`ui = …` in `#[presenter]`).
-    const UI: bool = false;
+    /// The kinds of block [`ui`](Presenter::ui) may render ([`UiBlock::kind`]): those that
+    /// `ui_kinds = […]` lists in `#[presenter]`, every kind when `ui = …` is set without it,
+    /// none without `ui`. A block of another kind is dropped and logged, never sent.
+    const UI_KINDS: &'static [&'static str] = &[];
 
     /// The view of one model value.
     fn item(model: &Self::Model) -> Self::Item<'_>;
@@ -511,6 +513,8 @@ pub struct Presentation {
     pub(crate) ui: Vec<UiBlock>,
     pub(crate) suggestions: Vec<Suggestion>,
     pub(crate) declared_actions: &'static [&'static str],
+    /// The kinds of UI block the presenter declared; a block of another kind is dropped.
+    pub(crate) declared_ui: &'static [&'static str],
     pub(crate) truncation: Option<Truncation>,
 }
 
@@ -523,6 +527,7 @@ impl Presentation {
             ui: Vec::new(),
             suggestions: Vec::new(),
             declared_actions: &[],
+            declared_ui: &[],
             truncation: None,
         }
     }
@@ -702,6 +707,7 @@ fn presented<P: Presenter, D: Serialize + ?Sized>(
         ui,
         suggestions,
         declared_actions: P::ACTIONS,
+        declared_ui: P::UI_KINDS,
         truncation,
     })
 }
@@ -761,8 +767,9 @@ pub struct PresenterInfo {
     pub actions: &'static [&'static str],
     /// The fields it presents through presenters of their own.
     pub nested: &'static [NestedPresenter],
-    /// Whether it renders UI blocks.
-    pub ui: bool,
+    /// The kinds of UI block it may render ([`Presenter::UI_KINDS`]); empty when it renders
+    /// none.
+    pub ui_kinds: &'static [&'static str],
 }
 
 impl PresenterInfo {
@@ -776,7 +783,7 @@ impl PresenterInfo {
             limit: P::LIMIT,
             actions: P::ACTIONS,
             nested: P::NESTED,
-            ui: P::UI,
+            ui_kinds: P::UI_KINDS,
         }
     }
 
