@@ -273,10 +273,22 @@ impl ServerBuilder {
     /// Makes [`build`](ServerBuilder::build) fail closed unless the server's surface is the
     /// one this lockfile describes (SPEC L1): a connector never serves tools, schemas,
     /// annotations or egress that were not reviewed. Any change fails, cosmetic ones too, and
-    /// [`BuildError::lock_diff`] lists them, classified.
+    /// [`BuildError::lock_diff`] lists them, classified. A lockfile that cannot be read, or
+    /// whose digests do not match its content (edited by hand), fails the build too.
     ///
-    /// ```ignore
-    /// let server = billing::builder(store).lock(include_str!("../fusion.lock")).build()?;
+    /// ```no_run
+    /// # // The lockfile of this example is not on disk: read as empty text.
+    /// # macro_rules! include_str { ($path:literal) => { "" } }
+    /// # fn main() -> Result<(), fusion_runtime::BuildError> {
+    /// use fusion_runtime::ServerBuilder;
+    ///
+    /// let server = ServerBuilder::new("billing", "1.0.0")
+    ///     // .tool::<…>() …
+    ///     .lock(include_str!("../fusion.lock"))
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
     /// ```
     ///
     /// The lockfile is written by [`lock::check`](crate::lock::check) with

@@ -589,6 +589,16 @@ pub(crate) fn enforce(server: &Server, reviewed: &str) -> Result<(), BuildError>
             "the lockfile given to `ServerBuilder::lock` cannot be read: {error}"
         )])
     })?;
+    // A file whose digests do not match its content was not written by Fusion as it stands
+    // (edited by hand, say): it is not a reviewed surface.
+    let mismatches = reviewed.verify();
+    if !mismatches.is_empty() {
+        let mismatches: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
+        return Err(BuildError::new(vec![format!(
+            "the lockfile given to `ServerBuilder::lock` is inconsistent, its digests do not match its content (edited by hand?): {}",
+            mismatches.join("; ")
+        )]));
+    }
     let changes = diff(&reviewed.surface, &surface(server));
     if changes.is_empty() {
         Ok(())

@@ -619,7 +619,7 @@ fn the_server_fails_closed_on_a_surface_that_was_not_reviewed() {
     let ok = ServerBuilder::new("shop", "1.0.0")
         .tool::<get_item>()
         .tool::<delete_item>()
-        .lock(reviewed)
+        .lock(reviewed.as_str())
         .build();
     assert!(ok.is_ok());
 
@@ -631,6 +631,33 @@ fn the_server_fails_closed_on_a_surface_that_was_not_reviewed() {
             .contains("the lockfile given to `ServerBuilder::lock` cannot be read"),
         "{error}"
     );
+
+    // A lockfile edited by hand to describe the code is not a reviewed one: its digests say so.
+    let edited = fusion::lock::surface(&build_unlocked()).to_lockfile();
+    let edited = {
+        let mut file: serde_json::Value = serde_json::from_str(&edited).unwrap();
+        file["digests"] =
+            serde_json::from_str::<serde_json::Value>(&reviewed).unwrap()["digests"].clone();
+        file.to_string()
+    };
+    let error = build(&edited).unwrap_err();
+    assert!(error.lock_diff().is_none());
+    assert!(
+        error
+            .to_string()
+            .contains("is inconsistent, its digests do not match its content (edited by hand?): `shop.get_item`: the file states sha256:"),
+        "{error}"
+    );
+}
+
+/// The server `the_server_fails_closed_on_a_surface_that_was_not_reviewed` builds, without a
+/// lockfile.
+fn build_unlocked() -> Server {
+    ServerBuilder::new("shop", "1.0.0")
+        .tool::<get_item_in_a_store>()
+        .tool::<delete_item>()
+        .build()
+        .unwrap()
 }
 
 /// Run by `fusion_lock_in_the_environment_sets_the_mode` in a child process.
