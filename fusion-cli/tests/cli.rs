@@ -166,6 +166,30 @@ fn it_runs_as_cargo_runs_it() {
     assert!(help.stdout.contains("cargo fusion"), "{}", help.stdout);
 }
 
+/// `cargo fusion …` itself: cargo finds `cargo-fusion` on the `PATH` and runs it.
+#[test]
+fn cargo_runs_it_as_a_subcommand() {
+    let files = Files::new();
+    let lock = files.lockfile("fusion.lock", |_| {});
+    let binary = Path::new(env!("CARGO_BIN_EXE_cargo-fusion"));
+    let path = std::env::join_paths(std::iter::once(binary.parent().unwrap().to_owned()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let output = Command::new(env!("CARGO"))
+        .args(["fusion", "lock", "verify", &lock])
+        .env("PATH", path)
+        .output()
+        .expect("cargo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("consistent: 1 action digests"), "{stdout}");
+}
+
 #[test]
 fn verify_names_what_is_inconsistent() {
     let files = Files::new();
@@ -257,7 +281,7 @@ fn show_prints_the_surface_as_a_table() {
         "billing 1.0.0 · flat · no access policy · no audit"
     );
     assert!(
-        lines[1].starts_with("1 actions, surface sha256:"),
+        lines[1].starts_with("1 action, surface sha256:"),
         "{}",
         lines[1]
     );

@@ -26,10 +26,11 @@ pub(crate) fn table(surface: &Surface) -> String {
     if let Some(limit) = server.rate_limit {
         facts.push(format!("rate limit {}/{}", limit.max, millis(limit.per_ms)));
     }
+    let actions = surface.actions.len();
     let mut text = format!(
-        "{}\n{} actions, surface {}\n\n",
+        "{}\n{actions} action{}, surface {}\n\n",
         facts.join(" · "),
-        surface.actions.len(),
+        if actions == 1 { "" } else { "s" },
         surface.digest()
     );
     let mut rows = vec![
