@@ -18,7 +18,7 @@
 //!   its own highest, so a number says nothing about any other tenant. Listing is in numeric
 //!   order (`INV-2` before `INV-10`).
 //! * Every change writes its audit record (the `audit_events` table of
-//!   [`SqliteAuditSink`](fusion::audit::SqliteAuditSink)) in its own transaction: a change and
+//!   [`SqliteAuditSink`]) in its own transaction: a change and
 //!   its record commit together or not at all. A create's idempotency key is kept in the same
 //!   transaction too (`idempotency_keys`, per tenant), so a retry after a crash finds it.
 //!
