@@ -43,9 +43,10 @@ pub trait Presenter: Send + Sync + 'static {
     const ACTIONS: &'static [&'static str];
     /// The fields presented through presenters of their own, with those presenters.
     const NESTED: &'static [NestedPresenter] = &[];
-    /// The kinds of block [`ui`](Presenter::ui) may render ([`UiBlock::kind`]): those that
-    /// `ui_kinds = […]` lists in `#[presenter]`, every kind when `ui = …` is set without it,
-    /// none without `ui`. A block of another kind is dropped and logged, never sent.
+    /// The kinds of block [`ui`](Presenter::ui) may render ([`UiBlock::kind`]); a block of
+    /// another kind is dropped and logged, never sent. `#[presenter]` sets it to the kinds
+    /// `ui_kinds = […]` lists, or to every kind when `ui = …` comes without it; none by
+    /// default, so an impl that overrides `ui` sets it too.
     const UI_KINDS: &'static [&'static str] = &[];
 
     /// The view of one model value.
