@@ -68,6 +68,8 @@ pub struct ServerBuilder {
     default_timeout: Option<std::time::Duration>,
     rate_limit: Option<RateLimit>,
     span_level: tracing::Level,
+    /// The reviewed lockfile the built surface must match.
+    lock: Option<String>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -101,6 +103,7 @@ impl ServerBuilder {
             default_timeout: None,
             rate_limit: None,
             span_level: tracing::Level::DEBUG,
+            lock: None,
         }
     }
 
@@ -267,6 +270,35 @@ impl ServerBuilder {
         self
     }
 
+    /// Makes [`build`](ServerBuilder::build) fail closed unless the server's surface is the
+    /// one this lockfile describes (SPEC L1): a connector never serves tools, schemas,
+    /// annotations or egress that were not reviewed. Any change fails, cosmetic ones too, and
+    /// [`BuildError::lock_diff`] lists them, classified. A lockfile that cannot be read, or
+    /// whose digests do not match its content (edited by hand), fails the build too.
+    ///
+    /// ```no_run
+    /// # // The lockfile of this example is not on disk: read as empty text.
+    /// # macro_rules! include_str { ($path:literal) => { "" } }
+    /// # fn main() -> Result<(), fusion_runtime::BuildError> {
+    /// use fusion_runtime::ServerBuilder;
+    ///
+    /// let server = ServerBuilder::new("billing", "1.0.0")
+    ///     // .tool::<…>() …
+    ///     .lock(include_str!("../fusion.lock"))
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// The lockfile is written by [`lock::check`](crate::lock::check) with
+    /// `FUSION_LOCK=update`; see [`lock`](crate::lock).
+    #[must_use]
+    pub fn lock(mut self, reviewed: impl Into<String>) -> Self {
+        self.lock = Some(reviewed.into());
+        self
+    }
+
     /// Keeps the tools whose toolset is served; a toolset named in the lists that no tool
     /// declares is a mistake (a typo would silently serve everything or nothing).
     fn served_specs(&mut self, problems: &mut Vec<String>) -> Vec<ToolSpec> {
@@ -301,8 +333,10 @@ impl ServerBuilder {
 
     /// Checks every tool and compiles the server. Fails, listing every problem, when a name is
     /// taken twice, a glob matches no tool, a suggestion or error action names a tool that does
-    /// not exist, a parameter cannot be provided, or a setting does not fit its verb.
+    /// not exist, a parameter cannot be provided, or a setting does not fit its verb; and, with
+    /// [`lock`](ServerBuilder::lock), when the surface is not the reviewed one.
     pub fn build(mut self) -> Result<Server, BuildError> {
+        let lock = self.lock.take();
         let mut problems = Vec::new();
         let specs: Vec<(ToolKey, ToolSpec)> = self
             .served_specs(&mut problems)
@@ -360,7 +394,7 @@ impl ServerBuilder {
         if !problems.is_empty() {
             return Err(BuildError::new(problems));
         }
-        Ok(Server {
+        let server = Server {
             inner: Arc::new(ServerInner {
                 name: self.name,
                 version: self.version,
@@ -384,7 +418,11 @@ impl ServerBuilder {
                 #[cfg(feature = "bench-hooks")]
                 measured_calls: Default::default(),
             }),
-        })
+        };
+        if let Some(reviewed) = lock {
+            crate::lock::enforce(&server, &reviewed)?;
+        }
+        Ok(server)
     }
 }
 

@@ -388,31 +388,58 @@ pub trait ErrorCatalog {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildError {
     problems: Vec<String>,
+    lock: Option<Box<fusion_lock::Diff>>,
 }
 
 impl BuildError {
     pub(crate) fn new(problems: Vec<String>) -> Self {
-        BuildError { problems }
+        BuildError {
+            problems,
+            lock: None,
+        }
+    }
+
+    /// The surface differs from the reviewed lockfile by `diff`
+    /// ([`ServerBuilder::lock`](crate::ServerBuilder::lock)).
+    pub(crate) fn lock(diff: fusion_lock::Diff) -> Self {
+        BuildError {
+            problems: vec![format!(
+                "its surface is not the one reviewed in its lockfile ({})",
+                diff.summary()
+            )],
+            lock: Some(Box::new(diff)),
+        }
     }
 
     /// Each problem, as one sentence.
     pub fn problems(&self) -> &[String] {
         &self.problems
     }
+
+    /// How the surface differs from the reviewed lockfile, when that is why the server was
+    /// not built.
+    pub fn lock_diff(&self) -> Option<&fusion_lock::Diff> {
+        self.lock.as_deref()
+    }
 }
 
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.problems.as_slice() {
-            [one] => write!(f, "the server cannot be built: {one}"),
+            [one] => write!(f, "the server cannot be built: {one}")?,
             many => {
                 write!(f, "the server cannot be built ({} problems):", many.len())?;
                 for problem in many {
                     write!(f, "\n  - {problem}")?;
                 }
-                Ok(())
             }
         }
+        if let Some(diff) = &self.lock {
+            for change in diff.changes() {
+                write!(f, "\n  {:<8}  {change}", change.class())?;
+            }
+        }
+        Ok(())
     }
 }
 

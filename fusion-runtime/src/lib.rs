@@ -13,7 +13,8 @@
 //! - the request path, in order: [`pipeline`] (resolve, access, arguments, middleware,
 //!   guards, handler, present), [`envelope`] (seal), [`observe`] and [`audit`] (report);
 //!   a handler runs its synchronous work off the async workers with [`blocking()`];
-//! - on top: the transports in [`serve`] and the in-memory [`testing`] tester.
+//! - on top: the transports in [`serve`] and the in-memory [`testing`] tester;
+//! - around it: the capability lockfile, [`lock`], that makes the surface a reviewed artifact.
 
 pub mod access;
 pub mod action;
@@ -28,6 +29,7 @@ mod expose;
 pub mod guard;
 pub mod hidden;
 pub mod key;
+pub mod lock;
 pub mod middleware;
 pub mod model;
 pub mod observe;

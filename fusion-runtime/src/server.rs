@@ -220,6 +220,28 @@ impl Server {
         self.inner.access.is_some()
     }
 
+    /// Whether an audit sink records the calls that are not read-only.
+    pub fn has_audit_sink(&self) -> bool {
+        self.inner.audit.is_some()
+    }
+
+    /// Whether a call succeeds only once its audit record is written (see
+    /// [`ServerBuilder::audit`](crate::ServerBuilder::audit)); `false` without a sink.
+    pub fn audit_is_required(&self) -> bool {
+        self.inner
+            .audit
+            .as_ref()
+            .is_some_and(|audit| audit.required)
+    }
+
+    /// The rate limit of each caller across the server, if any.
+    pub fn rate_limit(&self) -> Option<crate::guard::RateLimit> {
+        self.inner
+            .rate_limiter
+            .as_ref()
+            .map(|limiter| limiter.limit())
+    }
+
     /// A new context for one call, with nothing attached yet.
     pub fn new_context(&self) -> CallContext {
         CallContext::new(Arc::clone(&self.inner.state))

@@ -71,11 +71,19 @@
 //! described once, in `meta.truncated` (`shown`, `total`, `hidden`, `reason`, `offset`,
 //! `nextOffset`, `nextCursor`) and in the notice.
 //!
-//! [`production`] describes middleware, authentication, guards, access, audit and tracing.
+//! [`production`] describes middleware, authentication, guards, access, audit and tracing;
+//! [`lock`] makes the surface agents see a reviewed artifact, `fusion.lock`, checked in tests
+//! and at start-up.
 #![doc(test(attr(deny(warnings))))]
 
 #[doc = include_str!("docs/production.md")]
 pub mod production {}
+
+pub mod lock {
+    // Inside the module, so that the guide's links resolve to its items.
+    #![doc = include_str!("docs/lock.md")]
+    pub use fusion_runtime::lock::*;
+}
 
 #[doc = include_str!("docs/tool_error.md")]
 pub use fusion_macros::ToolError;

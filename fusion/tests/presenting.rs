@@ -165,6 +165,69 @@ async fn a_suggestion_the_presenter_did_not_declare_is_dropped_never_shown() {
     assert!(!result.raw_text().contains("billing_void_invoice"));
 }
 
+fn charts_too(_shown: fusion::Presented<'_, TableOnlyItem<'_>>) -> Vec<fusion::UiBlock> {
+    vec![
+        fusion::UiBlock::table(["id"], [vec!["INV-1".to_owned()]]),
+        fusion::UiBlock::chart(json!({"mark": "bar"})),
+    ]
+}
+
+/// A presenter that declares tables only, and whose UI function renders a chart too.
+#[presenter(Invoice, fields(id), ui = charts_too, ui_kinds = ["table"])]
+#[derive(Debug)]
+pub struct TableOnly;
+
+/// Shows an invoice through `TableOnly`.
+#[tool(query, name = "billing.table_only", returns = TableOnly)]
+async fn table_only() -> Result<Invoice, ToolError> {
+    Ok(invoice(1, Status::Open))
+}
+
+fn every_kind(_shown: fusion::Presented<'_, EveryKindItem<'_>>) -> Vec<fusion::UiBlock> {
+    Vec::new()
+}
+
+/// A presenter that lists every kind of block, in another order.
+#[presenter(Invoice, fields(id), ui = every_kind,
+            ui_kinds = ["table", "markdown", "code", "chart", "mermaid"])]
+#[derive(Debug)]
+pub struct EveryKind;
+
+#[tokio::test]
+async fn a_ui_block_of_a_kind_the_presenter_did_not_declare_is_dropped_never_shown() {
+    assert_eq!(TableOnly::UI_KINDS, ["table"]);
+    // `#[presenter]` knows every kind the runtime renders.
+    let mut every = EveryKind::UI_KINDS.to_vec();
+    every.sort_unstable();
+    assert_eq!(every, fusion::UiBlock::KINDS);
+    // Without `ui_kinds`, every kind; without `ui`, none.
+    assert_eq!(InvoiceView::UI_KINDS, fusion::UiBlock::KINDS);
+    assert!(RogueView::UI_KINDS.is_empty());
+
+    let server = tools(ServerBuilder::new("billing", "1").state(Db::seeded()))
+        .tool::<table_only>()
+        .build()
+        .unwrap();
+    let result = Tester::new(server)
+        .call("billing.table_only", json!({}))
+        .await;
+    let kinds: Vec<String> = result
+        .ui_blocks()
+        .into_iter()
+        .map(|block| block.kind)
+        .collect();
+    assert_eq!(kinds, ["table"]);
+    assert!(!result.raw_text().contains("type=\"chart\""));
+    assert_eq!(
+        result.dropped(),
+        [fusion::testing::Dropped::UiBlock { kind: "chart" }]
+    );
+    assert_eq!(
+        result.dropped()[0].to_string(),
+        "UI block of kind `chart` dropped: the presenter did not declare this kind in `ui_kinds`"
+    );
+}
+
 /// Fails naming a next step that is a typo of a real tool key.
 #[tool(query, name = "billing.misdirect")]
 async fn misdirect() -> Result<Health, ToolError> {

@@ -74,7 +74,7 @@ pub fn local_principal() -> Principal {
             rules = ["Amounts are integer cents: divide by 100 and show two decimals.",
                      "A voided invoice can no longer be paid or changed."],
             suggest = next_for_invoice, actions = ["billing.void_invoice", "billing.list_invoices"],
-            ui = invoice_blocks)]
+            ui = invoice_blocks, ui_kinds = ["markdown", "mermaid", "code"])]
 #[derive(Debug)]
 pub struct InvoiceView;
 
@@ -134,7 +134,8 @@ fn invoice_blocks(shown: Presented<'_, InvoiceViewItem<'_>>) -> Vec<UiBlock> {
 /// Invoices in a list: at most 50 reach the agent, as a table and a chart.
 #[presenter(Invoice, fields(id, customer_id, total_cents, status), limit = 50,
             rules = ["Amounts are integer cents: divide by 100 and show two decimals."],
-            suggest = next_for_list, actions = ["billing.get_invoice"], ui = list_blocks)]
+            suggest = next_for_list, actions = ["billing.get_invoice"],
+            ui = list_blocks, ui_kinds = ["markdown", "table", "chart"])]
 #[derive(Debug)]
 pub struct InvoiceList;
 

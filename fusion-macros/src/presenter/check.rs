@@ -47,6 +47,10 @@ pub(crate) fn check<'a>(
         errors.handle(check_suggest_has_actions(args));
     }
     errors.handle(check_actions_are_keys(args));
+    if presenter.complete {
+        errors.handle(check_ui_kinds_have_ui(args));
+    }
+    errors.handle(check_ui_kinds(args));
     Some(Checked {
         presenter,
         args,
@@ -181,6 +185,56 @@ fn check_actions_are_keys(args: &PresenterArgs) -> Result<()> {
     let mut errors = Error::accumulator();
     for action in &args.actions.0 {
         errors.handle(check_key(action));
+    }
+    errors.finish()
+}
+
+// `ui_kinds` lists the kinds of block a `ui` function renders (the lockfile records them, and
+// a block of another kind is dropped); without `ui` it would never be used.
+fn check_ui_kinds_have_ui(args: &PresenterArgs) -> Result<()> {
+    match (
+        &args.ui,
+        args.ui_kinds.as_ref().and_then(|kinds| kinds.0.first()),
+    ) {
+        (None, Some(kind)) => Err(Error::custom(
+            "`ui_kinds` lists the kinds of block a `ui` function renders; add `ui = your_fn`",
+        )
+        .with_span(kind)),
+        _ => Ok(()),
+    }
+}
+
+/// The kinds of UI block, as `UiBlock::kind` names them in the runtime.
+const UI_KINDS: &[&str] = &["chart", "code", "markdown", "mermaid", "table"];
+
+// `ui_kinds` lists at least one kind (without it, a `ui` function may render every kind), and
+// each is a kind of block, listed once.
+fn check_ui_kinds(args: &PresenterArgs) -> Result<()> {
+    let Some(kinds) = &args.ui_kinds else {
+        return Ok(());
+    };
+    if kinds.0.is_empty() {
+        return Err(Error::custom(
+            "`ui_kinds` lists at least one kind of block: `ui_kinds = [\"table\"]`",
+        ));
+    }
+    let mut errors = Error::accumulator();
+    for (position, kind) in kinds.0.iter().enumerate() {
+        let value = kind.value();
+        if !UI_KINDS.contains(&value.as_str()) {
+            errors.push(
+                Error::custom(format!(
+                    "unknown UI block kind `{value}`: expected one of {}",
+                    UI_KINDS.join(", ")
+                ))
+                .with_span(kind),
+            );
+        } else if kinds.0[..position]
+            .iter()
+            .any(|earlier| earlier.value() == value)
+        {
+            errors.push(Error::custom(format!("`{value}` is listed twice")).with_span(kind));
+        }
     }
     errors.finish()
 }

@@ -300,7 +300,17 @@ pub(crate) fn hooks(checked: &Checked<'_>) -> TokenStream {
         }
     });
     let ui = checked.args.ui.as_ref().map(|ui| {
+        // Every kind unless the presenter lists the ones it renders.
+        let kinds = match &checked.args.ui_kinds {
+            None => quote!(#private::UiBlock::KINDS),
+            Some(kinds) => {
+                let kinds = &kinds.0;
+                quote!(&[#(#kinds),*])
+            }
+        };
         quote! {
+            const UI_KINDS: &'static [&'static str] = #kinds;
+
             fn ui(shown: #private::Presented<'_, Self::Item<'_>>) -> #private::Vec<#private::UiBlock> {
                 #ui(shown)
             }

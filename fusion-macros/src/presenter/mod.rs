@@ -128,6 +128,36 @@ mod tests {
     }
 
     #[test]
+    fn ui_kinds_are_kinds_of_block_listed_for_a_ui_function() {
+        let errors = |attr| check(attr).0;
+        assert_eq!(
+            errors(quote!(
+                Invoice,
+                fields(id),
+                ui = f,
+                ui_kinds = ["table", "markdown"]
+            )),
+            0
+        );
+        // An unknown kind, and one listed twice.
+        assert_eq!(
+            errors(quote!(
+                Invoice,
+                fields(id),
+                ui = f,
+                ui_kinds = ["tabel", "table", "table"]
+            )),
+            2
+        );
+        // No kind listed; kinds listed without a `ui` function.
+        assert_eq!(
+            errors(quote!(Invoice, fields(id), ui = f, ui_kinds = [])),
+            1
+        );
+        assert_eq!(errors(quote!(Invoice, fields(id), ui_kinds = ["table"])), 1);
+    }
+
+    #[test]
     fn a_failed_option_keeps_the_rest() {
         // The typo is the only error: the fields are still read (and checked), and `suggest`
         // is not reported without `actions`, which may be what failed.

@@ -173,6 +173,8 @@ pub(crate) struct PresenterArgs {
     #[darling(default)]
     pub(crate) ui: Option<Path>,
     #[darling(default)]
+    pub(crate) ui_kinds: Option<StrList>,
+    #[darling(default)]
     pub(crate) item: Option<Ident>,
     #[darling(rename = "crate", default)]
     pub(crate) krate: Krate,

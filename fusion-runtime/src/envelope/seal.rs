@@ -40,6 +40,11 @@ pub enum Dropped {
         /// The key it named.
         key: String,
     },
+    /// A presenter's UI block of a kind it did not declare in `ui_kinds`.
+    UiBlock {
+        /// Its kind ([`UiBlock::kind`](crate::UiBlock::kind)).
+        kind: &'static str,
+    },
 }
 
 impl std::fmt::Display for Dropped {
@@ -51,6 +56,9 @@ impl std::fmt::Display for Dropped {
             Dropped::AvailableAction { key } => {
                 write!(f, "available action `{key}` dropped: no tool has this key")
             }
+            Dropped::UiBlock { kind } => {
+                write!(f, "UI block of kind `{kind}` dropped: {UI_NOT_DECLARED}")
+            }
         }
     }
 }
@@ -58,6 +66,7 @@ impl std::fmt::Display for Dropped {
 const ARGUMENTS_NOT_AN_OBJECT: &str = "its arguments are not a JSON object";
 const NOT_DECLARED: &str =
     "it names a tool the presenter did not declare in `actions`, or a key no tool has";
+const UI_NOT_DECLARED: &str = "the presenter did not declare this kind in `ui_kinds`";
 
 /// How a call ended, as spans, metrics and the audit trail record it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -312,11 +321,26 @@ pub(crate) fn seal_success(
     let Presentation {
         data,
         data_text,
-        ui,
+        mut ui,
         suggestions,
         declared_actions,
+        declared_ui,
         truncation,
     } = presentation;
+    let mut dropped = Vec::new();
+    // The kinds a presenter declares are the ones its lockfile entry promises: no other leaves.
+    ui.retain(|block| {
+        let declared = declared_ui.contains(&block.kind());
+        if !declared {
+            tracing::error!(
+                tool = %action.key,
+                kind = block.kind(),
+                "UI block dropped: {UI_NOT_DECLARED}"
+            );
+            dropped.push(Dropped::UiBlock { kind: block.kind() });
+        }
+        declared
+    });
     let tool = action.exposure.tool();
     let mut content = Vec::with_capacity(2 + ui.len());
     content.push(ContentBlock::text(
@@ -339,7 +363,6 @@ pub(crate) fn seal_success(
     {
         content.push(ContentBlock::text(rules.clone()));
     }
-    let mut dropped = Vec::new();
     meta.suggestions =
         resolve_suggestions(names, action, declared_actions, suggestions, &mut dropped);
     if !meta.suggestions.is_empty() {

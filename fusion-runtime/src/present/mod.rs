@@ -43,6 +43,11 @@ pub trait Presenter: Send + Sync + 'static {
     const ACTIONS: &'static [&'static str];
     /// The fields presented through presenters of their own, with those presenters.
     const NESTED: &'static [NestedPresenter] = &[];
+    /// The kinds of block [`ui`](Presenter::ui) may render ([`UiBlock::kind`]); a block of
+    /// another kind is dropped and logged, never sent. `#[presenter]` sets it to the kinds
+    /// `ui_kinds = […]` lists, or to every kind when `ui = …` comes without it; none by
+    /// default, so an impl that overrides `ui` sets it too.
+    const UI_KINDS: &'static [&'static str] = &[];
 
     /// The view of one model value.
     fn item(model: &Self::Model) -> Self::Item<'_>;
@@ -509,6 +514,8 @@ pub struct Presentation {
     pub(crate) ui: Vec<UiBlock>,
     pub(crate) suggestions: Vec<Suggestion>,
     pub(crate) declared_actions: &'static [&'static str],
+    /// The kinds of UI block the presenter declared; a block of another kind is dropped.
+    pub(crate) declared_ui: &'static [&'static str],
     pub(crate) truncation: Option<Truncation>,
 }
 
@@ -521,6 +528,7 @@ impl Presentation {
             ui: Vec::new(),
             suggestions: Vec::new(),
             declared_actions: &[],
+            declared_ui: &[],
             truncation: None,
         }
     }
@@ -700,6 +708,7 @@ fn presented<P: Presenter, D: Serialize + ?Sized>(
         ui,
         suggestions,
         declared_actions: P::ACTIONS,
+        declared_ui: P::UI_KINDS,
         truncation,
     })
 }
@@ -759,6 +768,9 @@ pub struct PresenterInfo {
     pub actions: &'static [&'static str],
     /// The fields it presents through presenters of their own.
     pub nested: &'static [NestedPresenter],
+    /// The kinds of UI block it may render ([`Presenter::UI_KINDS`]); empty when it renders
+    /// none.
+    pub ui_kinds: &'static [&'static str],
 }
 
 impl PresenterInfo {
@@ -772,7 +784,27 @@ impl PresenterInfo {
             limit: P::LIMIT,
             actions: P::ACTIONS,
             nested: P::NESTED,
+            ui_kinds: P::UI_KINDS,
         }
+    }
+
+    /// The label of a presented field: its rule, `field: label`, without the field's name.
+    pub fn label(&self, field: &str) -> Option<&'static str> {
+        let index = self.fields.iter().position(|listed| *listed == field)?;
+        self.rules
+            .get(index)?
+            .strip_prefix(field)?
+            .strip_prefix(": ")
+    }
+
+    /// The presenter's own rules: its rules after the labels of its fields.
+    pub fn own_rules(&self) -> &'static [&'static str] {
+        let labels = self
+            .fields
+            .iter()
+            .take_while(|field| self.label(field).is_some())
+            .count();
+        &self.rules[labels..]
     }
 
     /// Every rule an agent receives with this presenter's data: its own, then those of its

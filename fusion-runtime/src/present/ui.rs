@@ -70,7 +70,10 @@ impl UiBlock {
         }
     }
 
-    /// The `type` attribute of the rendered block.
+    /// Every kind of block, as [`kind`](UiBlock::kind) names it, in alphabetical order.
+    pub const KINDS: &'static [&'static str] = &["chart", "code", "markdown", "mermaid", "table"];
+
+    /// The `type` attribute of the rendered block: one of [`KINDS`](UiBlock::KINDS).
     pub fn kind(&self) -> &'static str {
         match self {
             UiBlock::Markdown(_) => "markdown",
@@ -143,6 +146,20 @@ fn markdown_table(columns: &[String], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_block_is_of_a_listed_kind() {
+        let blocks = [
+            UiBlock::markdown("m"),
+            UiBlock::table(["c"], [vec!["v".to_owned()]]),
+            UiBlock::mermaid("graph TD"),
+            UiBlock::chart(Value::Null),
+            UiBlock::code("sql", "select 1"),
+        ];
+        let mut kinds: Vec<&str> = blocks.iter().map(UiBlock::kind).collect();
+        kinds.sort_unstable();
+        assert_eq!(kinds, UiBlock::KINDS);
+    }
 
     #[test]
     fn markdown_and_mermaid_render_exactly_with_markup_escaped() {

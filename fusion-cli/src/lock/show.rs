@@ -1,0 +1,213 @@
+//! `lock show`: a surface as a table a person reads, one action per row.
+
+use fusion_lock::{ActionEntry, Audit, Exposition, Serialization, Surface};
+use serde_json::Value;
+
+/// The server's facts, then one row per action.
+pub(crate) fn table(surface: &Surface) -> String {
+    let server = &surface.server;
+    let mut facts = vec![
+        format!("{} {}", server.name, server.version),
+        match server.exposition {
+            Exposition::Flat => "flat".to_owned(),
+            Exposition::Grouped => "grouped".to_owned(),
+        },
+        if server.access_policy {
+            "access policy".to_owned()
+        } else {
+            "no access policy".to_owned()
+        },
+        match server.audit {
+            None => "no audit".to_owned(),
+            Some(Audit::Required) => "audit required".to_owned(),
+            Some(Audit::BestEffort) => "audit best effort".to_owned(),
+        },
+    ];
+    if let Some(limit) = server.rate_limit {
+        facts.push(format!("rate limit {}/{}", limit.max, millis(limit.per_ms)));
+    }
+    let actions = surface.actions.len();
+    let mut text = format!(
+        "{}\n{actions} action{}, surface {}\n\n",
+        facts.join(" · "),
+        if actions == 1 { "" } else { "s" },
+        surface.digest()
+    );
+    let mut rows = vec![
+        [
+            "ACTION",
+            "VERB",
+            "CALLED AS",
+            "HINTS",
+            "ARGUMENTS (* required)",
+            "EGRESS",
+            "INVALIDATES",
+            "GUARDS",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    ];
+    for (key, action) in &surface.actions {
+        rows.push(vec![
+            key.clone(),
+            action.verb.as_str().to_owned(),
+            action.exposure.to_string(),
+            hints(action),
+            arguments(&action.input_schema),
+            egress(action),
+            or_dash(action.state.invalidates.join(", ")),
+            guards(action),
+        ]);
+    }
+    text.push_str(&aligned(&rows));
+    text
+}
+
+fn hints(action: &ActionEntry) -> String {
+    let annotations = &action.annotations;
+    let mut hints = Vec::new();
+    if annotations.is_read_only() {
+        hints.push("read-only");
+    }
+    if annotations.is_destructive() && !annotations.is_read_only() {
+        hints.push("destructive");
+    }
+    if annotations.is_idempotent() {
+        hints.push("idempotent");
+    }
+    if annotations.open_world == Some(false) {
+        hints.push("closed-world");
+    }
+    if let Some(cache) = action.state.cache {
+        hints.push(match cache {
+            fusion_lock::Cache::Immutable => "immutable",
+            fusion_lock::Cache::Volatile => "volatile",
+        });
+    }
+    or_dash(hints.join(" "))
+}
+
+fn arguments(schema: &Value) -> String {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let names: Vec<String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|properties| properties.keys())
+        .map(|name| {
+            if required.contains(&name.as_str()) {
+                format!("{name}*")
+            } else {
+                name.clone()
+            }
+        })
+        .collect();
+    or_dash(names.join(", "))
+}
+
+fn egress(action: &ActionEntry) -> String {
+    let egress = &action.egress;
+    let Some(name) = &egress.presenter else {
+        return "plain".into();
+    };
+    let fields = egress
+        .presenters
+        .get(name)
+        .map(|presenter| {
+            presenter
+                .fields
+                .iter()
+                .map(|(field, presented)| match &presented.presenter {
+                    Some(nested) => format!("{field}={nested}"),
+                    None => field.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    let mut text = format!("{name}({fields})");
+    if let Some(limit) = egress.limit {
+        text.push_str(&format!(" limit {limit}"));
+    }
+    if !egress.ui_kinds.is_empty() {
+        text.push_str(&format!(" ui {}", egress.ui_kinds.join(",")));
+    }
+    if !egress.suggests.is_empty() {
+        text.push_str(&format!(" suggests {}", egress.suggests.join(" ")));
+    }
+    text
+}
+
+fn guards(action: &ActionEntry) -> String {
+    let guards = &action.guards;
+    let mut parts = Vec::new();
+    match &guards.serialization {
+        Serialization::None => {}
+        Serialization::PerAction => parts.push("serialized".to_owned()),
+        Serialization::PerArgument(argument) => parts.push(format!("serialized by {argument}")),
+    }
+    if let Some(concurrency) = guards.concurrency {
+        parts.push(format!(
+            "{} at once +{} queued",
+            concurrency.max_active, concurrency.max_queued
+        ));
+    }
+    if let Some(bytes) = guards.max_bytes {
+        parts.push(format!("{bytes} bytes"));
+    }
+    if let Some(timeout) = guards.timeout_ms {
+        parts.push(format!("timeout {}", millis(timeout)));
+    }
+    if let Some(limit) = guards.rate_limit {
+        parts.push(format!("{}/{}", limit.max, millis(limit.per_ms)));
+    }
+    if let Some(toolset) = &action.access.toolset {
+        parts.push(format!("toolset {toolset}"));
+    }
+    or_dash(parts.join(", "))
+}
+
+fn millis(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+fn or_dash(text: String) -> String {
+    if text.is_empty() { "-".into() } else { text }
+}
+
+/// Columns padded to their widest cell (in characters), two spaces apart.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut text = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (column, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if column + 1 < columns {
+                let padding = widths[column] - cell.chars().count() + 2;
+                line.extend(std::iter::repeat_n(' ', padding));
+            }
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}

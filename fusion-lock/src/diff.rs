@@ -1,0 +1,855 @@
+//! The classified diff of two surfaces: every change, with its [`Rule`] (and so its class) and
+//! a one-line reason.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde_json::{Value, json};
+
+use crate::canonical;
+use crate::format::{
+    ActionEntry, Audit, Cache, Egress, Exposure, Guards, PresenterEntry, RateLimit, Serialization,
+    ServerEntry, Surface,
+};
+use crate::rules::{Class, Rule};
+use crate::schema::{self, Aspect, Covered, Side};
+
+/// One change between two surfaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The kind of change; its class is the rule's.
+    pub rule: Rule,
+    /// What changed: `server`, or an action's canonical key.
+    pub subject: String,
+    /// What changed and why it is of its class, on one line.
+    pub reason: String,
+}
+
+impl Change {
+    /// The class of the change.
+    pub fn class(&self) -> Class {
+        self.rule.class()
+    }
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.subject, self.reason)
+    }
+}
+
+/// Every change from one surface to another, the most serious first.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Diff {
+    changes: Vec<Change>,
+}
+
+/// The subject of server-level changes.
+pub const SERVER: &str = "server";
+
+/// Compares the surface `old` (the reviewed one, say) with `new` (the code's).
+pub fn diff(old: &Surface, new: &Surface) -> Diff {
+    let old = old.normalized();
+    let new = new.normalized();
+    let mut changes = Vec::new();
+    server(&old.server, &new.server, &mut changes);
+
+    let mut added: Vec<&String> = new
+        .actions
+        .keys()
+        .filter(|key| !old.actions.contains_key(*key))
+        .collect();
+    for (key, entry) in &old.actions {
+        let mut out = Changes::new(key, &mut changes);
+        match new.actions.get(key) {
+            Some(now) => action(entry, now, &mut out),
+            None => match added
+                .iter()
+                .position(|other| same_but_name(entry, &new.actions[*other]))
+            {
+                Some(index) => {
+                    let to = added.remove(index);
+                    out.push(
+                        Rule::ActionRenamed,
+                        format!(
+                            "renamed to `{to}`: agents call `{}` instead of `{}`",
+                            new.actions[to].exposure, entry.exposure
+                        ),
+                    );
+                }
+                None => out.push(
+                    Rule::ActionRemoved,
+                    format!(
+                        "removed: agents calling `{}` get UNKNOWN_TOOL",
+                        entry.exposure
+                    ),
+                ),
+            },
+        }
+    }
+    for key in added {
+        let entry = &new.actions[key];
+        Changes::new(key, &mut changes).push(
+            Rule::ActionAdded,
+            format!(
+                "new {}, called as `{}`",
+                entry.verb.as_str(),
+                entry.exposure
+            ),
+        );
+    }
+    // The most serious first; the server before its actions; otherwise in the order found.
+    changes.sort_by_key(|change| {
+        (
+            Reverse(change.class()),
+            change.subject != SERVER,
+            change.subject.clone(),
+        )
+    });
+    Diff { changes }
+}
+
+impl Diff {
+    /// Every change, the most serious first.
+    pub fn changes(&self) -> &[Change] {
+        &self.changes
+    }
+
+    /// Whether the surfaces are the same.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+
+    /// The class of the most serious change.
+    pub fn worst(&self) -> Option<Class> {
+        self.changes.iter().map(Change::class).max()
+    }
+
+    /// How many changes are of `class`.
+    pub fn count(&self, class: Class) -> usize {
+        self.changes
+            .iter()
+            .filter(|change| change.class() == class)
+            .count()
+    }
+
+    /// Whether a change is of class `fail_on` or more serious.
+    pub fn fails(&self, fail_on: Class) -> bool {
+        self.worst().is_some_and(|worst| worst >= fail_on)
+    }
+
+    /// `3 changes: 1 breaking, 2 risky`, or `no changes`.
+    pub fn summary(&self) -> String {
+        if self.changes.is_empty() {
+            return "no changes".into();
+        }
+        let counts: Vec<String> = Class::ALL
+            .iter()
+            .rev()
+            .filter_map(|&class| {
+                let count = self.count(class);
+                (count > 0).then(|| format!("{count} {class}"))
+            })
+            .collect();
+        let n = self.changes.len();
+        format!(
+            "{n} change{}: {}",
+            if n == 1 { "" } else { "s" },
+            counts.join(", ")
+        )
+    }
+
+    /// The summary, then one line per change: its class, its subject and the reason.
+    pub fn to_text(&self) -> String {
+        let mut text = self.summary();
+        text.push('\n');
+        for change in &self.changes {
+            text.push_str(&format!(
+                "  {:<8}  {}: {}\n",
+                change.class(),
+                change.subject,
+                change.reason
+            ));
+        }
+        text
+    }
+
+    /// A Markdown table, for a pull request's comment.
+    pub fn to_markdown(&self) -> String {
+        let mut text = format!("**{}**\n", self.summary());
+        if self.changes.is_empty() {
+            return text;
+        }
+        text.push_str("\n| class | subject | change |\n|---|---|---|\n");
+        for change in &self.changes {
+            text.push_str(&format!(
+                "| {} | `{}` | {} |\n",
+                change.class(),
+                change.subject,
+                change.reason.replace('|', "\\|")
+            ));
+        }
+        text
+    }
+
+    /// The changes as JSON: `{"changes": [{"class", "rule", "subject", "reason"}], "counts"}`.
+    pub fn to_json(&self) -> Value {
+        let counts: serde_json::Map<String, Value> = Class::ALL
+            .iter()
+            .map(|&class| (class.as_str().to_owned(), self.count(class).into()))
+            .collect();
+        json!({
+            "changes": self.changes.iter().map(|change| json!({
+                "class": change.class().as_str(),
+                "rule": change.rule.id(),
+                "subject": change.subject,
+                "reason": change.reason,
+            })).collect::<Vec<_>>(),
+            "counts": counts,
+        })
+    }
+}
+
+impl fmt::Display for Diff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_text())
+    }
+}
+
+/// The changes of one subject.
+pub(crate) struct Changes<'a> {
+    subject: &'a str,
+    out: &'a mut Vec<Change>,
+}
+
+impl<'a> Changes<'a> {
+    fn new(subject: &'a str, out: &'a mut Vec<Change>) -> Self {
+        Changes { subject, out }
+    }
+
+    pub(crate) fn push(&mut self, rule: Rule, reason: String) {
+        self.out.push(Change {
+            rule,
+            subject: self.subject.to_owned(),
+            reason,
+        });
+    }
+
+    fn found(&self) -> bool {
+        self.out.iter().any(|change| change.subject == self.subject)
+    }
+
+    /// What no rule caught is a difference of form: an order that does not matter, a
+    /// definition's name. Reported, so that every difference of digests has a reason.
+    fn form_only(&mut self, old: &impl serde::Serialize, new: &impl serde::Serialize) {
+        let old = serde_json::to_value(old).unwrap_or(Value::Null);
+        let new = serde_json::to_value(new).unwrap_or(Value::Null);
+        if !self.found() && canonical::compact(&old) != canonical::compact(&new) {
+            self.push(
+                Rule::FormOnly,
+                "written otherwise with the same meaning (an order that does not matter, a definition's name)".into(),
+            );
+        }
+    }
+}
+
+fn server(old: &ServerEntry, new: &ServerEntry, changes: &mut Vec<Change>) {
+    let mut out = Changes::new(SERVER, changes);
+    if old.name != new.name {
+        out.push(
+            Rule::ServerRenamed,
+            format!("renamed from `{}` to `{}`", old.name, new.name),
+        );
+    }
+    if old.version != new.version {
+        out.push(
+            Rule::VersionChanged,
+            format!("version {} (was {})", new.version, old.version),
+        );
+    }
+    if old.instructions != new.instructions {
+        out.push(
+            Rule::InstructionsChanged,
+            format!(
+                "instructions {}",
+                reworded(old.instructions.as_deref(), new.instructions.as_deref())
+            ),
+        );
+    }
+    if old.exposition != new.exposition {
+        out.push(
+            Rule::ExpositionChanged,
+            format!(
+                "exposition {} (was {}): every namespaced action is called by another name",
+                exposition(new.exposition),
+                exposition(old.exposition)
+            ),
+        );
+    }
+    match (old.access_policy, new.access_policy) {
+        (true, false) => out.push(
+            Rule::GuardLoosened,
+            "access policy removed: every caller sees and may call every tool".into(),
+        ),
+        (false, true) => out.push(
+            Rule::GuardTightened,
+            "an access policy decides per request what is listed and callable".into(),
+        ),
+        _ => {}
+    }
+    if old.audit != new.audit {
+        let strength = |audit: Option<Audit>| match audit {
+            None => 0,
+            Some(Audit::BestEffort) => 1,
+            Some(Audit::Required) => 2,
+        };
+        let rule = if strength(new.audit) < strength(old.audit) {
+            Rule::GuardLoosened
+        } else {
+            Rule::GuardTightened
+        };
+        out.push(
+            rule,
+            format!("audit {} (was {})", audit(new.audit), audit(old.audit)),
+        );
+    }
+    rate_limit("server", old.rate_limit, new.rate_limit, &mut out);
+    out.form_only(old, new);
+}
+
+fn exposition(exposition: crate::format::Exposition) -> &'static str {
+    match exposition {
+        crate::format::Exposition::Flat => "flat",
+        crate::format::Exposition::Grouped => "grouped",
+    }
+}
+
+fn audit(audit: Option<Audit>) -> &'static str {
+    match audit {
+        None => "off",
+        Some(Audit::BestEffort) => "best effort",
+        Some(Audit::Required) => "required",
+    }
+}
+
+/// Whether two entries are the same but for the name they are called by.
+fn same_but_name(old: &ActionEntry, new: &ActionEntry) -> bool {
+    let unnamed = |entry: &ActionEntry| ActionEntry {
+        exposure: Exposure {
+            tool: String::new(),
+            action: None,
+        },
+        ..entry.clone()
+    };
+    unnamed(old) == unnamed(new)
+}
+
+fn action(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
+    if old.verb != new.verb {
+        let rule = if old.verb == crate::format::Verb::Query {
+            Rule::QueryBecameWrite
+        } else {
+            Rule::VerbChanged
+        };
+        out.push(
+            rule,
+            format!("now a {} (was a {})", new.verb.as_str(), old.verb.as_str()),
+        );
+    }
+    if old.exposure != new.exposure {
+        out.push(
+            Rule::ExposureChanged,
+            format!(
+                "agents call `{}` instead of `{}`",
+                new.exposure, old.exposure
+            ),
+        );
+    }
+    annotations(old, new, out);
+    if old.title != new.title {
+        out.push(
+            Rule::TitleChanged,
+            format!(
+                "title {}",
+                reworded(old.title.as_deref(), new.title.as_deref())
+            ),
+        );
+    }
+    if old.description != new.description {
+        out.push(
+            Rule::DescriptionChanged,
+            format!(
+                "description {}",
+                reworded(Some(&old.description), Some(&new.description))
+            ),
+        );
+    }
+    if old.version != new.version {
+        out.push(
+            Rule::VersionChanged,
+            format!(
+                "version {} (was {})",
+                new.version.as_deref().unwrap_or("the server's"),
+                old.version.as_deref().unwrap_or("the server's")
+            ),
+        );
+    }
+    schema::compare(
+        Side::Input,
+        &old.input_schema,
+        &new.input_schema,
+        &Covered::default(),
+        out,
+    );
+    let covered = egress(&old.egress, &new.egress, out);
+    schema::compare(
+        Side::Output,
+        &old.output_schema,
+        &new.output_schema,
+        &covered,
+        out,
+    );
+    state(old, new, out);
+    guards(&old.guards, &new.guards, out);
+    if old.access.toolset != new.access.toolset {
+        out.push(
+            Rule::ToolsetChanged,
+            format!(
+                "toolset {} (was {})",
+                toolset(new.access.toolset.as_deref()),
+                toolset(old.access.toolset.as_deref())
+            ),
+        );
+    }
+    set_changes(&old.access.tags, &new.access.tags, |tag, added| {
+        out.push(
+            Rule::TagsChanged,
+            format!("tag `{tag}` {}", if added { "added" } else { "removed" }),
+        );
+    });
+    set_changes(&old.error_actions, &new.error_actions, |key, added| {
+        if added {
+            out.push(
+                Rule::SuggestionAdded,
+                format!("an error may offer `{key}` as an available action"),
+            );
+        } else {
+            out.push(
+                Rule::SuggestionRemoved,
+                format!("no error offers `{key}` any more"),
+            );
+        }
+    });
+    out.form_only(old, new);
+}
+
+fn toolset(toolset: Option<&str>) -> String {
+    toolset.map_or_else(|| "none".into(), |toolset| format!("`{toolset}`"))
+}
+
+fn annotations(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
+    let (old, new) = (&old.annotations, &new.annotations);
+    if old.is_read_only() != new.is_read_only() {
+        out.push(
+            Rule::ReadOnlyFlipped,
+            format!(
+                "`readOnly` flipped from {} to {}",
+                old.is_read_only(),
+                new.is_read_only()
+            ),
+        );
+    }
+    if old.is_destructive() != new.is_destructive() {
+        out.push(
+            Rule::DestructiveFlipped,
+            format!(
+                "`destructive` flipped from {} to {}",
+                old.is_destructive(),
+                new.is_destructive()
+            ),
+        );
+    }
+    match (old.is_idempotent(), new.is_idempotent()) {
+        (true, false) => out.push(
+            Rule::IdempotencyDropped,
+            "no longer `idempotent`: retrying is not declared safe any more".into(),
+        ),
+        (false, true) => out.push(
+            Rule::IdempotencyAdded,
+            "declared `idempotent`: retrying is safe".into(),
+        ),
+        _ => {}
+    }
+    if old.is_open_world() != new.is_open_world() {
+        out.push(
+            Rule::OpenWorldChanged,
+            format!(
+                "`openWorld` flipped from {} to {}",
+                old.is_open_world(),
+                new.is_open_world()
+            ),
+        );
+    }
+}
+
+/// The presenters' changes; returns what they cover of the output schema, so that one change
+/// is not reported twice (a presenter's new field is also a new property of the output).
+fn egress(old: &Egress, new: &Egress, out: &mut Changes<'_>) -> Covered {
+    let mut covered = Covered::default();
+    let presenter = new
+        .presenter
+        .as_deref()
+        .or(old.presenter.as_deref())
+        .unwrap_or("the result");
+    match (old.limit, new.limit) {
+        (Some(was), None) => out.push(
+            Rule::LimitRaised,
+            format!("agent limit of {was} items removed: every item reaches the agent"),
+        ),
+        (None, Some(now)) => out.push(
+            Rule::LimitLowered,
+            format!("agent limit of {now} items added"),
+        ),
+        (Some(was), Some(now)) if now > was => out.push(
+            Rule::LimitRaised,
+            format!("agent limit raised from {was} to {now} items"),
+        ),
+        (Some(was), Some(now)) if now < was => out.push(
+            Rule::LimitLowered,
+            format!("agent limit lowered from {was} to {now} items"),
+        ),
+        _ => {}
+    }
+    if old.limit != new.limit {
+        covered.insert(Aspect::MaxItems, "data");
+    }
+    set_changes(&old.ui_kinds, &new.ui_kinds, |kind, added| {
+        if added {
+            out.push(
+                Rule::UiKindAdded,
+                format!("egress widened: presenter `{presenter}` may render `{kind}` blocks"),
+            );
+        } else {
+            out.push(
+                Rule::UiKindRemoved,
+                format!("presenter `{presenter}` no longer renders `{kind}` blocks"),
+            );
+        }
+    });
+    set_changes(&old.suggests, &new.suggests, |key, added| {
+        if added {
+            out.push(
+                Rule::SuggestionAdded,
+                format!("presenter `{presenter}` may suggest `{key}`"),
+            );
+        } else {
+            out.push(
+                Rule::SuggestionRemoved,
+                format!("presenter `{presenter}` no longer suggests `{key}`"),
+            );
+        }
+    });
+    if let (Some(was), Some(now)) = (&old.presenter, &new.presenter) {
+        let mut walk = Walk {
+            old: &old.presenters,
+            new: &new.presenters,
+            visited: BTreeSet::new(),
+            covered: &mut covered,
+            out,
+        };
+        walk.presenter("data", was, now);
+    }
+    covered
+}
+
+/// Compares presenters along the fields that nest them, from the result's presenter down.
+struct Walk<'a, 'o, 'c> {
+    old: &'a BTreeMap<String, PresenterEntry>,
+    new: &'a BTreeMap<String, PresenterEntry>,
+    /// Pairs compared already: a presenter may nest itself.
+    visited: BTreeSet<(&'a str, &'a str)>,
+    covered: &'c mut Covered,
+    out: &'c mut Changes<'o>,
+}
+
+impl<'a> Walk<'a, '_, '_> {
+    fn presenter(&mut self, path: &str, was: &'a str, now: &'a str) {
+        if !self.visited.insert((was, now)) {
+            return;
+        }
+        let (olds, news) = (self.old, self.new);
+        let (Some(old), Some(new)) = (olds.get(was), news.get(now)) else {
+            return;
+        };
+        if was != now {
+            self.out.push(
+                Rule::PresenterRenamed,
+                format!("`{path}` presented by `{now}` (was `{was}`)"),
+            );
+        }
+        if old.model != new.model {
+            self.out.push(
+                Rule::PresenterRenamed,
+                format!(
+                    "presenter `{now}` presents model `{}` (was `{}`)",
+                    new.model, old.model
+                ),
+            );
+        }
+        for (field, presented) in &new.fields {
+            let field_path = format!("{path}.{field}");
+            match old.fields.get(field) {
+                None => {
+                    self.out.push(
+                        Rule::PresenterFieldAdded,
+                        format!("egress widened: presenter `{now}` lets `{field_path}` out"),
+                    );
+                    self.covered.insert(Aspect::Added, &field_path);
+                }
+                Some(before) => {
+                    if before.label != presented.label {
+                        self.out.push(
+                            Rule::LabelChanged,
+                            format!(
+                                "label of `{field_path}` {}",
+                                reworded(Some(&before.label), Some(&presented.label))
+                            ),
+                        );
+                        self.covered.insert(Aspect::Description, &field_path);
+                    }
+                    if let (Some(was), Some(now)) = (&before.presenter, &presented.presenter) {
+                        self.presenter(&field_path, was, now);
+                    }
+                }
+            }
+        }
+        for field in old.fields.keys() {
+            if !new.fields.contains_key(field) {
+                let field_path = format!("{path}.{field}");
+                self.out.push(
+                    Rule::OutputFieldRemoved,
+                    format!("presenter `{now}` no longer presents `{field_path}`"),
+                );
+                self.covered.insert(Aspect::Removed, &field_path);
+            }
+        }
+        set_changes(&old.rules, &new.rules, |rule, added| {
+            self.out.push(
+                Rule::RulesChanged,
+                format!(
+                    "presenter `{now}`: rule {} {}",
+                    if added { "added:" } else { "removed:" },
+                    quote(rule)
+                ),
+            );
+        });
+    }
+}
+
+fn state(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
+    set_changes(
+        &old.state.invalidates,
+        &new.state.invalidates,
+        |glob, added| {
+            if added {
+                out.push(Rule::InvalidationAdded, format!("invalidates `{glob}` too"));
+            } else {
+                out.push(
+                    Rule::InvalidationRemoved,
+                    format!("no longer invalidates `{glob}`: agents may act on stale results"),
+                );
+            }
+        },
+    );
+    let (was, now) = (old.state.cache, new.state.cache);
+    if was != now {
+        let name = |cache: Option<Cache>| match cache {
+            None => "none",
+            Some(Cache::Immutable) => "immutable",
+            Some(Cache::Volatile) => "volatile",
+        };
+        let rule = if now == Some(Cache::Immutable) {
+            Rule::CacheImmutable
+        } else {
+            Rule::CacheChanged
+        };
+        out.push(
+            rule,
+            format!("cache hint {} (was {})", name(now), name(was)),
+        );
+    }
+}
+
+fn guards(old: &Guards, new: &Guards, out: &mut Changes<'_>) {
+    if old.serialization != new.serialization {
+        let strength = |serialization: &Serialization| match serialization {
+            Serialization::None => 0,
+            Serialization::PerArgument(_) => 1,
+            Serialization::PerAction => 2,
+        };
+        let describe = |serialization: &Serialization| match serialization {
+            Serialization::None => "not serialized".to_owned(),
+            Serialization::PerArgument(argument) => format!("serialized per `{argument}`"),
+            Serialization::PerAction => "serialized per action".to_owned(),
+        };
+        // Another argument is as strict, but calls that were serialized may now overlap.
+        let rule = if strength(&new.serialization) > strength(&old.serialization) {
+            Rule::GuardTightened
+        } else {
+            Rule::GuardLoosened
+        };
+        out.push(
+            rule,
+            format!(
+                "{} (was {})",
+                describe(&new.serialization),
+                describe(&old.serialization)
+            ),
+        );
+    }
+    match (old.concurrency, new.concurrency) {
+        (Some(_), None) => out.push(Rule::GuardLoosened, "concurrency limit removed".into()),
+        (None, Some(now)) => out.push(
+            Rule::GuardTightened,
+            format!(
+                "concurrency limit added: {} at once, {} queued",
+                now.max_active, now.max_queued
+            ),
+        ),
+        (Some(was), Some(now)) if was != now => {
+            let rule = if now.max_active > was.max_active || now.max_queued > was.max_queued {
+                Rule::GuardLoosened
+            } else {
+                Rule::GuardTightened
+            };
+            out.push(
+                rule,
+                format!(
+                    "concurrency {} at once, {} queued, retry after {} (was {}, {}, {})",
+                    now.max_active,
+                    now.max_queued,
+                    millis(now.retry_after_ms),
+                    was.max_active,
+                    was.max_queued,
+                    millis(was.retry_after_ms)
+                ),
+            );
+        }
+        _ => {}
+    }
+    match (old.max_bytes, new.max_bytes) {
+        (Some(was), None) => out.push(
+            Rule::BudgetRaised,
+            format!("egress budget of {was} bytes removed"),
+        ),
+        (None, Some(now)) => out.push(
+            Rule::BudgetLowered,
+            format!("egress budget of {now} bytes added"),
+        ),
+        (Some(was), Some(now)) if now > was => out.push(
+            Rule::BudgetRaised,
+            format!("egress budget raised from {was} to {now} bytes"),
+        ),
+        (Some(was), Some(now)) if now < was => out.push(
+            Rule::BudgetLowered,
+            format!("egress budget lowered from {was} to {now} bytes"),
+        ),
+        _ => {}
+    }
+    match (old.timeout_ms, new.timeout_ms) {
+        (Some(was), None) => out.push(
+            Rule::GuardLoosened,
+            format!("timeout of {} removed", millis(was)),
+        ),
+        (None, Some(now)) => out.push(
+            Rule::GuardTightened,
+            format!("timeout of {} added", millis(now)),
+        ),
+        (Some(was), Some(now)) if now > was => out.push(
+            Rule::GuardLoosened,
+            format!("timeout raised from {} to {}", millis(was), millis(now)),
+        ),
+        (Some(was), Some(now)) if now < was => out.push(
+            Rule::GuardTightened,
+            format!("timeout lowered from {} to {}", millis(was), millis(now)),
+        ),
+        _ => {}
+    }
+    rate_limit("action", old.rate_limit, new.rate_limit, out);
+}
+
+fn rate_limit(of: &str, old: Option<RateLimit>, new: Option<RateLimit>, out: &mut Changes<'_>) {
+    let describe = |limit: RateLimit| format!("{} calls per {}", limit.max, millis(limit.per_ms));
+    match (old, new) {
+        (Some(was), None) => out.push(
+            Rule::GuardLoosened,
+            format!("{of} rate limit of {} removed", describe(was)),
+        ),
+        (None, Some(now)) => out.push(
+            Rule::GuardTightened,
+            format!("{of} rate limit of {} added", describe(now)),
+        ),
+        (Some(was), Some(now)) if was != now => {
+            // Looser when the bucket holds more or refills faster (max / per, compared
+            // without division).
+            let faster = u128::from(now.max) * u128::from(was.per_ms)
+                > u128::from(was.max) * u128::from(now.per_ms);
+            let rule = if now.max > was.max || faster {
+                Rule::GuardLoosened
+            } else {
+                Rule::GuardTightened
+            };
+            out.push(
+                rule,
+                format!("{of} rate limit {} (was {})", describe(now), describe(was)),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// Calls `change(item, added)` for every item of one list and not the other, in order.
+fn set_changes<'v>(old: &'v [String], new: &'v [String], mut change: impl FnMut(&'v str, bool)) {
+    for item in new {
+        if !old.contains(item) {
+            change(item, true);
+        }
+    }
+    for item in old {
+        if !new.contains(item) {
+            change(item, false);
+        }
+    }
+}
+
+pub(crate) fn millis(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// `reworded: "old…" → "new…"`, `added: "…"` or `removed`.
+pub(crate) fn reworded(old: Option<&str>, new: Option<&str>) -> String {
+    match (old, new) {
+        (Some(old), Some(new)) => format!("reworded: {} → {}", quote(old), quote(new)),
+        (None, Some(new)) => format!("added: {}", quote(new)),
+        (Some(_), None) => "removed".into(),
+        (None, None) => "unchanged".into(),
+    }
+}
+
+/// A text as a JSON string (newlines escaped, so that a reason stays on one line), cut to 60
+/// characters.
+pub(crate) fn quote(text: &str) -> String {
+    const MAX: usize = 60;
+    match text.char_indices().nth(MAX) {
+        None => Value::String(text.to_owned()).to_string(),
+        Some((cut, _)) => {
+            let quoted = Value::String(text[..cut].to_owned()).to_string();
+            format!("{}…\"", &quoted[..quoted.len() - 1])
+        }
+    }
+}
