@@ -40,10 +40,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! An application serving the router itself keeps its own connection bounds (header, idle and
+//! write timeouts, a connection cap): those of [`HttpOptions`] are kept by
+//! [`Mcp::serve_http_on`]; the router bounds sessions and request bodies wherever it is served.
+//!
 //! Defaults are the fast and safe configuration: the non-blocking stdio transport, `TCP_NODELAY`
 //! on every accepted socket, JSON (not SSE) responses for stateless requests, loopback binding,
-//! and `Host`/`Origin` checked against loopback allow-lists, in front of everything else
-//! (bearer authentication and [`Mcp::layer`] layers included).
+//! `Host`/`Origin` checked against loopback allow-lists, in front of everything else (bearer
+//! authentication and [`Mcp::layer`] layers included), and every resource a client can hold
+//! bounded (see [`HttpOptions`]).
 
 use std::borrow::Cow;
 use std::fmt;

@@ -96,7 +96,9 @@ impl Opener {
     }
 }
 
-/// rmcp's in-memory session manager with bounds: see the [module](self) documentation.
+/// rmcp's in-memory session manager with bounds: a cap per principal and in total, an idle
+/// timeout, and idle sessions parked (their worker dropped, their `initialize` parameters kept
+/// for rmcp to restore them from) as [`HttpOptions`](super::HttpOptions) says.
 /// [`Mcp::http_service`](super::Mcp::http_service) and [`Mcp::router`](super::Mcp::router)
 /// serve sessions through it.
 #[derive(Clone)]

@@ -621,7 +621,7 @@ fn refused_session(refusal: Refusal) -> axum::response::Response {
 /// | [`max_sessions`](Self::max_sessions) | 4096 | 2025-11-25 sessions open at once, parked ones included; beyond it `initialize` gets `503` |
 /// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | 100 | sessions one principal (subject and tenant, whatever its tokens) may hold; beyond it `initialize` gets `429` |
 /// | [`session_idle_timeout`](Self::session_idle_timeout) | 5 min | a session with no request for this long is closed (rmcp's own default); its client gets 404 and initializes again |
-/// | [`session_park_after`](Self::session_park_after) | 60 s | a session with no request in flight and no open stream for this long gives up its worker (about 95 kB) and keeps its `initialize` parameters (about 1 kB); its next request restores it transparently |
+/// | [`session_park_after`](Self::session_park_after) | 60 s | a session with no request in flight and no open stream for this long gives up its worker (about 95 kB) and keeps its `initialize` parameters (about 600 bytes); its next request restores it transparently |
 ///
 /// Refusals carry a JSON-RPC error in a JSON body a client can show: `503` for the connection
 /// cap and the server's session cap, `429` for a principal's session cap, each with
