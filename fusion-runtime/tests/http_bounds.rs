@@ -13,7 +13,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
-use support::{Raw, Served, call, demo_server, eventually, initialize, within};
+use support::{Logs, Raw, Served, call, demo_server, eventually, initialize, within};
 
 /// The bound every test sets to what it attacks; the others stay long.
 const BOUND: Duration = Duration::from_millis(300);
@@ -389,6 +389,8 @@ async fn sessions_are_capped_per_principal_and_in_total_with_a_readable_error() 
             .await
             .expect("initialize");
         assert_eq!(full.status, 503, "{}", full.text());
+        assert!(full.header("retry-after").is_some());
+        assert_eq!(full.message()["error"]["code"], -32000);
         assert_eq!(full.message()["error"]["data"]["sessionLimit"], 3);
         // rmcp's client reads that error and reports it.
         let http = reqwest::Client::builder()
@@ -415,11 +417,14 @@ async fn sessions_are_capped_per_principal_and_in_total_with_a_readable_error() 
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// On this thread's runtime, so that the server's logs (which tell when the session is parked
+// and restored) are this test's alone.
+#[tokio::test]
 async fn a_session_answers_only_the_credential_that_opened_it_parked_or_not() {
+    let (logs, _capture) = Logs::capture();
     within(async {
         let served = serve(HttpOptions {
-            session_park_after: Duration::from_millis(100),
+            session_park_after: BOUND,
             ..options().auth(tokens())
         })
         .await;
@@ -427,8 +432,10 @@ async fn a_session_answers_only_the_credential_that_opened_it_parked_or_not() {
         let session = session_of(&raw.open_session(Some("alpha-1")).await.expect("initialize"));
         for round in ["live", "parked"] {
             if round == "parked" {
-                // Long enough for the sweeper to park it.
-                tokio::time::sleep(Duration::from_millis(400)).await;
+                eventually(SLACK + BOUND, "the idle session parked", || {
+                    std::future::ready(!logs.containing("parked an idle session").is_empty())
+                })
+                .await;
             }
             // The same principal with its other token: as if the session did not exist.
             assert_eq!(
@@ -463,6 +470,8 @@ async fn a_session_answers_only_the_credential_that_opened_it_parked_or_not() {
                 "{round}"
             );
         }
+        // The last call did restore the parked session (the refused ones did not).
+        assert_eq!(logs.containing("restored a parked session").len(), 1);
         let deleted = raw.delete(Some("alpha-1"), &session).await.expect("DELETE");
         assert!(deleted.status < 300, "{}", deleted.status);
         assert_eq!(echo(&mut raw, Some("alpha-1"), Some(&session)).await, 404);
@@ -507,4 +516,42 @@ async fn an_idle_session_expires_and_frees_its_slot() {
         assert_eq!(echo(&mut raw, Some("alpha-1"), Some(&idle)).await, 404);
     })
     .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logs
+
+// On this thread's runtime, so that the server's logs are this test's alone.
+#[tokio::test]
+async fn refused_tokens_are_logged_at_debug_with_one_counted_warning_not_a_line_each() {
+    let (logs, _capture) = Logs::capture();
+    within(async {
+        let served = serve(options().auth(tokens())).await;
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        // Anyone can send bad tokens, as many as they like.
+        for attempt in 0..50 {
+            let token = format!("guess-{attempt}");
+            let response = raw
+                .stateless_call(Some(&token), "demo_echo", json!({"text": "hello"}))
+                .await
+                .expect("an answer");
+            assert_eq!(response.status, 401, "{}", response.text());
+        }
+        assert_eq!(echo(&mut raw, Some("alpha-1"), None).await, 200);
+    })
+    .await;
+    let refused = logs.containing("bearer token");
+    let each = refused
+        .iter()
+        .filter(|event| event.level == tracing::Level::DEBUG)
+        .count();
+    let loud: Vec<_> = refused
+        .iter()
+        .filter(|event| event.level <= tracing::Level::INFO)
+        .collect();
+    assert_eq!(each, 50, "{refused:?}");
+    // The first refusal warns (counted); the next 49 fall in its one-minute window.
+    assert_eq!(loud.len(), 1, "{loud:?}");
+    assert_eq!(loud[0].level, tracing::Level::WARN);
+    assert!(loud[0].text.contains("refused=1"), "{}", loud[0].text);
 }

@@ -426,10 +426,15 @@ impl Shared {
             let shared = Arc::clone(self);
             tokio::spawn(async move {
                 let _ = shared.inner.close_session(&id).await;
-                if let Some(entry) = shared.lock().sessions.get_mut(&id)
-                    && entry.phase == Phase::Parking
-                {
-                    entry.phase = Phase::Parked;
+                let parked = match shared.lock().sessions.get_mut(&id) {
+                    Some(entry) if entry.phase == Phase::Parking => {
+                        entry.phase = Phase::Parked;
+                        true
+                    }
+                    _ => false,
+                };
+                if parked {
+                    tracing::debug!(session = %id, "parked an idle session");
                 }
                 shared.parked.notify_waiters();
             });

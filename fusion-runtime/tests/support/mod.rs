@@ -3,8 +3,10 @@
 //! hides (half-sent requests, streams nobody reads, exact statuses and headers).
 #![allow(dead_code, unreachable_pub)]
 
+use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use fusion_runtime::serve::{HttpOptions, Mcp, ServeError};
@@ -41,6 +43,80 @@ where
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logs
+
+/// The events fusion-runtime logs on one thread: a test on a current-thread runtime sees its
+/// server's, and no other test's.
+#[derive(Clone, Default)]
+pub struct Logs(Arc<Mutex<Vec<Logged>>>);
+
+/// One event: its level, and its message followed by its other fields (`name=value`).
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub level: tracing::Level,
+    pub text: String,
+}
+
+impl Logs {
+    /// Records the events of this thread until the guard is dropped.
+    pub fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
+        let logs = Logs::default();
+        let guard = tracing::subscriber::set_default(logs.clone());
+        (logs, guard)
+    }
+
+    /// The events so far whose text contains `needle`.
+    pub fn containing(&self, needle: &str) -> Vec<Logged> {
+        let events = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        events
+            .iter()
+            .filter(|event| event.text.contains(needle))
+            .cloned()
+            .collect()
+    }
+}
+
+impl tracing::Subscriber for Logs {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.target().starts_with("fusion_runtime")
+    }
+
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Text(String);
+        impl tracing::field::Visit for Text {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+                if field.name() == "message" {
+                    self.0.insert_str(0, &format!("{value:?}"));
+                } else {
+                    self.0.push_str(&format!(" {}={value:?}", field.name()));
+                }
+            }
+        }
+        let mut text = Text(String::new());
+        event.record(&mut text);
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Logged {
+                level: *event.metadata().level(),
+                text: text.0,
+            });
+    }
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 // ---------------------------------------------------------------------------------------------
