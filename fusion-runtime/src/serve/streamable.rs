@@ -914,6 +914,37 @@ mod tests {
         );
     }
 
+    /// The defaults are the ones the `HttpOptions` table (and the production guide, and
+    /// billing's `--help`) state.
+    #[test]
+    fn the_bounds_default_to_the_documented_values() {
+        let options = HttpOptions::default();
+        assert_eq!(options.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(options.body_read_timeout, Duration::from_secs(30));
+        assert_eq!(options.idle_timeout, Duration::from_secs(60));
+        assert_eq!(options.write_timeout, Duration::from_secs(30));
+        assert_eq!(options.max_connections, 512);
+        assert_eq!(options.shutdown_timeout, Duration::from_secs(10));
+        assert_eq!(options.max_sessions, 4096);
+        assert_eq!(options.max_sessions_per_principal, 100);
+        assert_eq!(options.session_idle_timeout, Some(Duration::from_secs(300)));
+        assert_eq!(options.session_park_after, Duration::from_secs(60));
+        assert_eq!(options.max_body_bytes, 4 * 1024 * 1024);
+        let limits = options.connection_limits();
+        assert_eq!(limits.header_read_timeout, options.header_read_timeout);
+        assert_eq!(limits.idle_timeout, options.idle_timeout);
+        assert_eq!(limits.write_timeout, options.write_timeout);
+        assert_eq!(limits.max_connections, options.max_connections);
+        assert_eq!(limits.shutdown_timeout, options.shutdown_timeout);
+        let tuned = options.max_connections(3).max_sessions(7, 2);
+        assert_eq!(
+            (tuned.max_connections, tuned.max_sessions),
+            (3, 7),
+            "the builders set what they say"
+        );
+        assert_eq!(tuned.max_sessions_per_principal, 2);
+    }
+
     #[test]
     fn a_list_of_blank_hosts_allows_no_host() {
         let options = HttpOptions {
