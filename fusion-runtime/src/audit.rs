@@ -7,8 +7,8 @@
 //! transaction: it takes an [`AuditEntry`] parameter, writes [`AuditEntry::record`] with its
 //! change, and calls [`AuditEntry::recorded`] once the transaction committed. The sink then does
 //! not record that call again. Either both the change and its record are there, or neither is.
-//! With the `audit-sqlite` feature, [`SqliteAuditSink::create_table`] and
-//! [`SqliteAuditSink::append`] write the same table from the handler's own transaction.
+//! With the `audit-sqlite` feature, `SqliteAuditSink::create_table` and
+//! `SqliteAuditSink::append` write the same table from the handler's own transaction.
 //!
 //! **When the sink fails.** The call's effect has already happened. The record is never dropped
 //! silently: it is written in full to the `tracing` log at `ERROR` level (target

@@ -381,6 +381,8 @@ impl ServerBuilder {
                 rate_limiter: self.rate_limit.map(RateLimiter::new),
                 span_level: self.span_level,
                 grouped_views: Default::default(),
+                #[cfg(feature = "bench-hooks")]
+                measured_calls: Default::default(),
             }),
         })
     }

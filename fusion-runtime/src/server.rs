@@ -43,6 +43,10 @@ pub(crate) struct ServerInner {
     pub(crate) span_level: tracing::Level,
     /// Grouped definitions per set of visible actions (access policy only).
     pub(crate) grouped_views: GroupedViews,
+    /// Calls that measured anything (a clock read, an audit digest): a probe for tests of the
+    /// path that measures nothing when nobody listens.
+    #[cfg(feature = "bench-hooks")]
+    pub(crate) measured_calls: std::sync::atomic::AtomicU64,
 }
 
 /// The definitions of grouped tools restricted to the actions one caller may call, keyed by
@@ -219,6 +223,15 @@ impl Server {
     /// A new context for one call, with nothing attached yet.
     pub fn new_context(&self) -> CallContext {
         CallContext::new(Arc::clone(&self.inner.state))
+    }
+
+    /// How many calls measured anything (see the `bench-hooks` feature).
+    #[cfg(feature = "bench-hooks")]
+    #[doc(hidden)]
+    pub fn measured_calls(&self) -> u64 {
+        self.inner
+            .measured_calls
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The exposed name and arguments that call `key` with `arguments` (adds the

@@ -33,7 +33,8 @@ use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::Value;
 
 use crate::context::CallContext;
-use crate::envelope::{Envelope, ErrorBody, Meta, SuggestedCall, Truncated};
+pub use crate::envelope::Dropped;
+use crate::envelope::{Envelope, ErrorBody, Meta, Sealed, SuggestedCall, Truncated};
 use crate::server::{Server, UnknownTool};
 
 type ContextSetup = Arc<dyn Fn(&mut CallContext) + Send + Sync>;
@@ -87,20 +88,46 @@ impl Tester {
     }
 
     /// Calls the tool with canonical key `key` (`billing.get_invoice`) through its exposed
-    /// name, adding the `action` discriminator in grouped exposition.
+    /// name, adding the `action` discriminator in grouped exposition. An exposed name
+    /// (`billing_get_invoice`) is called as it is, with `arguments` as given.
     ///
     /// # Panics
-    /// When the server has no tool with this key, or `arguments` is not an object: both are
-    /// mistakes in the test itself.
+    /// When the server has no tool with this key or name (saying which key was meant), or
+    /// `arguments` is not an object: both are mistakes in the test itself.
     pub async fn call(&self, key: &str, arguments: Value) -> TestResult {
         let arguments = into_object(arguments);
-        let Some((name, arguments)) = self.server.exposed_call(key, Some(arguments)) else {
-            panic!("the server has no tool with key `{key}`");
+        let (name, arguments) = match self.server.exposed_call(key, Some(arguments.clone())) {
+            Some(exposed) => exposed,
+            None if self.server.tool(key).is_some() => (key.to_owned(), arguments),
+            None => panic!("{}", self.no_such_key(key)),
         };
         match self.call_exposed(&name, Value::Object(arguments)).await {
             Ok(result) => result,
             Err(unknown) => panic!("{unknown}"),
         }
+    }
+
+    /// Why `key` names nothing, and what it probably meant.
+    #[cold]
+    fn no_such_key(&self, key: &str) -> String {
+        let keys: Vec<&str> = self
+            .server
+            .actions()
+            .map(|action| action.key().as_str())
+            .collect();
+        let mut message = format!("the server has no tool with key or name `{key}`");
+        let closest = keys
+            .iter()
+            .map(|candidate| (edit_distance(key, candidate), *candidate))
+            .min();
+        match closest {
+            Some((distance, candidate)) if distance <= key.len().max(3) / 3 => {
+                message.push_str(&format!("; did you mean `{candidate}`?"));
+            }
+            _ => {}
+        }
+        message.push_str(&format!(" Its keys: {}.", keys.join(", ")));
+        message
     }
 
     /// Calls an exposed tool by the name agents use, with raw arguments.
@@ -113,12 +140,29 @@ impl Tester {
             Value::Null => None,
             other => Some(into_object(other)),
         };
-        let raw = self
+        let sealed: Sealed = self
             .server
-            .call_tool(name, arguments, self.context())
+            .call_sealed(name, arguments, self.context())
             .await?;
-        Ok(TestResult::new(raw))
+        let mut result = TestResult::new(sealed.result);
+        result.dropped = sealed.dropped;
+        Ok(result)
     }
+}
+
+/// The Levenshtein distance between two keys, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, from) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, to) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(from != *to);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
 }
 
 fn into_object(arguments: Value) -> JsonObject {
@@ -138,6 +182,7 @@ pub struct TestResult {
     typed: Envelope,
     meta: Value,
     error: Value,
+    dropped: Vec<Dropped>,
 }
 
 static NULL: Value = Value::Null;
@@ -167,7 +212,16 @@ impl TestResult {
             typed,
             meta,
             error,
+            dropped: Vec::new(),
         }
+    }
+
+    /// What the tool's code put in the result that the agent was not shown: suggestions
+    /// naming a tool the presenter did not declare (or with arguments that are not an
+    /// object), and error actions naming no tool. A server only logs these; a test can
+    /// assert there are none.
+    pub fn dropped(&self) -> &[Dropped] {
+        &self.dropped
     }
 
     /// The MCP result itself.

@@ -510,6 +510,7 @@ async fn list_results_carry_cache_hints_for_2026_07_28() {
             page_size: 3,
             list_ttl: Duration::from_millis(4_321),
             list_cache_scope: CacheScope::Private,
+            ..McpOptions::default()
         };
         let connected = connect_directly(&demo_mcp(&probe, options), ProtocolVersion::V_2026_07_28);
         let peer = connected.peer();
@@ -601,6 +602,69 @@ async fn context_factory_runs_once_per_request_and_sees_meta() {
                 None
             ]
         );
+        connected.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_panicking_context_factory_is_an_internal_error_and_the_server_keeps_serving() {
+    within(async {
+        let probe = Arc::new(Probe::default());
+        // An access policy makes `tools/list` build a call context too.
+        let server = demo_server_with(&probe, |builder| {
+            builder.access(|_: &CallContext, _: ActionInfo<'_>| true)
+        });
+        let mcp = Mcp::new(server).context(|request, _call| {
+            if request.meta().0.contains_key("dev.test/panic") {
+                panic!("factory secret: db password hunter2");
+            }
+        });
+        let connected = connect(&mcp).await;
+        let peer = connected.peer();
+        let panicking = || {
+            let meta: RequestMetaObject =
+                serde_json::from_value(json!({"dev.test/panic": true})).unwrap();
+            Some(meta)
+        };
+
+        let mut params = CallToolRequestParams::new("demo_echo")
+            .with_arguments(arguments(json!({"text": "hi"})));
+        params.meta = panicking();
+        let failed = peer.call_tool(params).await.expect("a result, not silence");
+        assert_eq!(failed.is_error, Some(true));
+        let body = failed.structured_content.clone().unwrap();
+        assert_eq!(body["error"]["code"], "INTERNAL_ERROR", "{body}");
+        assert!(
+            body["error"]["errorId"]
+                .as_str()
+                .is_some_and(|id| !id.is_empty())
+        );
+        let wire = serde_json::to_string(&failed).unwrap();
+        assert!(
+            !wire.contains("hunter2") && !wire.contains("factory"),
+            "{wire}"
+        );
+
+        let mut list = PaginatedRequestParams::default();
+        list.meta = panicking();
+        let refused = peer
+            .list_tools(Some(list))
+            .await
+            .expect_err("no list from a broken factory");
+        let ServiceError::McpError(error) = refused else {
+            panic!("a JSON-RPC error, got {refused:?}")
+        };
+        assert_eq!(error.code, ErrorCode::INTERNAL_ERROR);
+        assert!(error.message.contains("errorId"), "{}", error.message);
+        assert!(!error.message.contains("hunter2"), "{}", error.message);
+
+        // The same connection still serves.
+        let echoed = call(peer, "demo_echo", json!({"text": "again"}))
+            .await
+            .unwrap();
+        assert_eq!(echoed.structured_content.unwrap()["data"]["text"], "again");
+        assert!(!peer.list_all_tools().await.unwrap().is_empty());
         connected.close().await;
     })
     .await;

@@ -455,3 +455,33 @@ async fn author_text_without_backticks_is_left_as_written() {
         "Call billing.list_invoices to find valid ids."
     );
 }
+
+#[tokio::test]
+async fn the_tester_takes_exposed_names_as_well_as_keys() {
+    let flat = Tester::new(server());
+    let by_key = flat
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
+    let by_name = flat
+        .call("billing_get_invoice", json!({"id": "INV-1"}))
+        .await;
+    assert_eq!(by_key.data(), by_name.data());
+    assert_eq!(by_name.data()["id"], "INV-1");
+
+    // Grouped: the exposed name takes the discriminator as the agent sends it.
+    let grouped = Tester::new(server_with(Exposition::Grouped));
+    let result = grouped
+        .call("billing", json!({"action": "get_invoice", "id": "INV-2"}))
+        .await;
+    assert_eq!(result.data()["id"], "INV-2");
+}
+
+#[tokio::test]
+#[should_panic(
+    expected = "no tool with key or name `billing.get_invoce`; did you mean `billing.get_invoice`?"
+)]
+async fn the_tester_says_which_key_a_typo_meant() {
+    Tester::new(server())
+        .call("billing.get_invoce", json!({"id": "INV-1"}))
+        .await;
+}

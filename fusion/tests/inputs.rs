@@ -467,3 +467,99 @@ fn schemars_constraints_on_model_fields_and_arguments_reach_the_input_schema() {
     let update = schemars::SchemaGenerator::default().into_root_schema_for::<Update<Note>>();
     assert_eq!(update.as_value()["properties"]["title"]["maxLength"], 8);
 }
+
+/// A model whose fields are Rust keywords, written as raw identifiers.
+#[fusion::model(fillable(create = [r#type, r#match], update = [r#match], filter = [r#type]))]
+pub struct Rule {
+    /// The id.
+    #[cast("Rule id")]
+    pub id: String,
+    /// The kind.
+    #[cast("What kind of rule")]
+    pub r#type: String,
+    /// The pattern.
+    #[cast("The pattern it matches")]
+    pub r#match: Option<String>,
+}
+
+/// Shows a rule through its keyword fields.
+#[fusion::presenter(Rule, fields(id, r#type, r#match))]
+#[derive(Debug)]
+pub struct RuleView;
+
+/// Creates a rule.
+#[fusion::tool(mutation, name = "rules.create", returns = RuleView)]
+async fn create_rule(rule: Create<Rule>) -> Result<Rule, fusion::ToolError> {
+    Ok(Rule {
+        id: "R-1".into(),
+        r#type: rule.r#type,
+        r#match: rule.r#match,
+    })
+}
+
+/// Changes the pattern of the rules of one type.
+#[fusion::tool(mutation, name = "rules.retype", returns = RuleView)]
+async fn retype_rule(only: Filter<Rule>, change: Update<Rule>) -> Result<Rule, fusion::ToolError> {
+    Ok(Rule {
+        id: "R-2".into(),
+        r#type: only.r#type.unwrap_or_default(),
+        r#match: change.r#match.flatten(),
+    })
+}
+
+#[tokio::test]
+async fn raw_identifier_fields_are_plain_keys_in_and_out() {
+    let server = fusion::ServerBuilder::new("rules", "1")
+        .tool::<create_rule>()
+        .tool::<retype_rule>()
+        .build()
+        .unwrap();
+    let input = Value::Object(
+        (*server
+            .tool("rules_create")
+            .unwrap()
+            .definition()
+            .input_schema)
+            .clone(),
+    );
+    let keys: Vec<&String> = input["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["match", "type"], "{input:#}");
+    assert_eq!(input["required"], json!(["type"]));
+    let output = serde_json::to_string(
+        &server
+            .tool("rules_create")
+            .unwrap()
+            .definition()
+            .output_schema,
+    )
+    .unwrap();
+    assert!(!output.contains("r#"), "{output}");
+
+    let tester = Tester::new(server);
+    let created = tester
+        .call("rules.create", json!({"type": "regex", "match": "^a"}))
+        .await;
+    assert!(!created.is_error(), "{}", created.raw_text());
+    assert_eq!(
+        created.data(),
+        &json!({"id": "R-1", "type": "regex", "match": "^a"})
+    );
+    assert_eq!(created.rules()[1], "type: What kind of rule");
+    let raw = tester
+        .call("rules.create", json!({"r#type": "regex"}))
+        .await;
+    assert_eq!(
+        raw.error_code(),
+        Some("VALIDATION_ERROR"),
+        "the raw spelling is not a key"
+    );
+    let retyped = tester
+        .call("rules.retype", json!({"type": "glob", "match": "*.rs"}))
+        .await;
+    assert_eq!(
+        retyped.data(),
+        &json!({"id": "R-2", "type": "glob", "match": "*.rs"}),
+        "{}",
+        retyped.raw_text()
+    );
+}

@@ -153,6 +153,48 @@ async fn a_suggestion_the_presenter_did_not_declare_is_dropped_never_shown() {
     let suggestions = result.suggestions();
     assert_eq!(suggestions.len(), 1, "{suggestions:?}");
     assert_eq!(suggestions[0].reason, "declared");
+    // The agent never sees the other two; the test sees why they went.
+    let dropped: Vec<String> = result.dropped().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        dropped,
+        [
+            "suggestion of `billing.void_invoice` dropped: it names a tool the presenter did not declare in `actions`, or a key no tool has",
+            "suggestion of `billing.get_invoice` dropped: its arguments are not a JSON object",
+        ]
+    );
+    assert!(!result.raw_text().contains("billing_void_invoice"));
+}
+
+/// Fails naming a next step that is a typo of a real tool key.
+#[tool(query, name = "billing.misdirect")]
+async fn misdirect() -> Result<Health, ToolError> {
+    Err(ToolError::not_found("Nothing here.")
+        .with_actions(["billing.get_invoice", "billing.get_invoce"]))
+}
+
+#[tokio::test]
+async fn an_error_action_naming_no_tool_is_dropped_and_the_tester_shows_it() {
+    let server = tools(ServerBuilder::new("billing", "1").state(Db::seeded()))
+        .tool::<misdirect>()
+        .build()
+        .unwrap();
+    let tester = Tester::new(server);
+    let failed = tester.call("billing.misdirect", json!({})).await;
+    assert_eq!(
+        failed.error()["availableActions"],
+        json!(["billing_get_invoice"])
+    );
+    assert_eq!(
+        failed.dropped(),
+        [fusion::testing::Dropped::AvailableAction {
+            key: "billing.get_invoce".into()
+        }]
+    );
+    // A clean call drops nothing.
+    let clean = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
+    assert!(clean.dropped().is_empty());
 }
 
 #[tokio::test]
@@ -210,4 +252,57 @@ async fn over_the_budget_the_ui_blocks_go_before_any_item() {
     assert_eq!(cut.data(), whole.data());
     assert_eq!(cut.truncation(), None);
     assert!(serde_json::to_string(cut.raw()).unwrap().len() < size);
+}
+
+/// The usual "find" shape: nothing found is a result, not an error.
+#[tool(query, name = "billing.find_invoice", returns = InvoiceView)]
+async fn find_invoice(
+    db: fusion::State<Db>,
+    /// The customer whose first invoice is wanted.
+    customer_id: String,
+) -> Result<Option<Invoice>, BillingError> {
+    let invoices = db.invoices.lock().unwrap();
+    Ok(invoices
+        .iter()
+        .find(|invoice| invoice.customer_id == customer_id)
+        .cloned())
+}
+
+#[tokio::test]
+async fn an_optional_model_is_presented_and_absent_is_a_null_result() {
+    let server = tools(ServerBuilder::new("find", "1").state(Db::seeded()))
+        .tool::<find_invoice>()
+        .build()
+        .unwrap();
+    let output = serde_json::Value::Object(
+        (**server
+            .tool("billing_find_invoice")
+            .unwrap()
+            .definition()
+            .output_schema
+            .as_ref()
+            .unwrap())
+        .clone(),
+    );
+    let tester = Tester::new(server);
+    let customer = invoice(1, Status::Open).customer_id;
+    let found = tester
+        .call("billing.find_invoice", json!({"customer_id": customer}))
+        .await;
+    assert!(!found.is_error());
+    assert_eq!(found.data()["id"], "INV-1");
+    // Presented: only the presenter's fields, with its rules and suggestions.
+    assert!(found.data().get("internal_notes").is_none());
+    assert!(!found.rules().is_empty());
+    assert_eq!(found.suggestions().len(), 1);
+    assert_no_secret(found.raw_text().as_str());
+    assert_valid(&output, found.envelope());
+
+    let missing = tester
+        .call("billing.find_invoice", json!({"customer_id": "nobody"}))
+        .await;
+    assert!(!missing.is_error(), "absence is not an error");
+    assert_eq!(missing.data(), &serde_json::Value::Null);
+    assert!(missing.suggestions().is_empty() && missing.rules().is_empty());
+    assert_valid(&output, missing.envelope());
 }

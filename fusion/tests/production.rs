@@ -980,14 +980,48 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
 
 #[tokio::test]
 async fn without_hooks_nothing_is_measured() {
-    // No span subscriber, no metrics, no audit: the pipeline takes its fast path and works.
-    let tester = Tester::new(
-        ServerBuilder::new("s", "1")
-            .tool::<status>()
-            .build()
-            .unwrap(),
-    );
-    assert!(!tester.call("admin.status", json!({})).await.is_error());
+    // No span anyone wants, no metrics, no audit: no call reads a clock or digests arguments.
+    let quiet = ServerBuilder::new("s", "1")
+        .tool::<status>()
+        .build()
+        .unwrap();
+    let tester = Tester::new(quiet.clone());
+    // A subscriber that wants other targets only: fusion's call span stays disabled.
+    let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry().with(
+        tracing_subscriber::filter::Targets::new().with_target("elsewhere", tracing::Level::TRACE),
+    ));
+    for _ in 0..5 {
+        assert!(!tester.call("admin.status", json!({})).await.is_error());
+    }
+    assert_eq!(quiet.measured_calls(), 0);
+
+    // The probe sees measuring when there is a listener: metrics…
+    let counted = ServerBuilder::new("s", "1")
+        .tool::<status>()
+        .metrics(Arc::new(CallStats::new()))
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        Tester::new(counted.clone())
+            .call("admin.status", json!({}))
+            .await;
+    }
+    assert_eq!(counted.measured_calls(), 3);
+    // …or a subscriber that wants fusion's spans.
+    let traced = ServerBuilder::new("s", "1")
+        .tool::<status>()
+        .build()
+        .unwrap();
+    {
+        let _spans =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(
+                tracing_subscriber::filter::Targets::new().with_default(tracing::Level::TRACE),
+            ));
+        Tester::new(traced.clone())
+            .call("admin.status", json!({}))
+            .await;
+    }
+    assert_eq!(traced.measured_calls(), 1);
 }
 
 #[tokio::test]

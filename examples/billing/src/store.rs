@@ -18,7 +18,7 @@
 //!   its own highest, so a number says nothing about any other tenant. Listing is in numeric
 //!   order (`INV-2` before `INV-10`).
 //! * Every change writes its audit record (the `audit_events` table of
-//!   [`SqliteAuditSink`](fusion::audit::SqliteAuditSink)) in its own transaction: a change and
+//!   [`SqliteAuditSink`]) in its own transaction: a change and
 //!   its record commit together or not at all. A create's idempotency key is kept in the same
 //!   transaction too (`idempotency_keys`, per tenant), so a retry after a crash finds it.
 //!
@@ -830,6 +830,7 @@ fn record(tx: &Transaction<'_>, audit: &AuditRecord) -> rusqlite::Result<()> {
 
 /// Commits a change with its audit record.
 fn commit(tx: Transaction<'_>) -> rusqlite::Result<()> {
+    hold_for_tests();
     tx.commit()?;
     failpoint("after-commit");
     Ok(())
@@ -858,6 +859,25 @@ fn failpoint(point: &str) {
     if armed.as_deref() == Some(point) {
         eprintln!("billing: failpoint `{point}`: aborting");
         std::process::abort();
+    }
+}
+
+/// A test hook in debug builds: every write holds the store for `BILLING_WRITE_HOLD_MS`
+/// milliseconds before it commits, so that tests can load the store the way slow disks or
+/// long transactions do. Release builds never wait here.
+fn hold_for_tests() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    static HOLD: OnceLock<Option<Duration>> = OnceLock::new();
+    let hold = HOLD.get_or_init(|| {
+        std::env::var("BILLING_WRITE_HOLD_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map(Duration::from_millis)
+    });
+    if let Some(hold) = hold {
+        std::thread::sleep(*hold);
     }
 }
 

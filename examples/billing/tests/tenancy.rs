@@ -386,7 +386,15 @@ async fn grouped_a_read_only_token_sees_and_hears_of_reads_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_voids_over_http_succeed_exactly_once() {
-    let server = spawn_with_tokens(&["--in-memory"]);
+    // Every write holds the store for 40 ms: fifty voids back to back take twice the store's
+    // busy timeout (1 s). The tool's FIFO guard (`serialize = "id"`) queues the voids of one
+    // invoice without a thread and without the store, so each is answered in turn: one void,
+    // 49 AlreadyVoided. Without it (`serialize = false`), the calls that wait for the store more than a
+    // second fail with StoreUnavailable.
+    let tokens = tokens();
+    let mut args: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    args.push("--in-memory");
+    let server = BillingHttp::spawn_with_env(&args, &[("BILLING_WRITE_HOLD_MS", "40")]);
     let caller = Caller::new(&server, Some(ALPHA));
     let tasks: Vec<_> = (0..50)
         .map(|_| {

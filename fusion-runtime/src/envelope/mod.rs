@@ -21,6 +21,7 @@ use crate::action::{ActionFacts, CacheHint, Verb};
 use crate::present::PresenterInfo;
 use crate::xml;
 
+pub use seal::Dropped;
 pub(crate) use seal::{Outcome, Sealed, seal_error, seal_success};
 
 /// The `structuredContent` of every result of a Fusion tool.

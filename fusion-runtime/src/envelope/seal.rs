@@ -18,7 +18,46 @@ use crate::xml;
 pub(crate) struct Sealed {
     pub(crate) result: CallToolResult,
     pub(crate) outcome: Outcome,
+    /// What the author wrote that the agent was not shown (logged; the tester shows it).
+    pub(crate) dropped: Vec<Dropped>,
 }
+
+/// Something the author's code put in a result that sealing left out, and why. Logged as an
+/// error on a server; [`TestResult::dropped`](crate::testing::TestResult::dropped) shows it in
+/// tests, where it is almost always a typo in a tool key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Dropped {
+    /// A presenter's suggestion.
+    Suggestion {
+        /// The tool key it named.
+        tool: String,
+        /// Why it was left out.
+        reason: &'static str,
+    },
+    /// One of an error's available actions: no tool has this key.
+    AvailableAction {
+        /// The key it named.
+        key: String,
+    },
+}
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dropped::Suggestion { tool, reason } => {
+                write!(f, "suggestion of `{tool}` dropped: {reason}")
+            }
+            Dropped::AvailableAction { key } => {
+                write!(f, "available action `{key}` dropped: no tool has this key")
+            }
+        }
+    }
+}
+
+const ARGUMENTS_NOT_AN_OBJECT: &str = "its arguments are not a JSON object";
+const NOT_DECLARED: &str =
+    "it names a tool the presenter did not declare in `actions`, or a key no tool has";
 
 /// How a call ended, as spans, metrics and the audit trail record it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -294,10 +333,15 @@ pub(crate) fn seal_success(
     for block in &ui {
         content.push(ContentBlock::text(block.render()));
     }
-    if let Some(rules) = &sealed.rules_block {
+    // Rules describe fields: nothing to describe when nothing was found.
+    if let Some(rules) = &sealed.rules_block
+        && !data.is_null()
+    {
         content.push(ContentBlock::text(rules.clone()));
     }
-    meta.suggestions = resolve_suggestions(names, action, declared_actions, suggestions);
+    let mut dropped = Vec::new();
+    meta.suggestions =
+        resolve_suggestions(names, action, declared_actions, suggestions, &mut dropped);
     if !meta.suggestions.is_empty() {
         let mut block = String::from("<action_suggestions>");
         for suggestion in &meta.suggestions {
@@ -339,6 +383,7 @@ pub(crate) fn seal_success(
     Sealed {
         result,
         outcome: Outcome::Ok { cut },
+        dropped,
     }
 }
 
@@ -349,6 +394,7 @@ fn resolve_suggestions(
     action: &ActionFacts,
     declared: &[&str],
     suggestions: Vec<Suggestion>,
+    dropped: &mut Vec<Dropped>,
 ) -> Vec<SuggestedCall> {
     let mut resolved = Vec::with_capacity(suggestions.len());
     for Suggestion {
@@ -364,8 +410,12 @@ fn resolve_suggestions(
                 tracing::error!(
                     tool = %action.key,
                     suggested = %tool,
-                    "suggestion dropped: its arguments are not a JSON object"
+                    "suggestion dropped: {ARGUMENTS_NOT_AN_OBJECT}"
                 );
+                dropped.push(Dropped::Suggestion {
+                    tool: tool.into_owned(),
+                    reason: ARGUMENTS_NOT_AN_OBJECT,
+                });
                 continue;
             }
         };
@@ -379,11 +429,17 @@ fn resolve_suggestions(
                 arguments: Value::Object(exposure.arguments(arguments)),
                 reason: reason.into_owned(),
             }),
-            None => tracing::error!(
-                tool = %action.key,
-                suggested = %tool,
-                "suggestion dropped: it names a tool the presenter did not declare in `actions`"
-            ),
+            None => {
+                tracing::error!(
+                    tool = %action.key,
+                    suggested = %tool,
+                    "suggestion dropped: {NOT_DECLARED}"
+                );
+                dropped.push(Dropped::Suggestion {
+                    tool: tool.into_owned(),
+                    reason: NOT_DECLARED,
+                });
+            }
         }
     }
     resolved
@@ -397,14 +453,20 @@ pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolErr
     let tool = sealed.meta.tool.as_str();
     error.assign_error_id(tool);
     let mut available_actions = Vec::with_capacity(error.actions().len());
+    let mut dropped = Vec::new();
     for action in error.actions() {
         match names.reference(action) {
             Some(reference) => available_actions.push(reference.to_owned()),
-            None => tracing::error!(
-                tool,
-                action,
-                "available action dropped: no tool has this key"
-            ),
+            None => {
+                tracing::error!(
+                    tool,
+                    action,
+                    "available action dropped: no tool has this key"
+                );
+                dropped.push(Dropped::AvailableAction {
+                    key: action.to_owned(),
+                });
+            }
         }
     }
     let body = ErrorBody {
@@ -434,7 +496,11 @@ pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolErr
     };
     let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
     result.structured_content = Some(to_value(&envelope));
-    Sealed { result, outcome }
+    Sealed {
+        result,
+        outcome,
+        dropped,
+    }
 }
 
 /// The `<tool_error>` block: the error body as the agent reads it.

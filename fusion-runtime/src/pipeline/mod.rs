@@ -49,8 +49,21 @@ impl Server {
         &self,
         name: &str,
         arguments: Option<JsonObject>,
-        mut context: CallContext,
+        context: CallContext,
     ) -> Result<CallToolResult, UnknownTool> {
+        self.call_sealed(name, arguments, context)
+            .await
+            .map(|sealed| sealed.result)
+    }
+
+    /// [`Server::call_tool`], with what sealing knows besides the result (the tester shows
+    /// what was dropped).
+    pub(crate) async fn call_sealed(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        mut context: CallContext,
+    ) -> Result<Sealed, UnknownTool> {
         let inner = &*self.inner;
         // 1. Resolve.
         let tool = inner
@@ -94,7 +107,7 @@ impl Server {
         // 9. Report (a required audit record that is lost turns success into AUDIT_FAILED).
         let sealed = report.audit(inner, action, sealed).await;
         report.finish(inner, action.tool(), Some(action), &sealed);
-        Ok(sealed.result)
+        Ok(sealed)
     }
 
     /// Stages 2 to 7 of one action's call.
@@ -234,7 +247,7 @@ impl Server {
         tool: &ExposedTool,
         unresolved: Unresolved,
         context: &CallContext,
-    ) -> CallToolResult {
+    ) -> Sealed {
         let inner = &*self.inner;
         let report = Report::start(inner, &tool.name, None, context, None);
         let callable: Vec<&str> = match &tool.dispatch {
@@ -259,7 +272,28 @@ impl Server {
         let parts = SealedParts::for_tool(&tool.name, &inner.version);
         let sealed: Sealed = seal_error(&inner.names, &parts, error);
         report.finish(inner, &tool.name, None, &sealed);
-        sealed.result
+        sealed
+    }
+
+    /// Answers a call to `name` that failed before it could start (the transport's context
+    /// factory panicked): the error sealed for the tool, reported like any refused call.
+    pub(crate) fn refuse_call(
+        &self,
+        name: &str,
+        error: ToolError,
+    ) -> Result<CallToolResult, UnknownTool> {
+        let inner = &*self.inner;
+        let tool = inner
+            .by_name
+            .get(name)
+            .map(|&index| &inner.tools[index])
+            .ok_or_else(|| UnknownTool(name.to_owned()))?;
+        let context = self.new_context();
+        let report = Report::start(inner, &tool.name, None, &context, None);
+        let parts = SealedParts::for_tool(&tool.name, &inner.version);
+        let sealed: Sealed = seal_error(&inner.names, &parts, error);
+        report.finish(inner, &tool.name, None, &sealed);
+        Ok(sealed.result)
     }
 
     /// The core path only (arguments, handler, presenter, envelope), without access,

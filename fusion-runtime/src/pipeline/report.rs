@@ -54,6 +54,10 @@ impl Report {
                 measured: None,
             };
         }
+        #[cfg(feature = "bench-hooks")]
+        inner
+            .measured_calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let audit = args.zip(action).filter(|_| audited).map(|(args, action)| {
             let principal = context.principal();
             AuditEntry::new(

@@ -588,6 +588,37 @@ where
     }
 }
 
+/// The usual "find" shape: `None` is a successful result whose data is `null` (the agent is
+/// told nothing matched), not an error. Map it to an error yourself (`.ok_or(...)`) when
+/// absence is one.
+impl<M, P> ToolOutput<P> for Option<M>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        let item = P::item_schema(generator);
+        let mut schema = Schema::default();
+        schema.insert(
+            "anyOf".into(),
+            Value::Array(vec![item.to_value(), serde_json::json!({"type": "null"})]),
+        );
+        schema
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        match self {
+            Some(model) => <M as ToolOutput<P>>::present(model),
+            None => {
+                let mut presentation = Presentation::plain(Value::Null);
+                presentation.data_text = Some("null".to_owned());
+                presentation.declared_actions = P::ACTIONS;
+                Ok(presentation)
+            }
+        }
+    }
+}
+
 impl<M, P> ToolOutput<P> for Vec<M>
 where
     M: Model,

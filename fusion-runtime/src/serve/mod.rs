@@ -83,6 +83,7 @@ pub use sessions::{BoundedSessions, SessionsError};
 pub use streamable::HttpOptions;
 
 use crate::context::{CallContext, RequestFacts};
+use crate::error::{ToolError, panicked};
 #[cfg(feature = "http")]
 use crate::principal::Principal;
 use crate::server::Server;
@@ -98,6 +99,9 @@ pub struct McpOptions {
     /// Who may share a cached `tools/list` result (`cacheScope`). `Public` by default: the list
     /// is the same for every caller. Use `Private` when it depends on who asks.
     pub list_cache_scope: CacheScope,
+    /// The largest message read over stdio (one line), in bytes: 16 MiB by default, as rmcp's.
+    /// A longer line is skipped as it arrives, never held, and answered with an error.
+    pub max_message_bytes: usize,
 }
 
 impl Default for McpOptions {
@@ -106,6 +110,7 @@ impl Default for McpOptions {
             page_size: 100,
             list_ttl: Duration::from_secs(300),
             list_cache_scope: CacheScope::Public,
+            max_message_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -339,6 +344,8 @@ pub struct ServeError {
 }
 
 impl ServeError {
+    // Unused when no transport is built in.
+    #[cfg_attr(not(any(feature = "stdio", feature = "http")), allow(dead_code))]
     pub(crate) fn new(
         what: impl Into<String>,
         source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
@@ -396,7 +403,10 @@ impl McpHandler {
         &self.shared.server
     }
 
-    fn call_context(&self, context: RequestContext<RoleServer>) -> CallContext {
+    /// The call's context: the request's facts, then the context factory's additions. A
+    /// panicking factory is an `INTERNAL_ERROR` (its text logged, never shown), not a request
+    /// left unanswered.
+    fn call_context(&self, context: RequestContext<RoleServer>) -> Result<CallContext, ToolError> {
         let mut call = self.shared.server.new_context();
         // The principal the HTTP layer verified travels in the request parts.
         #[cfg(feature = "http")]
@@ -421,7 +431,10 @@ impl McpHandler {
                 };
                 call.meta = context.meta.clone();
                 call.cancellation = context.ct.clone();
-                factory(&RequestInfo { context: &context }, &mut call);
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    factory(&RequestInfo { context: &context }, &mut call)
+                }))
+                .map_err(|panic| panicked("the context factory", panic))?;
                 // The transport's own extensions (the HTTP request parts) win over anything
                 // the factory added: a factory cannot forge them.
                 let mut extensions = std::mem::take(&mut call.extensions);
@@ -434,7 +447,7 @@ impl McpHandler {
         if let Some(principal) = principal {
             call.extensions.insert(principal);
         }
-        call
+        Ok(call)
     }
 }
 
@@ -446,7 +459,9 @@ impl McpHandler {
         cursor: Option<String>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let call = self.call_context(context);
+        let call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("tools/list", error))?;
         // Grouped tools list only the actions this caller may call.
         let visible = self.shared.server.visible_tools(&call);
         let page_size = self.shared.page_size;
@@ -519,14 +534,17 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let call = self.call_context(context);
         let name: Cow<'_, str> = request.name;
-        match self
-            .shared
-            .server
-            .call_tool(&name, request.arguments, call)
-            .await
-        {
+        let outcome = match self.call_context(context) {
+            Ok(call) => {
+                self.shared
+                    .server
+                    .call_tool(&name, request.arguments, call)
+                    .await
+            }
+            Err(error) => self.shared.server.refuse_call(&name, error),
+        };
+        match outcome {
             Ok(result) => Ok(CallToolResponse::Complete(result)),
             Err(unknown) => Err(ErrorData::new(
                 ErrorCode::INVALID_PARAMS,
@@ -535,6 +553,18 @@ impl ServerHandler for McpHandler {
             )),
         }
     }
+}
+
+/// A failure before a request that has no tool result to carry it (`tools/list`): a JSON-RPC
+/// internal error naming only the error id under which the cause is logged.
+#[cold]
+fn protocol_error(method: &str, mut error: ToolError) -> ErrorData {
+    error.assign_error_id(method);
+    let message = match error.error_id() {
+        Some(error_id) => format!("Internal error (errorId {error_id})."),
+        None => "Internal error.".to_owned(),
+    };
+    ErrorData::internal_error(message, None)
 }
 
 #[cfg(all(test, feature = "http"))]
