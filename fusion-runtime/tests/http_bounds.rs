@@ -245,6 +245,13 @@ async fn connections_over_the_cap_get_503_while_those_open_are_served() {
         assert_eq!(echo(&mut squatter, None, None).await, 200);
 
         let mut excess = Raw::connect(served.address).await.expect("connect");
+        // The answer waits for the request: a client library that gets a response before it
+        // has sent its request reports a broken connection, not the 503 (hyper's client does).
+        assert_eq!(
+            excess.closed_within(BOUND).await,
+            None,
+            "the server answered (or closed) before the request"
+        );
         excess
             .send("POST", &[], Some(&initialize().to_string()))
             .await
@@ -255,6 +262,23 @@ async fn connections_over_the_cap_get_503_while_those_open_are_served() {
         let error = refused.message();
         assert_eq!(error["error"]["code"], -32000, "{error}");
         assert!(excess.closed_within(SLACK).await.is_some());
+        // So a client library's request gets the 503, every time.
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("HTTP client");
+        for _ in 0..20 {
+            let response = http
+                .post(served.url())
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream")
+                .body(initialize().to_string())
+                .send()
+                .await
+                .expect("a 503, not a broken connection");
+            assert_eq!(response.status(), 503);
+            assert_eq!(response.headers()["retry-after"], "1");
+        }
 
         // The connections already open are served.
         assert_eq!(echo(&mut first, None, None).await, 200);

@@ -36,8 +36,10 @@ pub(super) struct ConnectionLimits {
 /// Refused connections answered at once (a 503, then a short wait for the client's close);
 /// beyond this many, an excess connection is closed without a word.
 const REFUSALS_IN_FLIGHT: usize = 64;
-/// How long a refused connection is kept for its client to read the 503.
+/// How long a refused connection is kept for its client to send a request and read the 503.
 const REFUSAL_LINGER: Duration = Duration::from_secs(1);
+/// How much of a refused connection's request is read, at most, before the 503 is sent.
+const REFUSAL_HEAD_BYTES: usize = 16 * 1024;
 /// What an excess connection is told: a JSON-RPC error a client can show.
 static BUSY: std::sync::LazyLock<Vec<u8>> = std::sync::LazyLock::new(|| {
     let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Server busy: too many open connections, retry later"}}"#;
@@ -145,6 +147,11 @@ fn refuse(mut stream: TcpStream, slots: &Arc<Semaphore>) {
     tokio::spawn(async move {
         let _slot = slot;
         let _ = tokio::time::timeout(REFUSAL_LINGER, async {
+            // A client that gets a response before it has sent its request reports a broken
+            // connection instead of the 503 (hyper's client does): the request head first.
+            if !read_head(&mut stream).await? {
+                return Ok(());
+            }
             stream.write_all(&BUSY).await?;
             stream.shutdown().await?;
             // Closing with unread input would reset the connection, and the client could lose
@@ -155,6 +162,30 @@ fn refuse(mut stream: TcpStream, slots: &Arc<Semaphore>) {
         })
         .await;
     });
+}
+
+/// Reads until the end of a request head (a blank line), [`REFUSAL_HEAD_BYTES`] or the
+/// client's close; says whether the client is still there to be answered.
+async fn read_head(stream: &mut TcpStream) -> io::Result<bool> {
+    let mut chunk = [0u8; 1024];
+    // The last three bytes of the previous read, for a blank line split across two reads.
+    let mut carry = [0u8; 3];
+    let mut read_total = 0;
+    while read_total < REFUSAL_HEAD_BYTES {
+        let read = stream.read(&mut chunk).await?;
+        if read == 0 {
+            return Ok(false);
+        }
+        read_total += read;
+        let mut window = carry.to_vec();
+        window.extend_from_slice(&chunk[..read]);
+        if window.windows(4).any(|bytes| bytes == b"\r\n\r\n") {
+            break;
+        }
+        let tail = &window[window.len() - 3..];
+        carry.copy_from_slice(tail);
+    }
+    Ok(true)
 }
 
 struct Connection {

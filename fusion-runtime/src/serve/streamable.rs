@@ -616,7 +616,7 @@ fn refused_session(refusal: Refusal) -> axum::response::Response {
 /// | [`body_read_timeout`](Self::body_read_timeout) | 30 s | the largest body (4 MiB) arrives in 30 s at about 1 Mbit/s; a body dribbled slower is refused with 408 |
 /// | [`idle_timeout`](Self::idle_timeout) | 60 s | a keep-alive connection with no request for a minute is closed; clients reconnect at the cost of a handshake |
 /// | [`write_timeout`](Self::write_timeout) | 30 s | a client that stops reading its response (an SSE stream included) for 30 s while the server has more to send is cut off, so unread responses cannot pile up in memory |
-/// | [`max_connections`](Self::max_connections) | 512 | beyond it a new connection gets `503` and is closed at once, while those already open are served; keep it under the process's file descriptor limit (`ulimit -n`) |
+/// | [`max_connections`](Self::max_connections) | 512 | beyond it a new connection has its request answered `503` and is closed (within a second, request or not), while those already open are served; keep it under the process's file descriptor limit (`ulimit -n`) |
 /// | [`shutdown_timeout`](Self::shutdown_timeout) | 10 s | after the shutdown signal, in-flight requests get this long to finish; connections still open then (half-sent requests, streams) are dropped |
 /// | [`max_sessions`](Self::max_sessions) | 4096 | 2025-11-25 sessions open at once, parked ones included; beyond it `initialize` gets `503` |
 /// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | 100 | sessions one principal (subject and tenant, whatever its tokens) may hold; beyond it `initialize` gets `429` |
