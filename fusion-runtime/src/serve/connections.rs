@@ -12,6 +12,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::body::Body;
+use futures::task::AtomicWaker;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -245,6 +246,10 @@ struct Activity {
     begun: AtomicU64,
     /// When the connection last became idle, in nanoseconds since `start`.
     idle_since: AtomicU64,
+    /// The connection's reader, parked without a deadline while a request was in flight: hyper
+    /// may poll its read for the next request before it drops the last response body, so the
+    /// idle clock must be armed by whoever ends that request, or it never starts.
+    reader: AtomicWaker,
 }
 
 impl Activity {
@@ -254,6 +259,7 @@ impl Activity {
             in_flight: AtomicUsize::new(0),
             begun: AtomicU64::new(0),
             idle_since: AtomicU64::new(0),
+            reader: AtomicWaker::new(),
         }
     }
 
@@ -281,7 +287,9 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         let elapsed = u64::try_from(self.0.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.0.idle_since.store(elapsed, Ordering::SeqCst);
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.reader.wake();
+        }
     }
 }
 
@@ -432,6 +440,7 @@ impl AsyncRead for BoundedIo {
             }
             Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
             Poll::Pending => {
+                this.activity.reader.register(cx.waker());
                 let Some(deadline) = this.read_deadline() else {
                     return Poll::Pending;
                 };
