@@ -77,6 +77,9 @@
 #[doc = include_str!("docs/production.md")]
 pub mod production {}
 
+#[doc = include_str!("docs/http.md")]
+pub mod http {}
+
 #[doc = include_str!("docs/tool_error.md")]
 pub use fusion_macros::ToolError;
 #[doc = include_str!("docs/model.md")]
@@ -119,6 +122,13 @@ pub use fusion_runtime::HttpRequest;
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;
 pub use fusion_runtime::{audit, envelope, middleware, observe, serve, testing};
+/// HTTP proxy tools: upstream configuration, routes, requests and decoding (SPEC T6).
+pub use fusion_runtime::upstream;
+/// The upstream HTTP proxy tools call (feature `http-client`).
+#[cfg(feature = "http-client")]
+pub use fusion_runtime::upstream::HttpUpstream;
+/// Values read from an upstream's answer: models declared `#[model(upstream)]`.
+pub use fusion_runtime::upstream::FromUpstream;
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can
 /// name them through `fusion` instead of depending on them itself.
@@ -156,6 +166,13 @@ pub mod __private {
         AcceptsRawModel, CarriesRawModel, DescribesRawModel, TheWire,
         unreachable_impl as unreachable_model_impl,
     };
+    pub use fusion_runtime::upstream::kinds as upstream_kinds;
+    pub use fusion_runtime::upstream::object as upstream_object;
+    pub use fusion_runtime::upstream::{
+        DecodeError, FromUpstream, HttpMethod, Placement, UpstreamFields, UpstreamRequest,
+    };
+    #[cfg(feature = "http-client")]
+    pub use fusion_runtime::upstream::Upstream;
     pub use fusion_runtime::{
         ArgumentGroup, CacheHint, CallContext, Concurrency, ErrorCatalog, FieldInfo, Fillable,
         Model, ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter,
