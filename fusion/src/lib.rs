@@ -121,14 +121,14 @@ pub use fusion_runtime::HttpRequest;
 /// Bearer authentication of the HTTP transport.
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;
-pub use fusion_runtime::{audit, envelope, middleware, observe, serve, testing};
 /// HTTP proxy tools: upstream configuration, routes, requests and decoding (SPEC T6).
 pub use fusion_runtime::upstream;
+/// Values read from an upstream's answer: models declared `#[model(upstream)]`.
+pub use fusion_runtime::upstream::FromUpstream;
 /// The upstream HTTP proxy tools call (feature `http-client`).
 #[cfg(feature = "http-client")]
 pub use fusion_runtime::upstream::HttpUpstream;
-/// Values read from an upstream's answer: models declared `#[model(upstream)]`.
-pub use fusion_runtime::upstream::FromUpstream;
+pub use fusion_runtime::{audit, envelope, middleware, observe, serve, testing};
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can
 /// name them through `fusion` instead of depending on them itself.
@@ -162,17 +162,17 @@ pub mod __private {
     pub use fusion_runtime::present::{
         PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,
     };
-    pub use fusion_runtime::wire::{
-        AcceptsRawModel, CarriesRawModel, DescribesRawModel, TheWire,
-        unreachable_impl as unreachable_model_impl,
-    };
+    #[cfg(feature = "http-client")]
+    pub use fusion_runtime::upstream::Upstream;
     pub use fusion_runtime::upstream::kinds as upstream_kinds;
     pub use fusion_runtime::upstream::object as upstream_object;
     pub use fusion_runtime::upstream::{
         DecodeError, FromUpstream, HttpMethod, Placement, UpstreamFields, UpstreamRequest,
     };
-    #[cfg(feature = "http-client")]
-    pub use fusion_runtime::upstream::Upstream;
+    pub use fusion_runtime::wire::{
+        AcceptsRawModel, CarriesRawModel, DescribesRawModel, TheWire,
+        unreachable_impl as unreachable_model_impl,
+    };
     pub use fusion_runtime::{
         ArgumentGroup, CacheHint, CallContext, Concurrency, ErrorCatalog, FieldInfo, Fillable,
         Model, ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter,

@@ -2,13 +2,16 @@
 //! the real reqwest client through the real pipeline. Path parameters stay one segment, hidden
 //! fields never reach the agent, and every upstream failure is classified.
 #![cfg(all(feature = "http-client", feature = "http"))]
+#![allow(missing_docs, missing_debug_implementations)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fusion::axum;
 use fusion::testing::Tester;
-use fusion::{Create, Hidden, HttpUpstream, ServerBuilder, ToolError, Update, model, presenter, tool};
+use fusion::{
+    Create, Hidden, HttpUpstream, ServerBuilder, ToolError, Update, model, presenter, tool,
+};
 use serde_json::{Value, json};
 
 #[model(upstream, fillable(create = [customer_id, total_cents, note, signing_key], update = [total_cents, note]))]
@@ -69,7 +72,11 @@ pub async fn create_invoice(
 pub async fn update_invoice(id: String, changes: Update<Invoice>) -> Result<Invoice, ToolError>;
 
 /// Deletes an invoice.
-#[tool(mutation, name = "billing.delete_invoice", http = "DELETE /invoices/{id}/lines/{line}")]
+#[tool(
+    mutation,
+    name = "billing.delete_invoice",
+    http = "DELETE /invoices/{id}/lines/{line}"
+)]
 pub async fn delete_line(id: String, line: u32) -> Result<(), ToolError>;
 
 /// What the upstream received: method, raw path and query, authorization, body.
@@ -96,56 +103,90 @@ async fn upstream(seen: Arc<Mutex<Vec<Seen>>>) -> String {
     use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
     use axum::response::{IntoResponse, Response};
 
-    let app = axum::Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
-        let seen = Arc::clone(&seen);
-        async move {
-            let body_json = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            seen.lock().unwrap().push(Seen {
-                method: method.to_string(),
-                path: uri.path().to_owned(),
-                query: uri.query().map(str::to_owned),
-                authorization: headers
-                    .get(header::AUTHORIZATION)
-                    .and_then(|value| value.to_str().ok())
-                    .map(str::to_owned),
-                body: body_json.clone(),
-            });
-            let last = uri.path().rsplit('/').next().unwrap_or_default().to_owned();
-            let json = |status: StatusCode, value: Value| -> Response {
-                (status, [(header::CONTENT_TYPE, "application/json")], value.to_string()).into_response()
-            };
-            match (method.as_str(), last.as_str()) {
-                ("GET", "invoices") => json(StatusCode::OK, json!([invoice("INV-1"), invoice("INV-2")])),
-                ("POST", "invoices") => {
-                    let mut created = invoice("INV-9");
-                    created["totalCents"] = body_json["totalCents"].clone();
-                    json(StatusCode::CREATED, created)
+    let app = axum::Router::new().fallback(
+        move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let body_json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                seen.lock().unwrap().push(Seen {
+                    method: method.to_string(),
+                    path: uri.path().to_owned(),
+                    query: uri.query().map(str::to_owned),
+                    authorization: headers
+                        .get(header::AUTHORIZATION)
+                        .and_then(|value| value.to_str().ok())
+                        .map(str::to_owned),
+                    body: body_json.clone(),
+                });
+                let last = uri.path().rsplit('/').next().unwrap_or_default().to_owned();
+                let json = |status: StatusCode, value: Value| -> Response {
+                    (
+                        status,
+                        [(header::CONTENT_TYPE, "application/json")],
+                        value.to_string(),
+                    )
+                        .into_response()
+                };
+                match (method.as_str(), last.as_str()) {
+                    ("GET", "invoices") => {
+                        json(StatusCode::OK, json!([invoice("INV-1"), invoice("INV-2")]))
+                    }
+                    ("POST", "invoices") => {
+                        let mut created = invoice("INV-9");
+                        created["totalCents"] = body_json["totalCents"].clone();
+                        json(StatusCode::CREATED, created)
+                    }
+                    ("PATCH", _) => json(StatusCode::OK, invoice(&last)),
+                    ("DELETE", _) => StatusCode::NO_CONTENT.into_response(),
+                    (_, "missing") => json(
+                        StatusCode::NOT_FOUND,
+                        json!({"error": "no invoice sk_live_404"}),
+                    ),
+                    (_, "conflict") => json(StatusCode::CONFLICT, json!({"error": "voided"})),
+                    (_, "unauthorized") => json(
+                        StatusCode::UNAUTHORIZED,
+                        json!({"error": "bad token sk_live_401"}),
+                    ),
+                    (_, "forbidden") => json(
+                        StatusCode::FORBIDDEN,
+                        json!({"error": "tenant sk_live_403"}),
+                    ),
+                    (_, "limited") => (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "7")])
+                        .into_response(),
+                    (_, "busy") => {
+                        let at = httpdate::fmt_http_date(
+                            std::time::SystemTime::now() + Duration::from_secs(30),
+                        );
+                        (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, at)])
+                            .into_response()
+                    }
+                    (_, "boom") => (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "stack trace with sk_live_500",
+                    )
+                        .into_response(),
+                    (_, "malformed") => {
+                        json(StatusCode::OK, json!({"id": 5, "secret": "sk_live_shape"}))
+                    }
+                    (_, "huge") => json(StatusCode::OK, json!({"id": "x".repeat(200_000)})),
+                    (_, "slow") => {
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        json(StatusCode::OK, invoice("slow"))
+                    }
+                    (_, "elsewhere") => (
+                        StatusCode::FOUND,
+                        [(header::LOCATION, "http://169.254.169.254/latest/meta-data")],
+                    )
+                        .into_response(),
+                    (_, "moved") => {
+                        (StatusCode::FOUND, [(header::LOCATION, "/invoices/INV-1")]).into_response()
+                    }
+                    ("GET", id) => json(StatusCode::OK, invoice(&percent_decode(id))),
+                    _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
                 }
-                ("PATCH", _) => json(StatusCode::OK, invoice(&last)),
-                ("DELETE", _) => StatusCode::NO_CONTENT.into_response(),
-                (_, "missing") => json(StatusCode::NOT_FOUND, json!({"error": "no invoice sk_live_404"})),
-                (_, "conflict") => json(StatusCode::CONFLICT, json!({"error": "voided"})),
-                (_, "unauthorized") => json(StatusCode::UNAUTHORIZED, json!({"error": "bad token sk_live_401"})),
-                (_, "forbidden") => json(StatusCode::FORBIDDEN, json!({"error": "tenant sk_live_403"})),
-                (_, "limited") => (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "7")]).into_response(),
-                (_, "busy") => {
-                    let at = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(30));
-                    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, at)]).into_response()
-                }
-                (_, "boom") => (StatusCode::INTERNAL_SERVER_ERROR, "stack trace with sk_live_500").into_response(),
-                (_, "malformed") => json(StatusCode::OK, json!({"id": 5, "secret": "sk_live_shape"})),
-                (_, "huge") => json(StatusCode::OK, json!({"id": "x".repeat(200_000)})),
-                (_, "slow") => {
-                    tokio::time::sleep(Duration::from_secs(5)).await;
-                    json(StatusCode::OK, invoice("slow"))
-                }
-                (_, "elsewhere") => (StatusCode::FOUND, [(header::LOCATION, "http://169.254.169.254/latest/meta-data")]).into_response(),
-                (_, "moved") => (StatusCode::FOUND, [(header::LOCATION, "/invoices/INV-1")]).into_response(),
-                ("GET", id) => json(StatusCode::OK, invoice(&percent_decode(id))),
-                _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
             }
-        }
-    });
+        },
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -153,7 +194,9 @@ async fn upstream(seen: Arc<Mutex<Vec<Seen>>>) -> String {
 }
 
 fn percent_decode(text: &str) -> String {
-    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 async fn tester() -> (Tester, Arc<Mutex<Vec<Seen>>>) {
@@ -185,7 +228,9 @@ fn last(seen: &Mutex<Vec<Seen>>) -> Seen {
 #[tokio::test]
 async fn a_proxy_call_reaches_the_upstream_and_comes_back_through_the_presenter() {
     let (tester, seen) = tester().await;
-    let result = tester.call("billing.get_invoice", json!({"id": "INV-1"})).await;
+    let result = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
     assert!(!result.is_error(), "{}", result.raw_text());
     assert_eq!(
         result.data(),
@@ -199,13 +244,18 @@ async fn a_proxy_call_reaches_the_upstream_and_comes_back_through_the_presenter(
     let request = last(&seen);
     assert_eq!(request.method, "GET");
     assert_eq!(request.path, "/api/invoices/INV-1");
-    assert_eq!(request.authorization.as_deref(), Some("Bearer sk_test_config"));
+    assert_eq!(
+        request.authorization.as_deref(),
+        Some("Bearer sk_test_config")
+    );
 }
 
 #[tokio::test]
 async fn a_path_traversal_id_stays_one_encoded_segment() {
     let (tester, seen) = tester().await;
-    let result = tester.call("billing.get_invoice", json!({"id": "../admin"})).await;
+    let result = tester
+        .call("billing.get_invoice", json!({"id": "../admin"}))
+        .await;
     assert!(!result.is_error(), "{}", result.raw_text());
     assert_eq!(last(&seen).path, "/api/invoices/..%2Fadmin");
     assert_eq!(result.data()["id"], "../admin");
@@ -214,14 +264,18 @@ async fn a_path_traversal_id_stays_one_encoded_segment() {
         ("%2e%2e", "/api/invoices/%252e%252e"),
         ("x y", "/api/invoices/x%20y"),
     ] {
-        let result = tester.call("billing.get_invoice", json!({ "id": id })).await;
+        let result = tester
+            .call("billing.get_invoice", json!({ "id": id }))
+            .await;
         assert!(!result.is_error(), "{}", result.raw_text());
         assert_eq!(last(&seen).path, path);
     }
     // Dot segments and empty values are refused before any request.
     let before = seen.lock().unwrap().len();
     for id in ["..", ".", ""] {
-        let result = tester.call("billing.get_invoice", json!({ "id": id })).await;
+        let result = tester
+            .call("billing.get_invoice", json!({ "id": id }))
+            .await;
         assert_eq!(result.error_code(), Some("VALIDATION_ERROR"), "{id}");
     }
     assert_eq!(seen.lock().unwrap().len(), before);
@@ -231,7 +285,10 @@ async fn a_path_traversal_id_stays_one_encoded_segment() {
 async fn query_and_body_come_from_the_arguments_and_profiles() {
     let (tester, seen) = tester().await;
     let list = tester
-        .call("billing.list_invoices", json!({"status": "open & paid", "page_size": 2}))
+        .call(
+            "billing.list_invoices",
+            json!({"status": "open & paid", "page_size": 2}),
+        )
         .await;
     assert!(!list.is_error(), "{}", list.raw_text());
     assert_eq!(list.data().as_array().unwrap().len(), 2);
@@ -263,18 +320,27 @@ async fn query_and_body_come_from_the_arguments_and_profiles() {
     // A guarded field is not an argument: it is refused, and never sent.
     let before = seen.lock().unwrap().len();
     let refused = tester
-        .call("billing.create_invoice", json!({"customer_id": "C-7", "total_cents": 1, "tenant_id": "t_other"}))
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-7", "total_cents": 1, "tenant_id": "t_other"}),
+        )
         .await;
     assert_eq!(refused.error_code(), Some("VALIDATION_ERROR"));
     assert_eq!(seen.lock().unwrap().len(), before);
 
     // An update sends what was given, `null` included.
     let updated = tester
-        .call("billing.update_invoice", json!({"id": "INV-3", "note": null}))
+        .call(
+            "billing.update_invoice",
+            json!({"id": "INV-3", "note": null}),
+        )
         .await;
     assert!(!updated.is_error(), "{}", updated.raw_text());
     let request = last(&seen);
-    assert_eq!((request.method.as_str(), request.path.as_str()), ("PATCH", "/api/invoices/INV-3"));
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("PATCH", "/api/invoices/INV-3")
+    );
     assert_eq!(request.body, json!({"note": null}));
 
     let deleted = tester
@@ -301,22 +367,38 @@ async fn upstream_failures_are_classified_and_never_echoed() {
         ("elsewhere", "INTERNAL_ERROR", false, true),
     ];
     for (id, code, retryable, error_id) in cases {
-        let result = tester.call("billing.get_invoice", json!({ "id": id })).await;
-        assert_eq!(result.error_code(), Some(code), "{id}: {}", result.raw_text());
+        let result = tester
+            .call("billing.get_invoice", json!({ "id": id }))
+            .await;
+        assert_eq!(
+            result.error_code(),
+            Some(code),
+            "{id}: {}",
+            result.raw_text()
+        );
         let error = result.error();
         assert_eq!(error["retryable"], retryable, "{id}");
         assert_eq!(error.get("errorId").is_some(), error_id, "{id}: {error}");
         let text = result.raw_text();
-        assert!(!text.contains("sk_live"), "{id} echoed the upstream: {text}");
+        assert!(
+            !text.contains("sk_live"),
+            "{id} echoed the upstream: {text}"
+        );
         assert!(!text.contains("169.254"), "{id}: {text}");
     }
-    let limited = tester.call("billing.get_invoice", json!({"id": "limited"})).await;
+    let limited = tester
+        .call("billing.get_invoice", json!({"id": "limited"}))
+        .await;
     assert_eq!(limited.error()["retryAfterMs"], 7000);
-    let busy = tester.call("billing.get_invoice", json!({"id": "busy"})).await;
+    let busy = tester
+        .call("billing.get_invoice", json!({"id": "busy"}))
+        .await;
     let wait = busy.error()["retryAfterMs"].as_u64().unwrap();
     assert!((25_000..=30_000).contains(&wait), "{wait}");
     // A redirect to the same origin is followed.
-    let moved = tester.call("billing.get_invoice", json!({"id": "moved"})).await;
+    let moved = tester
+        .call("billing.get_invoice", json!({"id": "moved"}))
+        .await;
     assert!(!moved.is_error(), "{}", moved.raw_text());
     assert_eq!(moved.data()["id"], "INV-1");
 }
@@ -328,7 +410,11 @@ async fn an_unreachable_upstream_is_retryable() {
     let address = listener.local_addr().unwrap();
     drop(listener);
     let server = ServerBuilder::new("proxy", "1.0.0")
-        .upstream(HttpUpstream::builder(format!("http://{address}")).build().unwrap())
+        .upstream(
+            HttpUpstream::builder(format!("http://{address}"))
+                .build()
+                .unwrap(),
+        )
         .tool::<get_invoice>()
         .build()
         .unwrap();
@@ -354,7 +440,12 @@ fn a_proxy_tool_needs_an_upstream() {
 
 #[test]
 fn the_upstream_configuration_is_checked() {
-    for base in ["ftp://x", "not a url", "http://user:pw@host", "http://host/?q=1"] {
+    for base in [
+        "ftp://x",
+        "not a url",
+        "http://user:pw@host",
+        "http://host/?q=1",
+    ] {
         assert!(HttpUpstream::builder(base).build().is_err(), "{base}");
     }
     assert!(

@@ -85,10 +85,11 @@ struct Route {
 fn parse_route(template: &LitStr) -> Result<Route> {
     let text = template.value();
     let error = |message: String| Error::custom(message).with_span(template);
-    let (method, path) = text
-        .trim()
-        .split_once(' ')
-        .ok_or_else(|| error(format!("`{text}` is not `METHOD /path`, such as `GET /invoices/{{id}}`")))?;
+    let (method, path) = text.trim().split_once(' ').ok_or_else(|| {
+        error(format!(
+            "`{text}` is not `METHOD /path`, such as `GET /invoices/{{id}}`"
+        ))
+    })?;
     let method = match method {
         "GET" => Method::Get,
         "HEAD" => Method::Head,
@@ -111,7 +112,9 @@ fn parse_route(template: &LitStr) -> Result<Route> {
         for segment in rest.split('/') {
             if let Some(inner) = segment.strip_prefix('{') {
                 let name = inner.strip_suffix('}').ok_or_else(|| {
-                    error(format!("`{segment}`: a path parameter is a whole segment, `{{name}}`"))
+                    error(format!(
+                        "`{segment}`: a path parameter is a whole segment, `{{name}}`"
+                    ))
                 })?;
                 let valid = name
                     .chars()
@@ -127,7 +130,9 @@ fn parse_route(template: &LitStr) -> Result<Route> {
                     .iter()
                     .any(|other| matches!(other, Segment::Param(other) if other == name))
                 {
-                    return Err(error(format!("the path parameter `{{{name}}}` appears twice")));
+                    return Err(error(format!(
+                        "the path parameter `{{{name}}}` appears twice"
+                    )));
                 }
                 segments.push(Segment::Param(name.to_owned()));
             } else if segment.contains(['{', '}']) {
@@ -310,7 +315,11 @@ fn read_params(function: &mut ItemFn) -> Result<Vec<ParamUse>> {
         let mut wire = None;
         let mut placement = Placement::Default;
         let mut span = typed.pat.span();
-        for attr in typed.attrs.iter().filter(|attr| attr.path().is_ident("upstream")) {
+        for attr in typed
+            .attrs
+            .iter()
+            .filter(|attr| attr.path().is_ident("upstream"))
+        {
             span = attr.span();
             let parsed = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("name") {

@@ -98,7 +98,11 @@ impl fmt::Debug for HttpUpstreamBuilder {
             .field("base", &self.base)
             .field(
                 "headers",
-                &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
     }
@@ -187,7 +191,10 @@ impl HttpUpstreamBuilder {
     /// Checks the configuration and builds the client.
     pub fn build(self) -> Result<HttpUpstream, UpstreamConfigError> {
         let base = Url::parse(&self.base).map_err(|error| {
-            UpstreamConfigError(format!("the base URL `{}` is not a URL: {error}", self.base))
+            UpstreamConfigError(format!(
+                "the base URL `{}` is not a URL: {error}",
+                self.base
+            ))
         })?;
         if !matches!(base.scheme(), "http" | "https") {
             return Err(UpstreamConfigError(format!(
@@ -195,7 +202,9 @@ impl HttpUpstreamBuilder {
             )));
         }
         if base.host_str().is_none() {
-            return Err(UpstreamConfigError(format!("the base URL `{base}` has no host")));
+            return Err(UpstreamConfigError(format!(
+                "the base URL `{base}` has no host"
+            )));
         }
         if base.query().is_some() || base.fragment().is_some() {
             return Err(UpstreamConfigError(format!(
@@ -209,11 +218,12 @@ impl HttpUpstreamBuilder {
         }
         let mut headers = HeaderMap::new();
         for (name, value) in &self.headers {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                UpstreamConfigError(format!("`{name}` is not a header name"))
-            })?;
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| UpstreamConfigError(format!("`{name}` is not a header name")))?;
             let mut value = HeaderValue::from_str(value).map_err(|_| {
-                UpstreamConfigError(format!("the value of header `{name}` is not a header value"))
+                UpstreamConfigError(format!(
+                    "the value of header `{name}` is not a header value"
+                ))
             })?;
             value.set_sensitive(true);
             headers.insert(name, value);
@@ -322,7 +332,10 @@ impl HttpUpstream {
 
     /// Sends `request`: the status and the body of a successful answer, or the classified
     /// failure.
-    async fn exchange(&self, request: &UpstreamRequest) -> Result<(StatusCode, Vec<u8>), ToolError> {
+    async fn exchange(
+        &self,
+        request: &UpstreamRequest,
+    ) -> Result<(StatusCode, Vec<u8>), ToolError> {
         let url = self.url_of(request);
         let method = match request.method() {
             HttpMethod::Get => reqwest::Method::GET,
@@ -374,14 +387,24 @@ impl HttpUpstream {
             .map_err(|error| unavailable(request, error))?
         {
             if body.len() + chunk.len() > limit {
-                return Err(too_large(request, status, (body.len() + chunk.len()) as u64));
+                return Err(too_large(
+                    request,
+                    status,
+                    (body.len() + chunk.len()) as u64,
+                ));
             }
             body.extend_from_slice(&chunk);
         }
         if status.is_success() {
             Ok((status, body))
         } else {
-            Err(classify(request.template(), status, &headers, &body, SystemTime::now()))
+            Err(classify(
+                request.template(),
+                status,
+                &headers,
+                &body,
+                SystemTime::now(),
+            ))
         }
     }
 }
@@ -409,10 +432,7 @@ fn unavailable(request: &UpstreamRequest, error: reqwest::Error) -> ToolError {
     )
     .with_recovery("Retry in a moment; if it keeps failing, report the errorId to the operator.")
     .with_retry_after(DEFAULT_RETRY_AFTER)
-    .with_internal_source(Box::new(LogText(format!(
-        "{}: {text}",
-        request.template()
-    ))))
+    .with_internal_source(Box::new(LogText(format!("{}: {text}", request.template()))))
 }
 
 fn too_large(request: &UpstreamRequest, status: StatusCode, bytes: u64) -> ToolError {
@@ -510,7 +530,11 @@ pub fn classify(
 
 /// `Retry-After` as seconds or as an HTTP date, capped at an hour.
 fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let text = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let text = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
     let wait = match text.parse::<u64>() {
         Ok(seconds) => Duration::from_secs(seconds),
         Err(_) => {
@@ -566,9 +590,15 @@ mod tests {
     #[test]
     fn retry_after_reads_seconds_and_dates() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(retry_after(&headers("7"), now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            retry_after(&headers("7"), now),
+            Some(Duration::from_secs(7))
+        );
         let later = httpdate::fmt_http_date(now + Duration::from_secs(90));
-        assert_eq!(retry_after(&headers(&later), now), Some(Duration::from_secs(90)));
+        assert_eq!(
+            retry_after(&headers(&later), now),
+            Some(Duration::from_secs(90))
+        );
         let earlier = httpdate::fmt_http_date(now - Duration::from_secs(90));
         assert_eq!(retry_after(&headers(&earlier), now), Some(Duration::ZERO));
         assert_eq!(retry_after(&headers("999999"), now), Some(MAX_RETRY_AFTER));
@@ -602,9 +632,18 @@ mod tests {
             assert_eq!(error.code(), code, "{status}");
             assert_eq!(error.is_retryable(), retryable, "{status}");
             assert!(!error.message().contains("sk_live"), "{status}");
-            assert!(!error.recovery().unwrap_or("").contains("sk_live"), "{status}");
+            assert!(
+                !error.recovery().unwrap_or("").contains("sk_live"),
+                "{status}"
+            );
         }
-        let limited = classify("GET /x", StatusCode::TOO_MANY_REQUESTS, &headers("3"), b"", now);
+        let limited = classify(
+            "GET /x",
+            StatusCode::TOO_MANY_REQUESTS,
+            &headers("3"),
+            b"",
+            now,
+        );
         assert_eq!(limited.retry_after(), Some(Duration::from_secs(3)));
     }
 }

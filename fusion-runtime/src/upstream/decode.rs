@@ -273,7 +273,9 @@ pub mod kinds {
     pub trait ArgumentIsNotGuarded {}
     impl ArgumentIsNotGuarded for crate::args::kinds::Free {}
 
-    use crate::args::kinds::{Clash, ContextParam, FieldParam, GroupParam, ModelParam, UnusableParam};
+    use crate::args::kinds::{
+        Clash, ContextParam, FieldParam, GroupParam, ModelParam, UnusableParam,
+    };
 
     impl<T> FieldParam<T> {
         pub fn must_not_send<C: Clash>(&self, _clash: C)

@@ -51,7 +51,9 @@ macro_rules! display_segments {
         }
     )*};
 }
-display_segments!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, bool, char);
+display_segments!(
+    u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, bool, char
+);
 
 /// A value that is a set of named upstream fields: a fillable profile of a model declared
 /// `#[model(upstream)]` (generated), whose fields go to the query or the body under their
@@ -63,8 +65,10 @@ display_segments!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize
 pub trait UpstreamFields {
     /// Appends the fields that were given, as `(upstream name, value)`; a field left out is
     /// absent, a field sent as `null` (an `update` clearing a value) is `Value::Null`.
-    fn upstream_fields(&self, out: &mut Vec<(&'static str, Value)>)
-    -> Result<(), serde_json::Error>;
+    fn upstream_fields(
+        &self,
+        out: &mut Vec<(&'static str, Value)>,
+    ) -> Result<(), serde_json::Error>;
 }
 
 /// One call to an upstream: built from the route and the arguments, sent by an
@@ -161,7 +165,10 @@ impl UpstreamRequest {
                 };
                 Err(ToolError::new(
                     codes::VALIDATION_ERROR,
-                    format!("`{name}` cannot be `{}`: {expected} is expected.", echo(&text, 16)),
+                    format!(
+                        "`{name}` cannot be `{}`: {expected} is expected.",
+                        echo(&text, 16)
+                    ),
                 )
                 .with_recovery(format!("Call again with a real `{name}`."))
                 .with_details(serde_json::json!({
@@ -249,7 +256,11 @@ impl UpstreamRequest {
 
     /// The encoded path, `/invoices/..%2Fadmin`, relative to the upstream's base URL.
     pub fn path(&self) -> &str {
-        if self.path.is_empty() { "/" } else { &self.path }
+        if self.path.is_empty() {
+            "/"
+        } else {
+            &self.path
+        }
     }
 
     /// The query pairs, before form encoding.
@@ -317,8 +328,8 @@ mod tests {
     fn dot_and_empty_segments_are_validation_errors() {
         let route = HttpRoute::parse("GET /invoices/{id}").unwrap();
         for id in ["..", ".", ""] {
-            let error =
-                UpstreamRequest::from_arguments(&route, serde_json::json!({ "id": id })).unwrap_err();
+            let error = UpstreamRequest::from_arguments(&route, serde_json::json!({ "id": id }))
+                .unwrap_err();
             assert_eq!(error.code(), codes::VALIDATION_ERROR, "{id}");
         }
     }

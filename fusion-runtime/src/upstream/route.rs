@@ -94,10 +94,9 @@ impl HttpRoute {
     /// assert!(HttpRoute::parse("GET /invoices/x{id}").is_err());
     /// ```
     pub fn parse(template: &str) -> Result<Self, String> {
-        let (method, path) = template
-            .trim()
-            .split_once(' ')
-            .ok_or_else(|| format!("`{template}` is not `METHOD /path`, such as `GET /invoices/{{id}}`"))?;
+        let (method, path) = template.trim().split_once(' ').ok_or_else(|| {
+            format!("`{template}` is not `METHOD /path`, such as `GET /invoices/{{id}}`")
+        })?;
         let method = HttpMethod::parse(method).ok_or_else(|| {
             format!("`{method}` is not an HTTP method a route may use (GET, HEAD, POST, PUT, PATCH or DELETE, upper case)")
         })?;
@@ -183,7 +182,9 @@ fn parse_segment(segment: &str, path: &str) -> Result<RouteSegment, String> {
         ));
     }
     if segment.is_empty() {
-        return Err(format!("`{path}` has an empty segment (`//` or a trailing `/`)"));
+        return Err(format!(
+            "`{path}` has an empty segment (`//` or a trailing `/`)"
+        ));
     }
     if segment == "." || segment == ".." {
         return Err(format!("`{path}` has a `{segment}` segment"));
@@ -245,7 +246,10 @@ mod tests {
         let route = HttpRoute::parse("DELETE /v1/invoices/{id}/lines/{line_no}").unwrap();
         assert_eq!(route.method(), HttpMethod::Delete);
         assert_eq!(route.params().collect::<Vec<_>>(), ["id", "line_no"]);
-        assert_eq!(route.to_string(), "DELETE /v1/invoices/{id}/lines/{line_no}");
+        assert_eq!(
+            route.to_string(),
+            "DELETE /v1/invoices/{id}/lines/{line_no}"
+        );
         assert_eq!(HttpRoute::parse("GET /").unwrap().to_string(), "GET /");
     }
 
