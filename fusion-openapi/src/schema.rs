@@ -696,7 +696,9 @@ impl<'a> Reader<'a> {
         }) {
             return Err("a path parameter is not declared".into());
         }
-        if let Some(bad) = template.split('/').skip(1).find(|segment| {
+        if template == "/" {
+            // The root: a route of its own.
+        } else if let Some(bad) = template.split('/').skip(1).find(|segment| {
             !is_whole_param(segment)
                 && (segment.is_empty()
                     || *segment == "."
@@ -778,6 +780,14 @@ impl<'a> Reader<'a> {
             && let Some(items) = resolved.get("items")
             && self.is_object(items)
         {
+            let item = self.resolve(items)?;
+            if item.get("properties").is_none()
+                && item.get("allOf").is_none()
+                && !self.holds_secrets(items, 0)
+            {
+                // A list of maps of plain values, shown as it is.
+                return Ok(Returns::Json);
+            }
             return self
                 .model_of(items, &format!("{base_name}_item"))
                 .map(Returns::List);
