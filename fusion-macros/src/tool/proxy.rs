@@ -71,7 +71,12 @@ impl Method {
 
 enum Segment {
     Literal(String),
-    Param(String),
+    /// `{name}`, with literal text around it in its segment (`{sid}.json`), usually none.
+    Param {
+        prefix: String,
+        name: String,
+        suffix: String,
+    },
 }
 
 struct Route {
@@ -79,9 +84,10 @@ struct Route {
     segments: Vec<Segment>,
 }
 
-// A route is `METHOD /path`, its parameters whole segments named like arguments, each once;
-// literal segments need no encoding and are never `.` or `..`; no query string or fragment
-// (the same rules as `fusion::upstream::HttpRoute::parse`, which code built at run time uses).
+// A route is `METHOD /path`, at most one parameter per segment (`{id}`, or with literal text
+// around it, `{sid}.json`), named like an argument, each once; literal text needs no encoding
+// and a literal segment is never `.` or `..`; no query string or fragment (the same rules as
+// `fusion::upstream::HttpRoute::parse`, which code built at run time uses).
 fn parse_route(template: &LitStr) -> Result<Route> {
     let text = template.value();
     let error = |message: String| Error::custom(message).with_span(template);
@@ -107,15 +113,43 @@ fn parse_route(template: &LitStr) -> Result<Route> {
     let Some(rest) = path.strip_prefix('/') else {
         return Err(error(format!("the path `{path}` must start with `/`")));
     };
+    if let Some(at) = path.find(['?', '#']) {
+        let what = if path[at..].starts_with('?') {
+            "a query string"
+        } else {
+            "a fragment"
+        };
+        return Err(error(format!(
+            "`{path}` has {what} (`{}`): a route is a path only; the arguments that are not path parameters fill the query",
+            &path[at..]
+        )));
+    }
+    let check_literal = |text: &str, segment: &str| match text
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(*c)))
+    {
+        Some(bad) => Err(error(format!(
+            "`{segment}` holds `{bad}`, which a route may not: a route has no query string, fragment or encoding (arguments fill the query)"
+        ))),
+        None => Ok(()),
+    };
     let mut segments = Vec::new();
     if !rest.is_empty() {
         for segment in rest.split('/') {
-            if let Some(inner) = segment.strip_prefix('{') {
-                let name = inner.strip_suffix('}').ok_or_else(|| {
-                    error(format!(
-                        "`{segment}`: a path parameter is a whole segment, `{{name}}`"
-                    ))
-                })?;
+            let (opens, closes) = (segment.matches('{').count(), segment.matches('}').count());
+            if opens > 1 || closes > 1 {
+                return Err(error(format!(
+                    "`{segment}`: a segment holds at most one path parameter"
+                )));
+            }
+            if let (Some(open), Some(close)) = (segment.find('{'), segment.find('}'))
+                && open < close
+            {
+                let (prefix, name, suffix) = (
+                    &segment[..open],
+                    &segment[open + 1..close],
+                    &segment[close + 1..],
+                );
                 let valid = name
                     .chars()
                     .next()
@@ -126,18 +160,23 @@ fn parse_route(template: &LitStr) -> Result<Route> {
                         "`{{{name}}}`: a path parameter is named like an argument (letters, digits and `_`)"
                     )));
                 }
-                if segments
-                    .iter()
-                    .any(|other| matches!(other, Segment::Param(other) if other == name))
-                {
+                check_literal(prefix, segment)?;
+                check_literal(suffix, segment)?;
+                if segments.iter().any(
+                    |other| matches!(other, Segment::Param { name: other, .. } if other == name),
+                ) {
                     return Err(error(format!(
                         "the path parameter `{{{name}}}` appears twice"
                     )));
                 }
-                segments.push(Segment::Param(name.to_owned()));
-            } else if segment.contains(['{', '}']) {
+                segments.push(Segment::Param {
+                    prefix: prefix.to_owned(),
+                    name: name.to_owned(),
+                    suffix: suffix.to_owned(),
+                });
+            } else if opens + closes > 0 {
                 return Err(error(format!(
-                    "`{segment}`: a path parameter is a whole segment, `{{name}}`"
+                    "`{segment}`: a path parameter is written `{{name}}`"
                 )));
             } else if segment.is_empty() {
                 return Err(error(format!(
@@ -145,14 +184,8 @@ fn parse_route(template: &LitStr) -> Result<Route> {
                 )));
             } else if segment == "." || segment == ".." {
                 return Err(error(format!("`{path}` has a `{segment}` segment")));
-            } else if let Some(bad) = segment
-                .chars()
-                .find(|c| !(c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(*c)))
-            {
-                return Err(error(format!(
-                    "`{segment}` holds `{bad}`, which a literal segment may not: a route has no query string, fragment or encoding (arguments fill the query)"
-                )));
             } else {
+                check_literal(segment, segment)?;
                 segments.push(Segment::Literal(segment.to_owned()));
             }
         }
@@ -213,7 +246,7 @@ pub(super) fn prepare(tool: &mut Tool, bodiless: bool, errors: &mut darling::err
         .collect();
     // Every path parameter is filled by the argument of the same name (as the agent sends it).
     for segment in &route.segments {
-        if let Segment::Param(name) = segment {
+        if let Segment::Param { name, .. } = segment {
             match params.iter().find(|param| param.ident.unraw() == name) {
                 None => {
                     let known: Vec<String> = params
@@ -249,20 +282,30 @@ pub(super) fn prepare(tool: &mut Tool, bodiless: bool, errors: &mut darling::err
         .segments
         .iter()
         .filter_map(|segment| match segment {
-            Segment::Param(name) => Some(name.as_str()),
+            Segment::Param { name, .. } => Some(name.as_str()),
             Segment::Literal(_) => None,
         })
         .collect();
     let path = route.segments.iter().map(|segment| match segment {
         Segment::Literal(text) => quote!(__fusion_request.literal(#text);),
-        Segment::Param(name) => {
+        Segment::Param {
+            prefix,
+            name,
+            suffix,
+        } => {
             let Some(param) = params.iter().find(|param| param.ident.unraw() == name) else {
                 return TokenStream::new();
             };
             let ident = &param.ident;
             let ty = &param.ty;
-            quote_spanned! {ty.span()=>
-                __fusion_request.param::<#ty>(#name, &#ident)?;
+            if prefix.is_empty() && suffix.is_empty() {
+                quote_spanned! {ty.span()=>
+                    __fusion_request.param::<#ty>(#name, &#ident)?;
+                }
+            } else {
+                quote_spanned! {ty.span()=>
+                    __fusion_request.param_between::<#ty>(#prefix, #name, &#ident, #suffix)?;
+                }
             }
         }
     });

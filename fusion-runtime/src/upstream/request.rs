@@ -7,7 +7,9 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::route::{HttpMethod, HttpRoute, RouteSegment, SegmentError, encode_segment};
+use super::route::{
+    HttpMethod, HttpRoute, RouteSegment, SegmentError, encode_part, encode_segment,
+};
 use crate::error::{ToolError, codes, echo};
 
 /// A value that can fill a path segment: strings, integers, booleans, characters and UUIDs.
@@ -113,7 +115,11 @@ impl UpstreamRequest {
         for segment in route.segments() {
             match segment {
                 RouteSegment::Literal(text) => request.literal(text),
-                RouteSegment::Param(name) => {
+                RouteSegment::Param {
+                    prefix,
+                    name,
+                    suffix,
+                } => {
                     let text = match arguments.remove(name.as_ref()) {
                         Some(Value::String(text)) => text,
                         Some(value @ (Value::Number(_) | Value::Bool(_))) => value.to_string(),
@@ -128,7 +134,7 @@ impl UpstreamRequest {
                             )));
                         }
                     };
-                    request.param(name, &text)?;
+                    request.param_between(prefix, name, &text, suffix)?;
                 }
             }
         }
@@ -151,11 +157,34 @@ impl UpstreamRequest {
         name: &str,
         value: &T,
     ) -> Result<(), ToolError> {
+        self.param_between("", name, value, "")
+    }
+
+    /// Appends a segment made of `prefix`, the value of path parameter `name` percent-encoded
+    /// (it stays inside the segment) and `suffix` (`{sid}.json`). An empty value is refused
+    /// with `VALIDATION_ERROR`, and so are `.` and `..` when nothing stands around them.
+    pub fn param_between<T: PathSegment + ?Sized>(
+        &mut self,
+        prefix: &str,
+        name: &str,
+        value: &T,
+        suffix: &str,
+    ) -> Result<(), ToolError> {
         let text = value.segment_text();
-        match encode_segment(&text) {
+        let encoded = if prefix.is_empty() && suffix.is_empty() {
+            encode_segment(&text)
+        } else if text.is_empty() {
+            Err(SegmentError::Empty)
+        } else {
+            // `..` next to other text is not a dot segment: `...json` is a file name.
+            Ok(encode_part(&text))
+        };
+        match encoded {
             Ok(encoded) => {
                 self.path.push('/');
+                self.path.push_str(prefix);
                 self.path.push_str(&encoded);
+                self.path.push_str(suffix);
                 Ok(())
             }
             Err(error) => {
@@ -322,6 +351,21 @@ mod tests {
                 .unwrap();
         assert_eq!(request.path(), "/invoices/7/void");
         assert_eq!(request.body().unwrap()["reason"], "dup");
+
+        let route = HttpRoute::parse("GET /Calls/{sid}.json").unwrap();
+        for (sid, path) in [
+            ("CA1", "/Calls/CA1.json"),
+            ("..", "/Calls/...json"),
+            ("../x", "/Calls/..%2Fx.json"),
+            ("a?b", "/Calls/a%3Fb.json"),
+        ] {
+            let request =
+                UpstreamRequest::from_arguments(&route, serde_json::json!({ "sid": sid })).unwrap();
+            assert_eq!(request.path(), path);
+        }
+        let error =
+            UpstreamRequest::from_arguments(&route, serde_json::json!({"sid": ""})).unwrap_err();
+        assert_eq!(error.code(), codes::VALIDATION_ERROR);
     }
 
     #[test]

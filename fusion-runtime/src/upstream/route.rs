@@ -66,12 +66,20 @@ impl fmt::Display for HttpMethod {
 pub enum RouteSegment {
     /// Text written as it is (already valid in a path).
     Literal(Cow<'static, str>),
-    /// `{name}`: a whole segment filled from the argument `name`, percent-encoded.
-    Param(Cow<'static, str>),
+    /// `{name}`, filled from the argument `name`, percent-encoded so that it stays inside its
+    /// segment; literal text may stand around it in the segment (`{sid}.json`, `v{major}`).
+    Param {
+        /// Literal text before the parameter in its segment (usually empty).
+        prefix: Cow<'static, str>,
+        /// The parameter's (and its argument's) name.
+        name: Cow<'static, str>,
+        /// Literal text after the parameter in its segment (`.json`; usually empty).
+        suffix: Cow<'static, str>,
+    },
 }
 
-/// An upstream route: a method and a path template whose parameters are whole segments,
-/// `GET /invoices/{id}/lines`. Parsed and checked once (by `#[tool(http = …)]` at compile
+/// An upstream route: a method and a path template with at most one parameter per segment,
+/// `GET /invoices/{id}/lines`, `GET /Calls/{sid}.json`. Parsed and checked once (by `#[tool(http = …)]` at compile
 /// time, by [`ToolSpec::http`](crate::ToolSpec::http) when the server is built).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRoute {
@@ -80,10 +88,11 @@ pub struct HttpRoute {
 }
 
 impl HttpRoute {
-    /// Parses `METHOD /path/{param}`. A parameter is a whole segment (`/a/{id}`, not
-    /// `/a/x{id}`), named like a Rust identifier, and appears once; literal segments hold only
-    /// characters that need no encoding, and are never `.` or `..`; there is no query string
-    /// or fragment (the query comes from arguments).
+    /// Parses `METHOD /path/{param}`. A segment holds at most one parameter (`/a/{id}`, or
+    /// with literal text around it, `/a/{id}.json`), named like a Rust identifier, and a
+    /// parameter appears once; literal text holds only characters that need no encoding, and
+    /// a literal segment is never `.` or `..`; there is no query string or fragment (the query
+    /// comes from arguments).
     ///
     /// ```
     /// use fusion_runtime::upstream::HttpRoute;
@@ -91,7 +100,8 @@ impl HttpRoute {
     /// let route = HttpRoute::parse("GET /invoices/{id}").unwrap();
     /// assert_eq!(route.params().collect::<Vec<_>>(), ["id"]);
     /// assert!(HttpRoute::parse("GET /invoices/{id}?x=1").is_err());
-    /// assert!(HttpRoute::parse("GET /invoices/x{id}").is_err());
+    /// assert!(HttpRoute::parse("GET /calls/{sid}.json").is_ok());
+    /// assert!(HttpRoute::parse("GET /invoices/{a}-{b}").is_err());
     /// ```
     pub fn parse(template: &str) -> Result<Self, String> {
         let (method, path) = template.trim().split_once(' ').ok_or_else(|| {
@@ -104,6 +114,17 @@ impl HttpRoute {
         let Some(rest) = path.strip_prefix('/') else {
             return Err(format!("the path `{path}` must start with `/`"));
         };
+        if let Some(at) = path.find(['?', '#']) {
+            let what = if path[at..].starts_with('?') {
+                "a query string"
+            } else {
+                "a fragment"
+            };
+            return Err(format!(
+                "`{path}` has {what} (`{}`): a route is a path only; the arguments that are not path parameters fill the query",
+                &path[at..]
+            ));
+        }
         let mut segments = Vec::new();
         if !rest.is_empty() {
             for segment in rest.split('/') {
@@ -112,7 +133,7 @@ impl HttpRoute {
         }
         let mut seen: Vec<&str> = Vec::new();
         for segment in &segments {
-            if let RouteSegment::Param(name) = segment {
+            if let RouteSegment::Param { name, .. } = segment {
                 if seen.contains(&name.as_ref()) {
                     return Err(format!("the path parameter `{{{name}}}` appears twice"));
                 }
@@ -135,7 +156,7 @@ impl HttpRoute {
     /// The names of the path parameters, in order.
     pub fn params(&self) -> impl Iterator<Item = &str> {
         self.segments.iter().filter_map(|segment| match segment {
-            RouteSegment::Param(name) => Some(name.as_ref()),
+            RouteSegment::Param { name, .. } => Some(name.as_ref()),
             RouteSegment::Literal(_) => None,
         })
     }
@@ -150,7 +171,11 @@ impl fmt::Display for HttpRoute {
         for segment in &self.segments {
             match segment {
                 RouteSegment::Literal(text) => write!(f, "/{text}")?,
-                RouteSegment::Param(name) => write!(f, "/{{{name}}}")?,
+                RouteSegment::Param {
+                    prefix,
+                    name,
+                    suffix,
+                } => write!(f, "/{prefix}{{{name}}}{suffix}")?,
             }
         }
         Ok(())
@@ -158,12 +183,21 @@ impl fmt::Display for HttpRoute {
 }
 
 fn parse_segment(segment: &str, path: &str) -> Result<RouteSegment, String> {
-    if let Some(inner) = segment.strip_prefix('{') {
-        let Some(name) = inner.strip_suffix('}') else {
-            return Err(format!(
-                "`{segment}` in `{path}`: a path parameter is a whole segment, `{{name}}`"
-            ));
-        };
+    let opens = segment.matches('{').count();
+    let closes = segment.matches('}').count();
+    if opens > 1 || closes > 1 {
+        return Err(format!(
+            "`{segment}` in `{path}`: a segment holds at most one path parameter"
+        ));
+    }
+    if let (Some(open), Some(close)) = (segment.find('{'), segment.find('}'))
+        && open < close
+    {
+        let (prefix, name, suffix) = (
+            &segment[..open],
+            &segment[open + 1..close],
+            &segment[close + 1..],
+        );
         let valid = name
             .chars()
             .next()
@@ -174,11 +208,18 @@ fn parse_segment(segment: &str, path: &str) -> Result<RouteSegment, String> {
                 "`{{{name}}}` in `{path}`: a path parameter is named like an argument (letters, digits and `_`)"
             ));
         }
-        return Ok(RouteSegment::Param(Cow::Owned(name.to_owned())));
+        for text in [prefix, suffix] {
+            check_literal(text, segment, path)?;
+        }
+        return Ok(RouteSegment::Param {
+            prefix: Cow::Owned(prefix.to_owned()),
+            name: Cow::Owned(name.to_owned()),
+            suffix: Cow::Owned(suffix.to_owned()),
+        });
     }
-    if segment.contains('{') || segment.contains('}') {
+    if opens + closes > 0 {
         return Err(format!(
-            "`{segment}` in `{path}`: a path parameter is a whole segment, `{{name}}`"
+            "`{segment}` in `{path}`: a path parameter is written `{{name}}`"
         ));
     }
     if segment.is_empty() {
@@ -189,15 +230,21 @@ fn parse_segment(segment: &str, path: &str) -> Result<RouteSegment, String> {
     if segment == "." || segment == ".." {
         return Err(format!("`{path}` has a `{segment}` segment"));
     }
-    if let Some(bad) = segment
+    check_literal(segment, segment, path)?;
+    Ok(RouteSegment::Literal(Cow::Owned(segment.to_owned())))
+}
+
+/// Literal text of a route holds only characters that need no encoding in a path.
+fn check_literal(text: &str, segment: &str, path: &str) -> Result<(), String> {
+    match text
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(*c)))
     {
-        return Err(format!(
-            "`{segment}` in `{path}` holds `{bad}`, which a literal segment may not (no query string, fragment or encoding in a route)"
-        ));
+        Some(bad) => Err(format!(
+            "`{segment}` in `{path}` holds `{bad}`, which a route may not (no query string, fragment or encoding in a route)"
+        )),
+        None => Ok(()),
     }
-    Ok(RouteSegment::Literal(Cow::Owned(segment.to_owned())))
 }
 
 /// Everything but the unreserved characters of RFC 3986 (`A-Z a-z 0-9 - . _ ~`) is encoded:
@@ -233,8 +280,14 @@ pub fn encode_segment(value: &str) -> Result<String, SegmentError> {
     match value {
         "" => Err(SegmentError::Empty),
         "." | ".." => Err(SegmentError::DotSegment),
-        _ => Ok(utf8_percent_encode(value, SEGMENT).to_string()),
+        _ => Ok(encode_part(value)),
     }
+}
+
+/// Percent-encodes a value that goes inside a segment next to literal text (`{sid}.json`):
+/// nothing in it can end the segment.
+pub(crate) fn encode_part(value: &str) -> String {
+    utf8_percent_encode(value, SEGMENT).to_string()
 }
 
 #[cfg(test)]
@@ -251,6 +304,9 @@ mod tests {
             "DELETE /v1/invoices/{id}/lines/{line_no}"
         );
         assert_eq!(HttpRoute::parse("GET /").unwrap().to_string(), "GET /");
+        let route = HttpRoute::parse("GET /Calls/{sid}.json/v{major}").unwrap();
+        assert_eq!(route.params().collect::<Vec<_>>(), ["sid", "major"]);
+        assert_eq!(route.to_string(), "GET /Calls/{sid}.json/v{major}");
     }
 
     #[test]
@@ -263,7 +319,11 @@ mod tests {
             "GET /a/{id",
             "GET /a/{}",
             "GET /a/{1x}",
-            "GET /a/x{id}",
+            "GET /a/{x}{id}",
+            "GET /a/{x}-{id}",
+            "GET /a/}x{",
+            "GET /a/x{id",
+            "GET /a/{id}%2F",
             "GET /a/{id}/{id}",
             "GET /a//b",
             "GET /a/",
@@ -275,6 +335,11 @@ mod tests {
         ] {
             assert!(HttpRoute::parse(bad).is_err(), "{bad} was accepted");
         }
+        let error = HttpRoute::parse("GET /a/{id}?expand=lines").unwrap_err();
+        assert!(
+            error.contains("a query string (`?expand=lines`)"),
+            "{error}"
+        );
     }
 
     #[test]
