@@ -454,12 +454,14 @@ fn from_upstream(model: &Model) -> TokenStream {
     });
     let module = reserved_module(model);
     let mut reserves = Vec::new();
+    let mut guarded_names = Vec::new();
     for field in model.fields.iter().filter(|field| field.guarded) {
         let marker = reserved_marker(model, field);
         let mut names = vec![field.name()];
         if field.wire_name() != field.name() {
             names.push(field.wire_name());
         }
+        guarded_names.extend(names.iter().cloned());
         for name in names {
             let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&name]));
             reserves.push(quote! {
@@ -477,6 +479,8 @@ fn from_upstream(model: &Model) -> TokenStream {
 
             #[automatically_derived]
             impl #private::FromUpstream for #ident {
+                const GUARDED_NAMES: &'static [&'static str] = &[#(#guarded_names),*];
+
                 fn from_upstream(
                     value: #private::serde_json::Value,
                 ) -> #private::Result<Self, #private::DecodeError> {

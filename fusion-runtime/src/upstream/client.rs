@@ -574,6 +574,82 @@ impl FromContext for Upstream {
     }
 }
 
+impl crate::ToolSpec {
+    /// Makes this tool an HTTP proxy (SPEC T6), for code that declares tools at run time (an
+    /// OpenAPI generator, a configuration file): the agent's arguments are `A` (whose schema
+    /// is the input schema); the route's path parameters are taken from `A`'s fields by name,
+    /// the other fields go to the query or the body by the method; the answer is read into
+    /// `T` (a model declared `#[model(upstream)]`, or a list of them) and presented by `P`.
+    ///
+    /// When the server is built, it fails if the route does not parse, if a path parameter is
+    /// not a field of `A`, if a field of `A` has the name of a guarded field of `P`'s model,
+    /// or if no upstream was configured with
+    /// [`ServerBuilder::upstream`](crate::ServerBuilder::upstream).
+    #[must_use]
+    pub fn http<P, A, T>(mut self, route: &str) -> Self
+    where
+        P: crate::Presenter,
+        A: serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema + Send + 'static,
+        T: FromUpstream + crate::present::ToolOutput<P>,
+    {
+        let route = match super::HttpRoute::parse(route) {
+            Ok(route) => route,
+            Err(problem) => {
+                self.problems.push(problem);
+                return self;
+            }
+        };
+        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<A>();
+        let properties: Vec<String> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| properties.keys().cloned().collect())
+            .unwrap_or_default();
+        for param in route.params() {
+            if !properties.iter().any(|name| name == param) {
+                self.problems.push(format!(
+                    "the path parameter `{{{param}}}` of `{route}` is not one of the arguments"
+                ));
+            }
+        }
+        // Arguments are sent under their own names: none may be a guarded field's name, Rust
+        // or upstream.
+        let model = <P::Model as crate::Model>::NAME;
+        let guarded = <P::Model as crate::Model>::FIELDS
+            .iter()
+            .filter(|field| field.guarded)
+            .map(|field| field.name)
+            .chain(T::GUARDED_NAMES.iter().copied());
+        let mut refused: Vec<&str> = Vec::new();
+        for name in guarded {
+            if properties.iter().any(|property| property == name) && !refused.contains(&name) {
+                refused.push(name);
+                self.problems.push(format!(
+                    "the argument `{name}` is a guarded field of {model}: it never comes in from an agent"
+                ));
+            }
+        }
+        self.params = crate::Params::new();
+        self.params.whole::<A>();
+        self.params.context::<Upstream>();
+        let route = Arc::new(route);
+        self.with_call_handler::<P, T, ToolError, _, _, _>(
+            move |mut reader: crate::args::ArgReader<'_>| {
+                let args = reader.whole::<A>();
+                reader.finish()?;
+                let args = args.ok_or_else(crate::args::kinds::missing_argument)?;
+                let route = Arc::clone(&route);
+                Ok(move |context: CallContext| async move {
+                    let upstream = Upstream::from_context(&context)?;
+                    let value = serde_json::to_value(&args).map_err(ToolError::internal)?;
+                    let request = UpstreamRequest::from_arguments(&route, value)?;
+                    Ok(upstream.send::<T>(request).await)
+                })
+            },
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,73 +721,5 @@ mod tests {
             now,
         );
         assert_eq!(limited.retry_after(), Some(Duration::from_secs(3)));
-    }
-}
-
-impl crate::ToolSpec {
-    /// Makes this tool an HTTP proxy (SPEC T6), for code that declares tools at run time (an
-    /// OpenAPI generator, a configuration file): the agent's arguments are `A` (whose schema
-    /// is the input schema); the route's path parameters are taken from `A`'s fields by name,
-    /// the other fields go to the query or the body by the method; the answer is read into
-    /// `T` (a model declared `#[model(upstream)]`, or a list of them) and presented by `P`.
-    ///
-    /// When the server is built, it fails if the route does not parse, if a path parameter is
-    /// not a field of `A`, if a field of `A` has the name of a guarded field of `P`'s model,
-    /// or if no upstream was configured with
-    /// [`ServerBuilder::upstream`](crate::ServerBuilder::upstream).
-    #[must_use]
-    pub fn http<P, A, T>(mut self, route: &str) -> Self
-    where
-        P: crate::Presenter,
-        A: serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema + Send + 'static,
-        T: FromUpstream + crate::present::ToolOutput<P>,
-    {
-        let route = match super::HttpRoute::parse(route) {
-            Ok(route) => route,
-            Err(problem) => {
-                self.problems.push(problem);
-                return self;
-            }
-        };
-        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<A>();
-        let properties: Vec<String> = schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|properties| properties.keys().cloned().collect())
-            .unwrap_or_default();
-        for param in route.params() {
-            if !properties.iter().any(|name| name == param) {
-                self.problems.push(format!(
-                    "the path parameter `{{{param}}}` of `{route}` is not one of the arguments"
-                ));
-            }
-        }
-        let model = <P::Model as crate::Model>::NAME;
-        for field in <P::Model as crate::Model>::FIELDS {
-            if field.guarded && properties.iter().any(|name| name == field.name) {
-                self.problems.push(format!(
-                    "the argument `{}` is a guarded field of {model}: it never comes in from an agent",
-                    field.name
-                ));
-            }
-        }
-        self.params = crate::Params::new();
-        self.params.whole::<A>();
-        self.params.context::<Upstream>();
-        let route = Arc::new(route);
-        self.with_call_handler::<P, T, ToolError, _, _, _>(
-            move |mut reader: crate::args::ArgReader<'_>| {
-                let args = reader.whole::<A>();
-                reader.finish()?;
-                let args = args.ok_or_else(crate::args::kinds::missing_argument)?;
-                let route = Arc::clone(&route);
-                Ok(move |context: CallContext| async move {
-                    let upstream = Upstream::from_context(&context)?;
-                    let value = serde_json::to_value(&args).map_err(ToolError::internal)?;
-                    let request = UpstreamRequest::from_arguments(&route, value)?;
-                    Ok(upstream.send::<T>(request).await)
-                })
-            },
-        )
     }
 }

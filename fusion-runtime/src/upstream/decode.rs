@@ -19,6 +19,11 @@ use serde_json::{Map, Value};
     note = "add `upstream` to the model's attribute: `#[model(upstream, fillable(…))]`"
 )]
 pub trait FromUpstream: Sized + Send + 'static {
+    /// The names (Rust and upstream) of the guarded fields of the model read: no argument of
+    /// a proxy tool may carry one, or an agent could set the field upstream. `#[model(upstream)]`
+    /// lists them; a list or option of a model has its model's.
+    const GUARDED_NAMES: &'static [&'static str] = &[];
+
     /// Builds the value; the error is logged, never shown to an agent.
     fn from_upstream(value: Value) -> Result<Self, DecodeError>;
 }
@@ -36,6 +41,8 @@ impl FromUpstream for () {
 }
 
 impl<T: FromUpstream> FromUpstream for Vec<T> {
+    const GUARDED_NAMES: &'static [&'static str] = T::GUARDED_NAMES;
+
     fn from_upstream(value: Value) -> Result<Self, DecodeError> {
         match value {
             Value::Array(items) => items
@@ -52,6 +59,8 @@ impl<T: FromUpstream> FromUpstream for Vec<T> {
 }
 
 impl<T: FromUpstream> FromUpstream for Option<T> {
+    const GUARDED_NAMES: &'static [&'static str] = T::GUARDED_NAMES;
+
     fn from_upstream(value: Value) -> Result<Self, DecodeError> {
         match value {
             Value::Null => Ok(None),
