@@ -162,7 +162,6 @@ pub mod __private {
     pub use fusion_runtime::present::{
         PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,
     };
-    #[cfg(feature = "http-client")]
     pub use fusion_runtime::upstream::Upstream;
     pub use fusion_runtime::upstream::kinds as upstream_kinds;
     pub use fusion_runtime::upstream::object as upstream_object;

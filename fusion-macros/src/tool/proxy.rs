@@ -35,9 +35,13 @@ impl Parse for Bodiless {
 impl Bodiless {
     /// The function with a body that never returns, until `prepare` writes the real one.
     pub(super) fn into_function(self) -> ItemFn {
+        let mut attrs = self.attrs;
+        // Until the body is written (and when a mistake keeps it from being written), the
+        // arguments are unused: that is not the user's mistake.
+        attrs.push(syn::parse_quote!(#[allow(unused_variables)]));
         ItemFn {
             modifiers: Default::default(),
-            attrs: self.attrs,
+            attrs,
             vis: self.vis,
             sig: self.sig,
             block: Box::new(syn::parse_quote!({ ::core::unreachable!() })),
@@ -331,11 +335,19 @@ pub(super) fn prepare(tool: &mut Tool, bodiless: bool, errors: &mut darling::err
             }
         });
     let upstream = format_ident!("__fusion_upstream");
+    // The answer is read into the success type: a type that cannot be (a model not declared
+    // `#[model(upstream)]`) is reported there.
+    let send_method = proc_macro2::Ident::new("send", success_span(&tool.function.sig.output));
+    let send = quote!(#upstream.#send_method(__fusion_request));
     tool.function
         .sig
         .inputs
         .push(syn::parse_quote!(#upstream: #private::Upstream));
-    tool.function.block = Box::new(syn::parse_quote!({
+    let feature_check = quote_spanned! {template.span()=>
+        #private::upstream_kinds::require_http_client::<()>();
+    };
+    *tool.function.block = syn::parse_quote!({
+        #feature_check
         use #private::upstream_kinds::{ViaPartContext as _, ViaPartField as _, ViaPartGroup as _};
         #[allow(unused_mut)]
         let mut __fusion_request =
@@ -343,10 +355,26 @@ pub(super) fn prepare(tool: &mut Tool, bodiless: bool, errors: &mut darling::err
         #(#path)*
         #(#rest)*
         #private::Result::map_err(
-            #upstream.send(__fusion_request).await,
+            #send.await,
             ::core::convert::Into::into,
         )
-    }));
+    });
+}
+
+/// Where the success type of `-> Result<T, E>` is written (`T`'s first token), or the return
+/// type's when it is not written so.
+fn success_span(output: &syn::ReturnType) -> Span {
+    let syn::ReturnType::Type(_, ty) = output else {
+        return Span::call_site();
+    };
+    if let syn::Type::Path(path) = &**ty
+        && let Some(last) = path.path.segments.last()
+        && let syn::PathArguments::AngleBracketed(args) = &last.arguments
+        && let Some(syn::GenericArgument::Type(success)) = args.args.first()
+    {
+        return success.span();
+    }
+    ty.span()
 }
 
 /// The user's parameters, with their `#[upstream(…)]` attributes read and removed.
@@ -363,7 +391,6 @@ fn read_params(function: &mut ItemFn) -> Result<Vec<ParamUse>> {
             .iter()
             .filter(|attr| attr.path().is_ident("upstream"))
         {
-            span = attr.span();
             let parsed = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("name") {
                     let name: LitStr = meta.value()?.parse()?;
@@ -374,13 +401,15 @@ fn read_params(function: &mut ItemFn) -> Result<Vec<ParamUse>> {
                     Ok(())
                 } else if meta.path.is_ident("query") {
                     placement = Placement::Query;
+                    span = meta.path.span();
                     Ok(())
                 } else if meta.path.is_ident("body") {
                     placement = Placement::Body;
+                    span = meta.path.span();
                     Ok(())
                 } else {
                     Err(meta.error(
-                        "expected `#[upstream(name = \"nameInTheUpstream\")]`, `#[upstream(query)]` or `#[upstream(body)]`",
+                        "expected `#[upstream(name = \"nameInTheUpstream\")]`, `#[upstream(query)]` or `#[upstream(body)]`: an argument goes to the path, the query or the body; headers and cookies are the server's configuration, never an argument",
                     ))
                 }
             });

@@ -143,6 +143,21 @@ pub mod kinds {
 
     use super::*;
 
+    /// Implemented when the `http-client` feature is on: a proxy tool compiled without it
+    /// reports the missing feature, once, on its route.
+    #[diagnostic::on_unimplemented(
+        message = "HTTP proxy tools need Fusion's `http-client` feature",
+        label = "this tool calls an upstream",
+        note = "enable the feature (on by default): `fusion = {{ version = \"…\", features = [\"http-client\"] }}`"
+    )]
+    pub trait HttpClientEnabled {}
+
+    #[cfg(feature = "http-client")]
+    impl HttpClientEnabled for () {}
+
+    /// Called by every generated proxy tool.
+    pub fn require_http_client<T: HttpClientEnabled>() {}
+
     pub struct DecodeProbe<T>(PhantomData<fn() -> T>);
 
     impl<T> DecodeProbe<T> {

@@ -20,6 +20,8 @@
 #[cfg(feature = "http-client")]
 mod client;
 mod decode;
+#[cfg(not(feature = "http-client"))]
+mod disabled;
 mod request;
 mod route;
 
@@ -28,5 +30,7 @@ pub use client::{
     HttpUpstream, HttpUpstreamBuilder, Upstream, UpstreamConfigError, classify, upstream_codes,
 };
 pub use decode::{DecodeError, FromUpstream, kinds, object};
+#[cfg(not(feature = "http-client"))]
+pub use disabled::Upstream;
 pub use request::{PathSegment, Placement, UpstreamFields, UpstreamRequest};
 pub use route::{HttpMethod, HttpRoute, RouteSegment, SegmentError, encode_segment};

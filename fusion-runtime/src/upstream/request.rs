@@ -17,7 +17,7 @@ use crate::error::{ToolError, codes, echo};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a path segment",
     label = "a path parameter must be a string, an integer, a boolean, a `char` or a `Uuid`",
-    note = "an optional or structured value cannot fill `{{name}}`: take it as a query or body argument instead"
+    note = "an optional or structured value cannot fill a path segment: take it as a query or body argument instead"
 )]
 pub trait PathSegment {
     /// The segment's text, before encoding.
