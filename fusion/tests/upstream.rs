@@ -48,6 +48,10 @@ pub struct InvoiceView;
 #[tool(query, name = "billing.get_invoice", http = "GET /invoices/{id}", returns = InvoiceView)]
 pub async fn get_invoice(id: String) -> Result<Invoice, ToolError>;
 
+/// Reads one invoice, as a file.
+#[tool(query, name = "billing.get_invoice_file", http = "GET /invoices/{id}.json", returns = InvoiceView)]
+pub async fn get_invoice_file(id: String) -> Result<Invoice, ToolError>;
+
 /// Lists invoices.
 #[tool(query, name = "billing.list_invoices", http = "GET /invoices", returns = InvoiceView)]
 pub async fn list_invoices(
@@ -160,6 +164,25 @@ async fn upstream(seen: Arc<Mutex<Vec<Seen>>>) -> String {
                         (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, at)])
                             .into_response()
                     }
+                    (_, "gone") => json(StatusCode::GONE, json!({"error": "sk_live_410"})),
+                    (_, "stale") => json(
+                        StatusCode::PRECONDITION_FAILED,
+                        json!({"error": "etag sk_live_412"}),
+                    ),
+                    (_, "invalid") => json(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        json!({"error": "field sk_live_422"}),
+                    ),
+                    (_, "bad") => {
+                        json(StatusCode::BAD_REQUEST, json!({"error": "bad sk_live_400"}))
+                    }
+                    (_, "limited-silent") => StatusCode::TOO_MANY_REQUESTS.into_response(),
+                    (_, "busy-silent") => {
+                        (StatusCode::SERVICE_UNAVAILABLE, "down sk_live_503").into_response()
+                    }
+                    (_, "gateway") => {
+                        (StatusCode::BAD_GATEWAY, "proxy sk_live_502").into_response()
+                    }
                     (_, "boom") => (
                         StatusCode::INTERNAL_SERVER_ERROR,
                         "stack trace with sk_live_500",
@@ -169,6 +192,30 @@ async fn upstream(seen: Arc<Mutex<Vec<Seen>>>) -> String {
                         json(StatusCode::OK, json!({"id": 5, "secret": "sk_live_shape"}))
                     }
                     (_, "huge") => json(StatusCode::OK, json!({"id": "x".repeat(200_000)})),
+                    // The same size, streamed without a `Content-Length`: cut while reading.
+                    (_, "streamed") => {
+                        let chunks = (0..200).map(|_| {
+                            Ok::<_, std::convert::Infallible>(Bytes::from(vec![b' '; 1024]))
+                        });
+                        let body = axum::body::Body::from_stream(futures::stream::iter(chunks));
+                        (
+                            StatusCode::OK,
+                            [(header::CONTENT_TYPE, "application/json")],
+                            body,
+                        )
+                            .into_response()
+                    }
+                    (_, "html") => (
+                        StatusCode::OK,
+                        [(header::CONTENT_TYPE, "text/html")],
+                        "<html>sk_live_html</html>",
+                    )
+                        .into_response(),
+                    (_, "loop") => (
+                        StatusCode::FOUND,
+                        [(header::LOCATION, "/api/invoices/loop")],
+                    )
+                        .into_response(),
                     (_, "slow") => {
                         tokio::time::sleep(Duration::from_secs(5)).await;
                         json(StatusCode::OK, invoice("slow"))
@@ -193,6 +240,13 @@ async fn upstream(seen: Arc<Mutex<Vec<Seen>>>) -> String {
     format!("http://{address}/api")
 }
 
+fn json_body(value: Value) -> ([(axum::http::HeaderName, &'static str); 1], String) {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+}
+
 fn percent_decode(text: &str) -> String {
     percent_encoding::percent_decode_str(text)
         .decode_utf8_lossy()
@@ -208,10 +262,12 @@ async fn tester() -> (Tester, Arc<Mutex<Vec<Seen>>>) {
                 .bearer("sk_test_config")
                 .timeout(Duration::from_millis(800))
                 .max_response_bytes(64 * 1024)
+                .max_request_bytes(4 * 1024)
                 .build()
                 .unwrap(),
         )
         .tool::<get_invoice>()
+        .tool::<get_invoice_file>()
         .tool::<list_invoices>()
         .tool::<create_invoice>()
         .tool::<update_invoice>()
@@ -279,6 +335,25 @@ async fn a_path_traversal_id_stays_one_encoded_segment() {
         assert_eq!(result.error_code(), Some("VALIDATION_ERROR"), "{id}");
     }
     assert_eq!(seen.lock().unwrap().len(), before);
+
+    // With text around the parameter in its segment (`{id}.json`), the value still stays
+    // inside it; `..` next to `.json` is a file name, not a dot segment.
+    for (id, path) in [
+        ("INV-1", "/api/invoices/INV-1.json"),
+        ("../admin", "/api/invoices/..%2Fadmin.json"),
+        ("..", "/api/invoices/...json"),
+        ("a/../../b", "/api/invoices/a%2F..%2F..%2Fb.json"),
+    ] {
+        let result = tester
+            .call("billing.get_invoice_file", json!({ "id": id }))
+            .await;
+        assert!(!result.is_error(), "{id}: {}", result.raw_text());
+        assert_eq!(last(&seen).path, path);
+    }
+    let empty = tester
+        .call("billing.get_invoice_file", json!({"id": ""}))
+        .await;
+    assert_eq!(empty.error_code(), Some("VALIDATION_ERROR"));
 }
 
 #[tokio::test]
@@ -353,18 +428,30 @@ async fn query_and_body_come_from_the_arguments_and_profiles() {
 #[tokio::test]
 async fn upstream_failures_are_classified_and_never_echoed() {
     let (tester, _seen) = tester().await;
+    // Every row of the table in `fusion::http`: (the upstream's answer, code, retryable,
+    // errorId).
     let cases = [
-        ("missing", "NOT_FOUND", false, false),
-        ("conflict", "CONFLICT", false, false),
-        ("unauthorized", "UPSTREAM_UNAUTHORIZED", false, true),
-        ("forbidden", "FORBIDDEN", false, false),
-        ("limited", "RATE_LIMITED", true, false),
-        ("busy", "UPSTREAM_UNAVAILABLE", true, true),
-        ("boom", "UPSTREAM_UNAVAILABLE", true, true),
-        ("malformed", "INTERNAL_ERROR", false, true),
-        ("huge", "INTERNAL_ERROR", false, true),
-        ("slow", "UPSTREAM_UNAVAILABLE", true, true),
-        ("elsewhere", "INTERNAL_ERROR", false, true),
+        ("missing", "NOT_FOUND", false, false),                 // 404
+        ("gone", "NOT_FOUND", false, false),                    // 410
+        ("conflict", "CONFLICT", false, false),                 // 409
+        ("stale", "CONFLICT", false, false),                    // 412
+        ("unauthorized", "UPSTREAM_UNAUTHORIZED", false, true), // 401
+        ("forbidden", "FORBIDDEN", false, false),               // 403
+        ("bad", "UPSTREAM_REJECTED", false, true),              // 400
+        ("invalid", "UPSTREAM_REJECTED", false, true),          // 422
+        ("limited", "RATE_LIMITED", true, false),               // 429, Retry-After: 7
+        ("limited-silent", "RATE_LIMITED", true, false),        // 429 without Retry-After
+        ("busy", "UPSTREAM_UNAVAILABLE", true, true),           // 503, Retry-After: a date
+        ("busy-silent", "UPSTREAM_UNAVAILABLE", true, true),    // 503 without Retry-After
+        ("boom", "UPSTREAM_UNAVAILABLE", true, true),           // 500
+        ("gateway", "UPSTREAM_UNAVAILABLE", true, true),        // 502
+        ("slow", "UPSTREAM_UNAVAILABLE", true, true),           // past the timeout
+        ("malformed", "INTERNAL_ERROR", false, true),           // 200 not fitting the model
+        ("html", "INTERNAL_ERROR", false, true),                // 200 not JSON
+        ("huge", "INTERNAL_ERROR", false, true),                // Content-Length over the limit
+        ("streamed", "INTERNAL_ERROR", false, true),            // streamed over the limit
+        ("elsewhere", "INTERNAL_ERROR", false, true),           // redirect to another origin
+        ("loop", "INTERNAL_ERROR", false, true),                // too many redirects
     ];
     for (id, code, retryable, error_id) in cases {
         let result = tester
@@ -395,6 +482,13 @@ async fn upstream_failures_are_classified_and_never_echoed() {
         .await;
     let wait = busy.error()["retryAfterMs"].as_u64().unwrap();
     assert!((25_000..=30_000).contains(&wait), "{wait}");
+    // "Later" without saying when: one second.
+    for id in ["limited-silent", "busy-silent", "boom", "slow"] {
+        let result = tester
+            .call("billing.get_invoice", json!({ "id": id }))
+            .await;
+        assert_eq!(result.error()["retryAfterMs"], 1000, "{id}");
+    }
     // A redirect to the same origin is followed.
     let moved = tester
         .call("billing.get_invoice", json!({"id": "moved"}))
@@ -453,5 +547,277 @@ fn the_upstream_configuration_is_checked() {
             .header("x-api-key", "a\r\nInjected: 1")
             .build()
             .is_err()
+    );
+}
+
+/// Captures what the server logs.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn what_the_agent_is_not_shown_is_logged_under_the_error_id() {
+    let (tester, _seen) = tester().await;
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    for (id, logged) in [
+        // An answer that does not fit the model: what did not fit.
+        ("malformed", "does not fit at `id`"),
+        // The upstream's own words, for the operator only.
+        ("unauthorized", "bad token sk_live_401"),
+        ("boom", "stack trace with sk_live_500"),
+    ] {
+        let result = tester
+            .call("billing.get_invoice", json!({ "id": id }))
+            .await;
+        let error_id = result.error()["errorId"].as_str().unwrap().to_owned();
+        assert!(!result.raw_text().contains("sk_live"), "{id}");
+        let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+        let line = text
+            .lines()
+            .find(|line| line.contains(&error_id))
+            .unwrap_or_else(|| panic!("{id}: no log line with {error_id}: {text}"));
+        assert!(line.contains(logged), "{id}: {line}");
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_never_followed() {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+
+    // Another origin that would answer, and counts who reaches it.
+    let reached = Arc::new(Mutex::new(0_u32));
+    let counter = Arc::clone(&reached);
+    let other = axum::Router::new().fallback(move || {
+        let counter = Arc::clone(&counter);
+        async move {
+            *counter.lock().unwrap() += 1;
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                invoice("INV-EVIL").to_string(),
+            )
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other_url = format!("http://{}/steal", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, other).await.unwrap() });
+
+    let target = other_url.clone();
+    let app = axum::Router::new().fallback(move || {
+        let target = target.clone();
+        async move { (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, target)]).into_response() }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let server = ServerBuilder::new("proxy", "1.0.0")
+        .upstream(
+            HttpUpstream::builder(base)
+                .bearer("sk_test_config")
+                .build()
+                .unwrap(),
+        )
+        .tool::<get_invoice>()
+        .build()
+        .unwrap();
+    let result = Tester::new(server)
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
+    assert_eq!(
+        result.error_code(),
+        Some("INTERNAL_ERROR"),
+        "{}",
+        result.raw_text()
+    );
+    assert!(!result.raw_text().contains("INV-EVIL"));
+    assert!(!result.raw_text().contains("/steal"));
+    assert_eq!(*reached.lock().unwrap(), 0, "the other origin was reached");
+}
+
+#[tokio::test]
+async fn a_request_over_the_size_limit_is_refused_before_it_is_sent() {
+    let (tester, seen) = tester().await;
+    let before = seen.lock().unwrap().len();
+    let result = tester
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-7", "total_cents": 1, "note": "n".repeat(5_000)}),
+        )
+        .await;
+    assert_eq!(
+        result.error_code(),
+        Some("VALIDATION_ERROR"),
+        "{}",
+        result.raw_text()
+    );
+    assert!(
+        result.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("over the upstream's limit")
+    );
+    assert_eq!(seen.lock().unwrap().len(), before);
+    // Under the limit, it goes.
+    let result = tester
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-7", "total_cents": 1, "note": "n".repeat(1_000)}),
+        )
+        .await;
+    assert!(!result.is_error(), "{}", result.raw_text());
+}
+
+#[tokio::test]
+async fn every_call_shares_one_pooled_client() {
+    // Calls of every tool go through the upstream's one client: its pooled connection is
+    // reused, and the upstream sees one connection for many calls.
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::serve::ListenerExt as _;
+
+    let app = axum::Router::new()
+        .route(
+            "/invoices",
+            axum::routing::get(|| async { json_body(json!([invoice("INV-1")])) }),
+        )
+        .route(
+            "/invoices/{id}",
+            axum::routing::get(|| async { json_body(invoice("INV-1")) }),
+        );
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&connections);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let listener = listener.tap_io(move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let server = ServerBuilder::new("proxy", "1.0.0")
+        .upstream(HttpUpstream::builder(base).build().unwrap())
+        .tool::<get_invoice>()
+        .tool::<list_invoices>()
+        .build()
+        .unwrap();
+    let tester = Tester::new(server);
+    for n in 0..10 {
+        let result = if n % 2 == 0 {
+            tester
+                .call("billing.get_invoice", json!({"id": format!("INV-{n}")}))
+                .await
+        } else {
+            tester.call("billing.list_invoices", json!({})).await
+        };
+        assert!(!result.is_error(), "{}", result.raw_text());
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 1);
+}
+
+/// The arguments of a proxy tool declared at run time.
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct FetchArgs {
+    /// The invoice id.
+    id: String,
+    /// Only with this status.
+    status: Option<String>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct TenantArgs {
+    id: String,
+    tenant_id: String,
+}
+
+/// The guarded field under its upstream name.
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct TenantWireArgs {
+    id: String,
+    #[serde(rename = "tenantId")]
+    owner: String,
+}
+
+#[tokio::test]
+async fn a_proxy_tool_declared_at_run_time_behaves_the_same() {
+    use fusion::ToolSpec;
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let base = upstream(Arc::clone(&seen)).await;
+    let server = ServerBuilder::new("proxy", "1.0.0")
+        .upstream(HttpUpstream::builder(base.clone()).build().unwrap())
+        .tool_spec(
+            ToolSpec::query("billing.fetch", "Reads one invoice.")
+                .http::<InvoiceView, FetchArgs, Invoice>("GET /invoices/{id}"),
+        )
+        .build()
+        .unwrap();
+    let tester = Tester::new(server);
+    let result = tester
+        .call("billing.fetch", json!({"id": "../admin", "status": "open"}))
+        .await;
+    assert!(!result.is_error(), "{}", result.raw_text());
+    assert_eq!(result.data()["id"], "../admin");
+    assert!(!result.raw_text().contains("whsec_"));
+    let request = last(&seen);
+    assert_eq!(request.path, "/api/invoices/..%2Fadmin");
+    assert_eq!(request.query.as_deref(), Some("status=open"));
+    let missing = tester.call("billing.fetch", json!({"id": "missing"})).await;
+    assert_eq!(missing.error_code(), Some("NOT_FOUND"));
+    let dots = tester.call("billing.fetch", json!({"id": ".."})).await;
+    assert_eq!(dots.error_code(), Some("VALIDATION_ERROR"));
+
+    // Mistakes are reported when the server is built.
+    for (route, problem) in [
+        ("GET /invoices/{number}", "`{number}`"),
+        ("GET /invoices/{id}?x=1", "query string"),
+    ] {
+        let error = ServerBuilder::new("proxy", "1.0.0")
+            .upstream(HttpUpstream::builder(base.clone()).build().unwrap())
+            .tool_spec(
+                ToolSpec::query("billing.fetch", "Reads one invoice.")
+                    .http::<InvoiceView, FetchArgs, Invoice>(route),
+            )
+            .build()
+            .unwrap_err();
+        assert!(error.to_string().contains(problem), "{route}: {error}");
+    }
+    // No argument may carry a guarded field, under its Rust or its upstream name.
+    let error = ServerBuilder::new("proxy", "1.0.0")
+        .upstream(HttpUpstream::builder(base.clone()).build().unwrap())
+        .tool_spec(
+            ToolSpec::query("billing.fetch", "Reads one invoice.")
+                .http::<InvoiceView, TenantArgs, Invoice>("GET /invoices/{id}"),
+        )
+        .build()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("`tenant_id` is a guarded field"),
+        "{error}"
+    );
+    let error = ServerBuilder::new("proxy", "1.0.0")
+        .upstream(HttpUpstream::builder(base).build().unwrap())
+        .tool_spec(
+            ToolSpec::mutation("billing.make", "Creates an invoice.")
+                .http::<InvoiceView, TenantWireArgs, Invoice>("POST /invoices"),
+        )
+        .build()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("`tenantId` is a guarded field"),
+        "{error}"
     );
 }
