@@ -77,6 +77,7 @@
 #[doc = include_str!("docs/production.md")]
 pub mod production {}
 
+#[cfg(feature = "http-client")]
 #[doc = include_str!("docs/http.md")]
 pub mod http {}
 
