@@ -6,6 +6,10 @@
 //! HTTP, and a `Cargo.toml` depending on `fusion`. What it cannot express is reported with the
 //! operation it skips, never a crash.
 //!
+//! [`run`] is the whole `cargo fusion openapi SPEC --out DIR [--name NAME] [--fusion-path PATH]`
+//! command in one call (read, generate, write, format); [`generate`] only builds the files in
+//! memory.
+//!
 //! ```
 //! let spec = r#"{"openapi": "3.0.3", "info": {"title": "Pets", "version": "1"},
 //!   "paths": {"/pets/{id}": {"get": {"operationId": "getPet",
@@ -123,6 +127,78 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// What [`run`] wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The crate's name.
+    pub name: String,
+    /// The directory it was written to.
+    pub dir: PathBuf,
+    /// Operations generated and skipped, and notes.
+    pub report: Report,
+    /// Whether `rustfmt` formatted the sources (when it is not installed, they are valid but
+    /// unformatted).
+    pub formatted: bool,
+}
+
+impl fmt::Display for Written {
+    /// The report, then where the crate went: what the command prints.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.report)?;
+        if !self.formatted {
+            writeln!(
+                f,
+                "note: rustfmt did not run: format the crate with `cargo fmt`"
+            )?;
+        }
+        write!(f, "wrote {} to {}", self.name, self.dir.display())
+    }
+}
+
+/// `cargo fusion openapi SPEC --out DIR [--name NAME] [--fusion-path PATH]` in one call: reads
+/// the document at `spec`, generates the crate (named `name`, or after the document's title;
+/// depending on the `fusion` at `fusion_path`, or on the published version), writes it into
+/// `out` (created if needed; the generated files are overwritten, nothing else is touched) and
+/// formats it. What was skipped is in the returned report; an error means nothing usable could
+/// be generated (unreadable file, not OpenAPI 3.0/3.1) or written.
+///
+/// ```no_run
+/// let written = fusion_openapi::run(
+///     std::path::Path::new("petstore.yaml"),
+///     std::path::Path::new("petstore-connector"),
+///     None,
+///     None,
+/// )?;
+/// eprintln!("{written}");
+/// # Ok::<(), fusion_openapi::Error>(())
+/// ```
+pub fn run(
+    spec: &Path,
+    out: &Path,
+    name: Option<&str>,
+    fusion_path: Option<&Path>,
+) -> Result<Written, Error> {
+    let text = std::fs::read_to_string(spec)
+        .map_err(|error| Error::new(format!("cannot read {}: {error}", spec.display())))?;
+    let mut options = Options {
+        name: name.map(str::to_owned),
+        ..Options::default()
+    };
+    if let Some(path) = fusion_path {
+        options.fusion = FusionDependency::Path(path.to_owned());
+    }
+    let generated = generate(&text, &options)?;
+    let formatted = generated
+        .write_to(out)
+        .map_err(|error| Error::new(format!("cannot write {}: {error}", out.display())))?;
+    Ok(Written {
+        name: generated.name,
+        dir: out.to_owned(),
+        report: generated.report,
+        formatted,
+    })
+}
 
 /// Reads an OpenAPI 3.0 or 3.1 document (JSON or YAML) and generates a connector crate.
 pub fn generate(spec_text: &str, options: &Options) -> Result<GeneratedCrate, Error> {

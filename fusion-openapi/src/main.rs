@@ -4,8 +4,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use fusion_openapi::{FusionDependency, Options, generate};
-
 const USAGE: &str = "usage: fusion-openapi SPEC --out DIR [--name NAME] [--fusion-path PATH]";
 
 fn main() -> ExitCode {
@@ -19,18 +17,17 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
-    let mut spec = None;
-    let mut out = None;
-    let mut options = Options::default();
+    let mut spec: Option<PathBuf> = None;
+    let mut out: Option<PathBuf> = None;
+    let mut name: Option<String> = None;
+    let mut fusion_path: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
         match arg.as_str() {
             "--out" => out = Some(PathBuf::from(value("--out")?)),
-            "--name" => options.name = Some(value("--name")?),
-            "--fusion-path" => {
-                options.fusion = FusionDependency::Path(PathBuf::from(value("--fusion-path")?));
-            }
+            "--name" => name = Some(value("--name")?),
+            "--fusion-path" => fusion_path = Some(PathBuf::from(value("--fusion-path")?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -44,16 +41,8 @@ fn run() -> Result<(), String> {
     }
     let spec = spec.ok_or(format!("no SPEC given\n{USAGE}"))?;
     let out = out.ok_or(format!("no --out DIR given\n{USAGE}"))?;
-    let text = std::fs::read_to_string(&spec)
-        .map_err(|error| format!("cannot read {}: {error}", spec.display()))?;
-    let generated = generate(&text, &options).map_err(|error| error.to_string())?;
-    let formatted = generated
-        .write_to(&out)
-        .map_err(|error| format!("cannot write {}: {error}", out.display()))?;
-    eprint!("{}", generated.report);
-    if !formatted {
-        eprintln!("note: rustfmt did not run: format the crate with `cargo fmt`");
-    }
-    eprintln!("wrote {} to {}", generated.name, out.display());
+    let written = fusion_openapi::run(&spec, &out, name.as_deref(), fusion_path.as_deref())
+        .map_err(|error| error.to_string())?;
+    eprintln!("{written}");
     Ok(())
 }

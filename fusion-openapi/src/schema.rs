@@ -469,9 +469,14 @@ impl<'a> Reader<'a> {
             // field an agent must not see, it is not cast (never presented, never filled).
             let cast = !(ty_is_json(&ty) && !hidden && self.holds_secrets(property, 0));
             if !cast {
-                self.notes.push(format!(
-                    "{ident}.{ident_name} is nested data holding secret-looking or writeOnly fields: kept from the agent"
-                ));
+                self.notes.push(match self.resolve(property) {
+                    Err(reason) => format!(
+                        "{ident}.{ident_name} cannot be read ({reason}): kept from the agent"
+                    ),
+                    Ok(_) => format!(
+                        "{ident}.{ident_name} is nested data holding secret-looking or writeOnly fields: kept from the agent"
+                    ),
+                });
             }
             fields.push(Field {
                 wire: name.clone(),
@@ -587,17 +592,30 @@ impl<'a> Reader<'a> {
                         body = Some(("body".to_owned(), index, create));
                     }
                 }
-                Some(_) if required => {
+                // A tool that silently leaves out what it is meant to send (even an optional
+                // body) would mislead: a body no profile can fill skips the operation.
+                Some(_) => {
                     return Err(
-                        "the request body is not a JSON object (an array or a scalar)".into(),
+                        "the request body is a JSON array or scalar, which no profile fills".into(),
                     );
                 }
-                None if required && json.is_none() && content.is_some() => {
-                    return Err("the request body is not JSON (form or multipart)".into());
+                None => {
+                    match json.as_ref() {
+                        Some(_) => {
+                            return Err("the JSON request body has no schema".into());
+                        }
+                        None => {
+                            if let Some(media) = content.and_then(|content| content.keys().next()) {
+                                return Err(format!(
+                                    "the request body is `{media}`, not JSON (only JSON bodies are sent)"
+                                ));
+                            }
+                        }
+                    }
+                    if required {
+                        return Err("the required request body declares no content".into());
+                    }
                 }
-                _ => self.notes.push(format!(
-                    "{method} {path}: an optional non-object or non-JSON request body is not sent"
-                )),
             }
         }
         let mut params = Vec::new();
@@ -679,41 +697,48 @@ impl<'a> Reader<'a> {
                 doc,
             });
         }
-        if let Some(unfilled) = template
-            .split('/')
-            .find(|segment| segment.contains('{') && !is_whole_param(segment))
-        {
-            return Err(format!(
-                "the path segment `{unfilled}` mixes text and a parameter (only whole-segment parameters are supported)"
-            ));
-        }
-        if template.split('/').any(|segment| {
-            is_whole_param(segment)
-                && !params.iter().any(|param| {
-                    param.location == Location::Path
-                        && segment == format!("{{{}}}", names::unraw(&param.ident))
-                })
-        }) {
-            return Err("a path parameter is not declared".into());
-        }
-        if template == "/" {
-            // The root: a route of its own.
-        } else if let Some(bad) = template.split('/').skip(1).find(|segment| {
-            !is_whole_param(segment)
-                && (segment.is_empty()
-                    || *segment == "."
-                    || *segment == ".."
-                    || segment
-                        .chars()
-                        .any(|c| !(c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(c))))
-        }) {
-            if !(bad.is_empty() && template.len() > 1 && template.ends_with('/')) {
-                return Err(format!(
-                    "the path segment `{bad}` cannot be written in a route"
-                ));
-            }
+        if template.len() > 1 && template.ends_with('/') {
             // A trailing slash: dropped.
             template.pop();
+        }
+        if template != "/" {
+            let mut seen: Vec<&str> = Vec::new();
+            for segment in template.split('/').skip(1) {
+                let cannot =
+                    || format!("the path segment `{segment}` cannot be written in a route");
+                match split_param(segment) {
+                    Some((prefix, name, suffix)) => {
+                        if !params.iter().any(|param| {
+                            param.location == Location::Path && names::unraw(&param.ident) == name
+                        }) {
+                            return Err(format!("the path parameter `{{{name}}}` is not declared"));
+                        }
+                        if seen.contains(&name) {
+                            return Err(format!(
+                                "the path parameter `{{{name}}}` appears twice in the path"
+                            ));
+                        }
+                        seen.push(name);
+                        if !is_literal(prefix) || !is_literal(suffix) {
+                            return Err(cannot());
+                        }
+                    }
+                    None if segment.contains(['{', '}']) => {
+                        return Err(format!(
+                            "the path segment `{segment}` holds more than one parameter (one per segment is supported)"
+                        ));
+                    }
+                    None => {
+                        if segment.is_empty()
+                            || segment == "."
+                            || segment == ".."
+                            || !is_literal(segment)
+                        {
+                            return Err(cannot());
+                        }
+                    }
+                }
+            }
         }
         let returns = self.returns(operation, &base_name)?;
         let description = [operation.get("summary"), operation.get("description")]
@@ -821,8 +846,27 @@ fn ty_is_json(ty: &Type) -> bool {
     }
 }
 
-fn is_whole_param(segment: &str) -> bool {
-    segment.starts_with('{') && segment.ends_with('}') && segment.matches('{').count() == 1
+/// `(prefix, name, suffix)` of a segment holding one parameter: `{sid}.json` is
+/// `("", "sid", ".json")`.
+fn split_param(segment: &str) -> Option<(&str, &str, &str)> {
+    if segment.matches('{').count() != 1 || segment.matches('}').count() != 1 {
+        return None;
+    }
+    let open = segment.find('{')?;
+    let close = segment.find('}')?;
+    (open < close).then(|| {
+        (
+            &segment[..open],
+            &segment[open + 1..close],
+            &segment[close + 1..],
+        )
+    })
+}
+
+/// Text a route may hold as it is: characters a path segment needs no encoding for.
+fn is_literal(text: &str) -> bool {
+    text.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(c))
 }
 
 fn is_json(media: &str) -> bool {
