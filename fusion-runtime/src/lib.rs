@@ -42,6 +42,7 @@ pub mod serve;
 pub mod server;
 pub mod spec;
 pub mod testing;
+pub mod upstream;
 pub mod wire;
 pub mod xml;
 
@@ -69,5 +70,8 @@ pub use principal::Principal;
 pub use router::Router;
 pub use server::{Server, ToolInfo, UnknownTool};
 pub use spec::{Tool, ToolSpec};
+#[cfg(feature = "http-client")]
+pub use upstream::HttpUpstream;
+pub use upstream::{FromUpstream, HttpRoute, UpstreamRequest};
 
 pub use rmcp;
