@@ -263,10 +263,7 @@ async fn connections_over_the_cap_get_503_while_those_open_are_served() {
         assert_eq!(error["error"]["code"], -32000, "{error}");
         assert!(excess.closed_within(SLACK).await.is_some());
         // So a client library's request gets the 503, every time.
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .expect("HTTP client");
+        let http = support::http_client_builder().build().expect("HTTP client");
         for _ in 0..20 {
             let response = http
                 .post(served.url())
@@ -300,10 +297,7 @@ async fn connections_over_the_cap_get_503_while_those_open_are_served() {
         eventually(SLACK, "rmcp's client served", move || {
             let url = url.clone();
             async move {
-                let http = reqwest::Client::builder()
-                    .no_proxy()
-                    .build()
-                    .expect("HTTP client");
+                let http = support::http_client_builder().build().expect("HTTP client");
                 let transport = StreamableHttpClientTransport::with_client(
                     http,
                     StreamableHttpClientTransportConfig::with_uri(url),
@@ -417,10 +411,7 @@ async fn sessions_are_capped_per_principal_and_in_total_with_a_readable_error() 
         assert_eq!(full.message()["error"]["code"], -32000);
         assert_eq!(full.message()["error"]["data"]["sessionLimit"], 3);
         // rmcp's client reads that error and reports it.
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .expect("HTTP client");
+        let http = support::http_client_builder().build().expect("HTTP client");
         let transport = StreamableHttpClientTransport::with_client(
             http,
             StreamableHttpClientTransportConfig::with_uri(served.url()).auth_header("beta"),

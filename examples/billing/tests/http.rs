@@ -120,8 +120,7 @@ impl Drop for Served {
 
 /// A plain HTTP client that never goes through a proxy (the servers are on loopback).
 fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
+    support::http_client_builder()
         .timeout(Duration::from_secs(20))
         .build()
         .expect("HTTP client")

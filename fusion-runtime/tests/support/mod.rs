@@ -518,3 +518,19 @@ pub fn call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": tool, "arguments": arguments}})
 }
+
+/// A plain HTTP client builder that never goes through a proxy (the servers are on loopback).
+///
+/// Fusion's `http-client` feature builds reqwest on rustls without a crypto provider (its
+/// upstream client brings ring itself), and features are shared by everything in one build:
+/// any other reqwest client in the process then needs a process-wide provider, which this
+/// installs once.
+pub(crate) fn http_client_builder() -> reqwest::ClientBuilder {
+    install_crypto_provider();
+    reqwest::Client::builder().no_proxy()
+}
+
+/// Installs rustls's ring provider as the process default, unless one is installed already.
+pub(crate) fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
