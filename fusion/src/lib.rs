@@ -106,7 +106,7 @@ pub use fusion_runtime::blocking;
 pub use fusion_runtime::{
     AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
     Middleware, Params, Principal, Progress, Provided, RateLimit, Router, Serialization,
-    ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes, echo,
+    SerializationLock, ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes, echo,
 };
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{
