@@ -79,6 +79,9 @@
 #[doc = include_str!("docs/production.md")]
 pub mod production {}
 
+#[doc = include_str!("docs/replicas.md")]
+pub mod replicas {}
+
 pub mod lock {
     // Inside the module, so that the guide's links resolve to its items.
     #![doc = include_str!("docs/lock.md")]
