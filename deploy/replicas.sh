@@ -111,7 +111,7 @@ RUN="run$$"
 python3 "$HERE/drive.py" "$LB" tok-a "$CLIENTS" "$CREATES" "$RUN" > "$WORK/drive.json" &
 DRIVER=$!
 sleep 1.5
-VICTIM=2
+VICTIM=$(( N >= 2 ? 2 : 1 ))
 log "killing replica $VICTIM (pid ${RPID[$VICTIM]}) mid-load"
 kill -KILL "${RPID[$VICTIM]}"
 sleep 2
@@ -151,7 +151,7 @@ log "tenant isolation holds through nginx"
 if [ -n "${BENCH_LOADGEN:-}" ]; then
   for proto in 2026-07-28 2025-11-25; do
     "$BENCH_LOADGEN" --http "$LB" --protocol "$proto" --clients "${BENCH_CLIENTS:-32}" \
-      --duration "${BENCH_SECONDS:-8}" --header "Authorization: Bearer tok-a" --label "replicas=$N $proto" \
+      --duration "${BENCH_SECONDS:-8}" --header "Authorization: Bearer tok-a" --target "replicas=$N $proto" \
       || fail "loadgen $proto"
   done
 fi
