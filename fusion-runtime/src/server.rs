@@ -43,6 +43,8 @@ pub(crate) struct ServerInner {
     pub(crate) span_level: tracing::Level,
     /// Grouped definitions per set of visible actions (access policy only).
     pub(crate) grouped_views: GroupedViews,
+    /// Resources and prompts.
+    pub(crate) content: crate::catalog::Content,
     /// Calls that measured anything (a clock read, an audit digest): a probe for tests of the
     /// path that measures nothing when nobody listens.
     #[cfg(feature = "bench-hooks")]

@@ -79,6 +79,9 @@
 #[doc = include_str!("docs/production.md")]
 pub mod production {}
 
+#[doc = include_str!("docs/resources-prompts.md")]
+pub mod resources_prompts {}
+
 pub mod lock {
     // Inside the module, so that the guide's links resolve to its items.
     #![doc = include_str!("docs/lock.md")]
@@ -91,6 +94,13 @@ pub use fusion_macros::ToolError;
 pub use fusion_macros::model;
 #[doc = include_str!("docs/presenter.md")]
 pub use fusion_macros::presenter;
+/// Declares a prompt: an `async fn` whose typed parameters are the prompt's arguments and
+/// whose result is its messages. See the [resources and prompts guide](crate::resources_prompts).
+pub use fusion_macros::prompt;
+/// Declares a resource: an `async fn` read by URI (fixed, or a template whose variables are its
+/// arguments), whose result goes through a presenter. See the
+/// [resources and prompts guide](crate::resources_prompts).
+pub use fusion_macros::resource;
 #[doc = include_str!("docs/tool.md")]
 pub use fusion_macros::tool;
 
@@ -119,6 +129,11 @@ pub use fusion_runtime::{
     Nested, NestedPresenter, Page, Plain, Presentation, Presented, PresentedValue, Presenter,
     PresenterInfo, PresenterOf, Suggestion, ToolOutput, Truncation, UiBlock,
 };
+/// Resources, prompts and completions (SPEC P6).
+pub use fusion_runtime::{
+    Prompt, PromptInfo, PromptMessages, PromptOutput, PromptSpec, Resource, ResourceInfo,
+    ResourceSpec, complete,
+};
 
 /// The HTTP request a call came in.
 #[cfg(feature = "http")]
@@ -126,7 +141,7 @@ pub use fusion_runtime::HttpRequest;
 /// Bearer authentication of the HTTP transport.
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;
-pub use fusion_runtime::{audit, envelope, middleware, observe, serve, testing};
+pub use fusion_runtime::{audit, content, envelope, middleware, observe, serve, testing};
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can
 /// name them through `fusion` instead of depending on them itself.
@@ -167,8 +182,8 @@ pub mod __private {
     pub use fusion_runtime::{
         ArgumentGroup, CacheHint, CallContext, Concurrency, ErrorCatalog, FieldInfo, Fillable,
         Model, ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter,
-        PresenterInfo, RateLimit, Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock,
-        Verb,
+        PresenterInfo, Prompt, PromptSpec, RateLimit, Resource, ResourceSpec, Serialization,
+        Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
     };
 
     /// A tool handler's return value taken apart. Implemented for `Result` only, and used by

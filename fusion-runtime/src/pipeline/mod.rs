@@ -23,7 +23,7 @@
 mod report;
 mod running;
 
-pub(crate) use running::catch_panic;
+pub(crate) use running::{CatchPanic, Running, catch_panic};
 
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{Value, json};
@@ -38,7 +38,6 @@ use crate::guard::Turn;
 use crate::present::Presentation;
 use crate::server::{CompiledAction, Dispatch, ExposedTool, Server, UnknownTool};
 use report::Report;
-use running::{CatchPanic, Running};
 
 impl Server {
     /// Runs `tools/call` along the request path (see the [module docs](self)).

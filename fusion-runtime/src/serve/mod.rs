@@ -51,9 +51,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool as ToolDefinition,
+    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    DiscoverResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
+    ResourcesCapability, ServerCapabilities, ServerConfig, Tool as ToolDefinition,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -61,6 +63,7 @@ use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "http")]
 pub mod auth;
+mod content;
 #[cfg(feature = "stdio")]
 mod stdio;
 #[cfg(feature = "http")]
@@ -254,11 +257,35 @@ impl Mcp {
                 page
             })
             .collect();
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                self.server.name(),
-                self.server.version(),
-            ));
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        let server = &self.server;
+        if server.has_resources() {
+            capabilities.resources = Some(ResourcesCapability::default());
+        }
+        if server.has_prompts() {
+            capabilities.prompts = Some(PromptsCapability::default());
+        }
+        if server.has_completions() {
+            capabilities.completions = Some(Default::default());
+        }
+        // Without an access policy every caller sees the same listings: computed once here.
+        let everyone = server.new_context();
+        let content_listings = if server.has_access_policy() {
+            content::ContentListings::default()
+        } else {
+            content::ContentListings {
+                resources: content::Listing::new(server.visible_resources(&everyone), page_size),
+                templates: content::Listing::new(
+                    server.visible_resource_templates(&everyone),
+                    page_size,
+                ),
+                prompts: content::Listing::new(server.visible_prompts(&everyone), page_size),
+            }
+        };
+        let mut info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            self.server.name(),
+            self.server.version(),
+        ));
         if let Some(instructions) = self.server.instructions() {
             info = info.with_instructions(instructions);
         }
@@ -267,6 +294,8 @@ impl Mcp {
                 server: self.server.clone(),
                 info,
                 pages,
+                content_listings,
+                list_cache_scope,
                 page_size,
                 list_ttl: ttl,
                 discover_cache_scope: self.options.list_cache_scope,
@@ -338,6 +367,9 @@ struct Shared {
     server: Server,
     info: ServerConfig,
     pages: Vec<ListToolsResult>,
+    content_listings: content::ContentListings,
+    /// `Private` under an access policy, the configured scope otherwise.
+    list_cache_scope: CacheScope,
     page_size: usize,
     list_ttl: u64,
     // What discovery says is the same for every caller, whatever the access policy.
@@ -468,6 +500,145 @@ impl ServerHandler for McpHandler {
                 })?,
         };
         Ok(self.shared.pages[index].clone())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let page = if self.shared.server.has_access_policy() {
+            let call = self
+                .call_context(context)
+                .map_err(|error| protocol_error("resources/list", error))?;
+            content::page_for_caller(
+                self.shared.server.visible_resources(&call),
+                self.shared.page_size,
+                cursor.as_deref(),
+            )?
+        } else {
+            self.shared
+                .content_listings
+                .resources
+                .page(cursor.as_deref())?
+        };
+        Ok(content::resources_result(
+            page,
+            self.shared.list_ttl,
+            self.shared.list_cache_scope,
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let page = if self.shared.server.has_access_policy() {
+            let call = self
+                .call_context(context)
+                .map_err(|error| protocol_error("resources/templates/list", error))?;
+            content::page_for_caller(
+                self.shared.server.visible_resource_templates(&call),
+                self.shared.page_size,
+                cursor.as_deref(),
+            )?
+        } else {
+            self.shared
+                .content_listings
+                .templates
+                .page(cursor.as_deref())?
+        };
+        Ok(content::templates_result(
+            page,
+            self.shared.list_ttl,
+            self.shared.list_cache_scope,
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("resources/read", error))?;
+        self.shared
+            .server
+            .read_resource(&request.uri, call)
+            .await
+            .map(ReadResourceResponse::from)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let page = if self.shared.server.has_access_policy() {
+            let call = self
+                .call_context(context)
+                .map_err(|error| protocol_error("prompts/list", error))?;
+            content::page_for_caller(
+                self.shared.server.visible_prompts(&call),
+                self.shared.page_size,
+                cursor.as_deref(),
+            )?
+        } else {
+            self.shared
+                .content_listings
+                .prompts
+                .page(cursor.as_deref())?
+        };
+        Ok(content::prompts_result(
+            page,
+            self.shared.list_ttl,
+            self.shared.list_cache_scope,
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("prompts/get", error))?;
+        self.shared
+            .server
+            .get_prompt(&request.name, request.arguments, call)
+            .await
+            .map(GetPromptResponse::from)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        if !self.shared.server.has_completions() {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "completion/complete: this server completes nothing",
+                None,
+            ));
+        }
+        let call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("completion/complete", error))?;
+        let resolved = request
+            .context
+            .and_then(|context| context.arguments)
+            .unwrap_or_default();
+        self.shared
+            .server
+            .complete(&request.r#ref, &request.argument, resolved, call)
+            .await
     }
 
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
