@@ -218,9 +218,17 @@ fn compile_resource(
             ));
         }
     }
+    // With the definitions it uses, so that the lockfile describes it whole.
     let data = data_schema.map(|schema| {
         let mut generator = crate::schema::output_generator();
-        schema(&mut generator).to_value()
+        let mut data = schema(&mut generator).to_value();
+        let definitions = generator.take_definitions(true);
+        if let Value::Object(keywords) = &mut data
+            && !definitions.is_empty()
+        {
+            keywords.insert("$defs".into(), Value::Object(definitions));
+        }
+        data
     });
     let raw_text = data
         .as_ref()

@@ -693,3 +693,38 @@ fn resource_mistakes_fail_the_build() {
         );
     }
 }
+
+#[test]
+fn the_lockfile_holds_resources_and_prompts() {
+    let surface = fusion::lock::surface(&content_server());
+    let invoice = &surface.resources["billing.invoice"];
+    assert_eq!(invoice.uri, "billing://invoices/{id}");
+    assert_eq!(invoice.cache, Some(fusion::lock::Cache::Volatile));
+    assert_eq!(invoice.egress.presenter.as_deref(), Some("InvoiceView"));
+    let fields: Vec<&String> = invoice.egress.presenters["InvoiceView"]
+        .fields
+        .keys()
+        .collect();
+    assert_eq!(
+        fields,
+        ["customer_id", "id", "memo", "status", "total_cents"]
+    );
+    assert_eq!(
+        surface.resources["billing.guide"].mime_type,
+        "text/markdown"
+    );
+    let review = &surface.prompts["billing.review_invoice"];
+    assert_eq!(review.name, "billing_review_invoice");
+    assert!(review.arguments["id"].required);
+    assert!(!review.arguments["focus"].required);
+    assert!(review.presenters.contains_key("InvoiceView"));
+    // The text says it too, and reads back the same.
+    let text = surface.to_lockfile();
+    let read = fusion::lock::Lockfile::parse(&text).unwrap();
+    assert_eq!(read.surface, surface.normalized());
+    // Removing a resource is breaking.
+    let mut without = surface.clone();
+    without.resources.remove("billing.invoice");
+    let diff = fusion::lock::diff(&surface, &without);
+    assert_eq!(diff.worst(), Some(fusion::lock::Class::Breaking));
+}
