@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use fusion::audit::AuditEntry;
 use fusion::{
-    ActionInfo, CallContext, Create, Filter, Page, Presented, Principal, Provided, Router, Server,
-    ServerBuilder, State, Suggestion, ToolError, UiBlock, Update, Verb, blocking, presenter, tool,
+    AccessPolicy, ActionInfo, CallContext, Create, Filter, Page, Presented, Principal, PromptInfo,
+    PromptMessages, Provided, ResourceInfo, Router, Server, ServerBuilder, State, Suggestion,
+    ToolError, UiBlock, Update, Verb, blocking, presenter, prompt, resource, tool,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -56,6 +57,33 @@ pub fn access(call: &CallContext, action: ActionInfo<'_>) -> bool {
         || call
             .principal()
             .is_some_and(|principal| principal.has_scope(WRITE_SCOPE))
+}
+
+/// The billing policy: [`access`] for tools; the invoice resource and the prompts for every
+/// caller bound to a tenant (they only read, and only that tenant's invoices).
+#[derive(Debug, Clone, Copy)]
+pub struct BillingAccess;
+
+impl AccessPolicy for BillingAccess {
+    fn allows(&self, call: &CallContext, action: ActionInfo<'_>) -> bool {
+        access(call, action)
+    }
+    fn allows_resource(&self, call: &CallContext, _: ResourceInfo<'_>) -> bool {
+        tenant_of(call).is_ok()
+    }
+    fn allows_prompt(&self, call: &CallContext, _: PromptInfo<'_>) -> bool {
+        tenant_of(call).is_ok()
+    }
+}
+
+/// The tenant of a verified principal (resources and prompts run no middleware: they take the
+/// principal itself).
+fn tenant_of_principal(principal: &Principal) -> Result<String, ToolError> {
+    principal.tenant.clone().ok_or_else(|| {
+        ToolError::unauthorized(
+            "The caller's credential is not bound to a tenant: billing acts for one tenant.",
+        )
+    })
 }
 
 /// The principal of a trusted local session (stdio: the user who started the process), or of
@@ -316,6 +344,39 @@ pub async fn get_invoice(
     found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
 }
 
+/// One invoice of the caller's tenant, as `billing.get_invoice` shows it.
+#[resource(uri = "billing://invoices/{id}", name = "billing.invoice", returns = InvoiceView,
+           cache = volatile, title = "Invoice")]
+pub async fn invoice(
+    store: State<Store>,
+    principal: Principal,
+    id: String,
+) -> Result<Invoice, BillingError> {
+    let tenant = tenant_of_principal(&principal)?;
+    let store = State::arc(&store).clone();
+    let found = {
+        let id = id.clone();
+        blocking(move || store.get(&tenant, &id)).await??
+    };
+    found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
+}
+
+/// Drafts a payment reminder for one invoice, from what the agent may see of it.
+#[prompt(name = "billing.reminder_draft", title = "Draft a payment reminder", uses = InvoiceView)]
+pub async fn reminder_draft(
+    store: State<Store>,
+    principal: Principal,
+    /// The invoice id, such as INV-7.
+    id: String,
+) -> Result<PromptMessages, BillingError> {
+    let invoice = invoice(store, principal, id).await?;
+    Ok(PromptMessages::new()
+        .presented::<InvoiceView, _>(invoice)?
+        .user(
+            "Draft a short, polite payment reminder for this invoice, amounts in currency units.",
+        ))
+}
+
 /// Lists invoices, oldest first, optionally only those with a status.
 #[tool(query, name = "billing.list_invoices", returns = InvoiceList, cache = volatile, title = "List invoices",
        tags = ["invoices"], concurrency(max = 16, queue = 64), max_bytes = 65536)]
@@ -570,7 +631,9 @@ pub fn builder(store: Arc<Store>) -> ServerBuilder {
              `billing.list_invoices` or `billing.get_invoice` before changing them.",
         )
         .state_arc(store)
-        .access(access)
+        .access(BillingAccess)
+        .resource::<invoice>()
+        .prompt::<reminder_draft>()
         .router(
             Router::new("billing")
                 .provide(tenant_of)
