@@ -65,6 +65,7 @@ pub struct ServerBuilder {
     middleware: Vec<Arc<dyn Middleware>>,
     access: Option<Arc<dyn AccessPolicy>>,
     audit: Option<Audit>,
+    audit_reads: bool,
     metrics: Option<Arc<dyn Metrics>>,
     enabled_toolsets: Option<Vec<String>>,
     disabled_toolsets: Vec<String>,
@@ -102,6 +103,7 @@ impl ServerBuilder {
             middleware: Vec::new(),
             access: None,
             audit: None,
+            audit_reads: false,
             metrics: None,
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
@@ -224,6 +226,7 @@ impl ServerBuilder {
         self.audit = Some(Audit {
             sink: Arc::new(sink),
             required: true,
+            reads: self.audit_reads,
         });
         self
     }
@@ -236,7 +239,22 @@ impl ServerBuilder {
         self.audit = Some(Audit {
             sink: Arc::new(sink),
             required: false,
+            reads: self.audit_reads,
         });
+        self
+    }
+
+    /// Makes the audit sink record successful reads too: query tools, `resources/read` (the
+    /// record's `tool` is `resources/read`, its `action` the resource's key, its digest that of
+    /// the template's variables) and `prompts/get` (`tool` `prompts/get`). By default reads,
+    /// like failed calls, are not recorded. A required record that is lost fails the read with
+    /// `AUDIT_FAILED` (nothing was changed, so it may be retried).
+    #[must_use]
+    pub fn audit_reads(mut self) -> Self {
+        self.audit_reads = true;
+        if let Some(audit) = &mut self.audit {
+            audit.reads = true;
+        }
         self
     }
 
@@ -443,11 +461,19 @@ impl ServerBuilder {
         let content = crate::catalog::compile(
             std::mem::take(&mut self.resources),
             std::mem::take(&mut self.prompts),
-            &ServerParts {
-                state: self.state.clone(),
-                provided: Vec::new(),
+            &crate::catalog::ContentContext {
+                parts: ServerParts {
+                    state: self.state.clone(),
+                    provided: self
+                        .middleware
+                        .iter()
+                        .flat_map(|middleware| middleware.provides())
+                        .collect(),
+                },
+                middleware: &self.middleware,
+                version: &self.version,
+                timeout: self.default_timeout,
             },
-            &self.version,
             &all_keys,
             &mut problems,
         );
@@ -693,6 +719,7 @@ fn compile_action(
         toolset: toolset.map(|toolset| toolset.into_owned()),
         exposure,
         takes_cursor,
+        surface: crate::action::Surface::Tool,
     };
     Some(CompiledAction {
         sealed: SealedParts::new(&facts),

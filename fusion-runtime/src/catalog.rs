@@ -11,11 +11,13 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
+use crate::action::{ActionFacts, Surface};
 use crate::args::ArgLayout;
 use crate::complete::CompletionFn;
 use crate::context::ServerParts;
 use crate::envelope::SealedParts;
 use crate::key::ToolKey;
+use crate::middleware::Middleware;
 use crate::present::PresenterInfo;
 use crate::prompt::{PromptFacts, PromptHandler, PromptSpec};
 use crate::resource::template::UriTemplate;
@@ -43,6 +45,10 @@ pub(crate) struct CompiledResource {
     pub(crate) raw_text: bool,
     pub(crate) sealed: SealedParts,
     pub(crate) definition: Definition,
+    /// What middleware and reports see: a read under the resource's key.
+    pub(crate) action: ActionFacts,
+    /// The server's middleware.
+    pub(crate) middleware: Box<[Arc<dyn Middleware>]>,
 }
 
 pub(crate) enum Definition {
@@ -57,6 +63,19 @@ pub(crate) struct CompiledPrompt {
     pub(crate) completions: HashMap<String, CompletionFn>,
     pub(crate) sealed: SealedParts,
     pub(crate) definition: PromptDefinition,
+    /// What middleware and reports see: a read under the prompt's key.
+    pub(crate) action: ActionFacts,
+    /// The server's middleware.
+    pub(crate) middleware: Box<[Arc<dyn Middleware>]>,
+}
+
+/// What compiling resources and prompts needs of the server: its state and middleware (whose
+/// provided types their handlers may take), its version and default timeout.
+pub(crate) struct ContentContext<'a> {
+    pub(crate) parts: ServerParts,
+    pub(crate) middleware: &'a [Arc<dyn Middleware>],
+    pub(crate) version: &'a str,
+    pub(crate) timeout: Option<std::time::Duration>,
 }
 
 /// The keys of the resources and prompts to compile, for checks that need every key (globs).
@@ -72,8 +91,7 @@ pub(crate) fn keys_of(resources: &[ResourceSpec], prompts: &[PromptSpec]) -> Vec
 pub(crate) fn compile(
     resources: Vec<ResourceSpec>,
     prompts: Vec<PromptSpec>,
-    parts: &ServerParts,
-    version: &str,
+    context: &ContentContext<'_>,
     tool_keys: &[ToolKey],
     problems: &mut Vec<String>,
 ) -> Content {
@@ -83,7 +101,7 @@ pub(crate) fn compile(
         .map(|key| key.as_str().to_owned())
         .collect();
     for spec in resources {
-        let Some(resource) = compile_resource(spec, parts, version, problems) else {
+        let Some(resource) = compile_resource(spec, context, problems) else {
             continue;
         };
         let key = resource.facts.key.as_str().to_owned();
@@ -118,7 +136,7 @@ pub(crate) fn compile(
         content.resources.push(resource);
     }
     for spec in prompts {
-        let Some(prompt) = compile_prompt(spec, parts, version, problems) else {
+        let Some(prompt) = compile_prompt(spec, context, problems) else {
             continue;
         };
         let key = prompt.facts.key.as_str().to_owned();
@@ -141,8 +159,7 @@ pub(crate) fn compile(
 
 fn compile_resource(
     spec: ResourceSpec,
-    parts: &ServerParts,
-    version: &str,
+    context: &ContentContext<'_>,
     problems: &mut Vec<String>,
 ) -> Option<CompiledResource> {
     let before = problems.len();
@@ -186,7 +203,7 @@ fn compile_resource(
             None
         }
     };
-    params.check_context(parts, problems, key.as_str());
+    params.check_context(&context.parts, problems, key.as_str());
     let input_schema = params.input_schema(problems);
     let properties: Vec<String> = input_schema
         .get("properties")
@@ -272,7 +289,7 @@ fn compile_resource(
         }
         Definition::Fixed(definition)
     };
-    let sealed = SealedParts::for_tool(key.as_str(), version);
+    let sealed = SealedParts::for_tool(key.as_str(), context.version);
     let sealed = SealedParts {
         rules_block: presenter
             .as_ref()
@@ -281,7 +298,21 @@ fn compile_resource(
             .map(|rules| crate::envelope::rules_block(&rules)),
         ..sealed
     };
+    let action = ActionFacts::for_content(
+        Surface::Resource,
+        key.clone(),
+        key.as_str(),
+        &description,
+        title.as_deref(),
+        toolset.as_deref(),
+        Arc::clone(&input_schema),
+        presenter.clone(),
+        context.timeout,
+        context.version,
+    );
     Some(CompiledResource {
+        action,
+        middleware: context.middleware.into(),
         facts: ResourceFacts {
             key,
             uri: uri.into_owned(),
@@ -310,8 +341,7 @@ fn compile_resource(
 
 fn compile_prompt(
     spec: PromptSpec,
-    parts: &ServerParts,
-    version: &str,
+    context: &ContentContext<'_>,
     problems: &mut Vec<String>,
 ) -> Option<CompiledPrompt> {
     let before = problems.len();
@@ -339,7 +369,7 @@ fn compile_prompt(
     if description.trim().is_empty() {
         problems.push(format!("prompt `{key}` has no description"));
     }
-    params.check_context(parts, problems, key.as_str());
+    params.check_context(&context.parts, problems, key.as_str());
     let input_schema = params.input_schema(problems);
     let required: Vec<&str> = input_schema
         .get("required")
@@ -392,8 +422,22 @@ fn compile_prompt(
     if let Some(title) = &title {
         definition = definition.with_title(title.clone());
     }
+    let action = ActionFacts::for_content(
+        Surface::Prompt,
+        key.clone(),
+        &name,
+        &description,
+        title.as_deref(),
+        toolset.as_deref(),
+        Arc::clone(&input_schema),
+        None,
+        context.timeout,
+        context.version,
+    );
     Some(CompiledPrompt {
-        sealed: SealedParts::for_tool(&name, version),
+        action,
+        middleware: context.middleware.into(),
+        sealed: SealedParts::for_tool(&name, context.version),
         facts: PromptFacts {
             key,
             name,

@@ -14,6 +14,8 @@
 //! [`ServerBuilder`]: crate::ServerBuilder
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -22,21 +24,93 @@ use rmcp::model::{
     Resource as ResourceDefinition, ResourceContents, ResourceTemplate,
 };
 use serde_json::{Map, Value};
+use tracing::Instrument as _;
 
 use crate::action::CacheHint;
+use crate::action::{ActionFacts, ActionInfo};
 use crate::args::ArgReader;
 use crate::catalog::{CompiledPrompt, CompiledResource, Definition};
 use crate::complete::CompletionRequest;
 use crate::context::CallContext;
+use crate::envelope::Outcome;
 use crate::envelope::{SealedParts, seal_error};
 use crate::error::{ToolError, codes};
-use crate::pipeline::{Running, catch_panic};
+use crate::middleware::Middleware;
+use crate::pipeline::report::Report;
+use crate::pipeline::{CatchPanic, Running, catch_panic, timed_out};
 use crate::present::Presentation;
 pub use crate::prompt::PromptInfo;
 use crate::prompt::PromptMessages;
 pub use crate::resource::ResourceInfo;
 use crate::resource::template::typed_arguments;
 use crate::server::Server;
+
+/// The server's middleware, in order (a panic in one caught), then `run`, within the
+/// timeout (which counts from the first middleware, as a tool's does).
+async fn around<T, F, Fut>(
+    action: &ActionFacts,
+    middleware: &[Arc<dyn Middleware>],
+    mut context: CallContext,
+    run: F,
+) -> Result<T, ToolError>
+where
+    F: FnOnce(CallContext) -> Fut,
+    Fut: Future<Output = Result<T, ToolError>>,
+{
+    let rest = async move {
+        if !middleware.is_empty() {
+            let info = ActionInfo(action);
+            let chain = async {
+                for middleware in middleware {
+                    middleware.before(&mut context, info).await?;
+                }
+                Ok(())
+            };
+            CatchPanic::new(Box::pin(chain), "a middleware").await?;
+        }
+        run(context).await
+    };
+    match action.timeout {
+        None => rest.await,
+        Some(timeout) => tokio::time::timeout(timeout, rest)
+            .await
+            .unwrap_or_else(|_| Err(timed_out(timeout))),
+    }
+}
+
+/// Prompt arguments are strings on the wire, read as the declared types; anything else is
+/// taken as sent.
+fn prompt_arguments(arguments: Option<JsonObject>, schema: &JsonObject) -> JsonObject {
+    let (text, other): (Vec<_>, Vec<_>) = arguments
+        .unwrap_or_default()
+        .into_iter()
+        .partition(|(_, value)| value.is_string());
+    let mut args: Map<String, Value> = typed_arguments(
+        text.into_iter().map(|(name, value)| match value {
+            Value::String(text) => (name, text),
+            _ => unreachable!("partitioned on strings"),
+        }),
+        schema,
+    );
+    args.extend(other);
+    args
+}
+
+/// How a failed read or prompt is reported: its error code and error id.
+fn failed(error: &ErrorData) -> Outcome {
+    let field = |name: &str| {
+        error
+            .data
+            .as_ref()
+            .and_then(|data| data.get(name))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Outcome::Failed {
+        code: field("code").unwrap_or_else(|| codes::INTERNAL_ERROR.to_owned()),
+        error_id: field("errorId"),
+    }
+}
 
 /// How long a read of an `immutable` resource may be reused (`ttlMs`): a day.
 pub const IMMUTABLE_TTL_MS: u64 = 24 * 60 * 60 * 1000;
@@ -153,12 +227,47 @@ impl Server {
             ));
         };
         let facts = &resource.facts;
-        let outcome = self.run_resource(resource, values, context).await;
+        let args = typed_arguments(values, &facts.input_schema);
+        let report = Report::start_read(
+            &self.inner,
+            "resources/read",
+            &resource.action,
+            &context,
+            &args,
+        );
+        let run = self.run_resource(resource, args, context);
+        let outcome = if report.span.is_disabled() {
+            run.await
+        } else {
+            run.instrument(report.span.clone()).await
+        };
+        let outcome = match outcome {
+            Ok(presentation) => report
+                .audit_read(&self.inner, &resource.action)
+                .await
+                .map(|()| presentation),
+            Err(error) => Err(error),
+        };
         let presentation = match outcome {
-            Ok(presentation) => presentation,
+            Ok(presentation) => {
+                report.finish(
+                    &self.inner,
+                    "resources/read",
+                    Some(facts.key.as_str()),
+                    &Outcome::Ok { cut: false },
+                );
+                presentation
+            }
             Err(error) => {
                 tracing::debug!(resource = %facts.key, code = error.code(), "resource read failed");
-                return Err(self.protocol_error(&resource.sealed, error, true));
+                let error = self.protocol_error(&resource.sealed, error, true);
+                report.finish(
+                    &self.inner,
+                    "resources/read",
+                    Some(facts.key.as_str()),
+                    &failed(&error),
+                );
+                return Err(error);
             }
         };
         let mut contents = Vec::with_capacity(2);
@@ -195,10 +304,12 @@ impl Server {
         Ok(result)
     }
 
+    /// A read's path, as a query tool's: access, rate limits, arguments, then the server's
+    /// middleware and the handler within the timeout.
     async fn run_resource(
         &self,
         resource: &CompiledResource,
-        values: Vec<(String, String)>,
+        args: JsonObject,
         context: CallContext,
     ) -> Result<Presentation, ToolError> {
         let facts = &resource.facts;
@@ -208,13 +319,16 @@ impl Server {
                     .with_recovery("Read another resource, or ask the operator for access."),
             );
         }
-        let args = typed_arguments(values, &facts.input_schema);
+        self.check_rates(None, &context)?;
         let ready = catch_panic("reading the arguments", || {
             resource
                 .handler
                 .read(ArgReader::new(args, &resource.layout, facts.key.as_str()))
         })??;
-        Running::new(ready, context).await
+        around(&resource.action, &resource.middleware, context, |context| {
+            Running::new(ready, context)
+        })
+        .await
     }
 
     /// Runs `prompts/get` (see the [module docs](self)).
@@ -235,8 +349,31 @@ impl Server {
                 None,
             ));
         };
-        match self.run_prompt(prompt, arguments, context).await {
+        let args = prompt_arguments(arguments, &prompt.facts.input_schema);
+        let report =
+            Report::start_read(&self.inner, "prompts/get", &prompt.action, &context, &args);
+        let run = self.run_prompt(prompt, args, context);
+        let outcome = if report.span.is_disabled() {
+            run.await
+        } else {
+            run.instrument(report.span.clone()).await
+        };
+        let outcome = match outcome {
+            Ok(messages) => report
+                .audit_read(&self.inner, &prompt.action)
+                .await
+                .map(|()| messages),
+            Err(error) => Err(error),
+        };
+        let key = prompt.facts.key.as_str();
+        match outcome {
             Ok(messages) => {
+                report.finish(
+                    &self.inner,
+                    "prompts/get",
+                    Some(key),
+                    &Outcome::Ok { cut: false },
+                );
                 let mut result = GetPromptResult::new(messages.messages);
                 if let Some(description) = messages.description {
                     result = result.with_description(description);
@@ -245,7 +382,9 @@ impl Server {
             }
             Err(error) => {
                 tracing::debug!(prompt = %prompt.facts.key, code = error.code(), "prompt failed");
-                Err(self.protocol_error(&prompt.sealed, error, false))
+                let error = self.protocol_error(&prompt.sealed, error, false);
+                report.finish(&self.inner, "prompts/get", Some(key), &failed(&error));
+                Err(error)
             }
         }
     }
@@ -253,7 +392,7 @@ impl Server {
     async fn run_prompt(
         &self,
         prompt: &CompiledPrompt,
-        arguments: Option<JsonObject>,
+        args: JsonObject,
         context: CallContext,
     ) -> Result<PromptMessages, ToolError> {
         let facts = &prompt.facts;
@@ -263,28 +402,19 @@ impl Server {
                     .with_recovery("Use another prompt, or ask the operator for access."),
             );
         }
-        // Prompt arguments are strings on the wire; anything else is taken as sent.
-        let (text, other): (Vec<_>, Vec<_>) = arguments
-            .unwrap_or_default()
-            .into_iter()
-            .partition(|(_, value)| value.is_string());
-        let mut args: Map<String, Value> = typed_arguments(
-            text.into_iter().map(|(name, value)| match value {
-                Value::String(text) => (name, text),
-                _ => unreachable!("partitioned on strings"),
-            }),
-            &facts.input_schema,
-        );
-        args.extend(other);
+        self.check_rates(None, &context)?;
         let ready = catch_panic("reading the arguments", || {
             (prompt.handler)(ArgReader::new(args, &prompt.layout, &facts.name))
         })??;
-        let cancellation = context.cancellation.clone();
-        let future = catch_panic("the prompt", || ready(context))?;
-        tokio::select! {
-            outcome = crate::pipeline::CatchPanic::new(future, "the prompt") => outcome,
-            () = cancellation.cancelled() => Err(ToolError::new(codes::CANCELLED, "The request was cancelled.")),
-        }
+        around(&prompt.action, &prompt.middleware, context, |context| async move {
+            let cancellation = context.cancellation.clone();
+            let future = catch_panic("the prompt", || ready(context))?;
+            tokio::select! {
+                outcome = CatchPanic::new(future, "the prompt") => outcome,
+                () = cancellation.cancelled() => Err(ToolError::new(codes::CANCELLED, "The request was cancelled.")),
+            }
+        })
+        .await
     }
 
     /// Runs `completion/complete`: the completion function of a prompt's argument or a
@@ -344,7 +474,7 @@ impl Server {
         };
         let future = catch_panic("the completion", || complete(context, request))
             .map_err(|error| self.protocol_error(sealed, error, false))?;
-        let mut values = crate::pipeline::CatchPanic::new(future, "the completion")
+        let mut values = CatchPanic::new(future, "the completion")
             .await
             .map_err(|error| self.protocol_error(sealed, error, false))?;
         let total = values.len();

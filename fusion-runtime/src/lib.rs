@@ -52,7 +52,7 @@ pub mod wire;
 pub mod xml;
 
 pub use access::AccessPolicy;
-pub use action::{ActionInfo, CacheHint, Exposition, Exposure, Verb};
+pub use action::{ActionInfo, CacheHint, Exposition, Exposure, Surface, Verb};
 pub use args::Params;
 pub use audit::{AuditEntry, AuditRecord, AuditSink};
 pub use blocking::blocking;

@@ -92,6 +92,8 @@ impl GroupedViews {
 pub(crate) struct Audit {
     pub(crate) sink: Arc<dyn AuditSink>,
     pub(crate) required: bool,
+    /// Successful reads (query tools, resource reads, prompts) are recorded too.
+    pub(crate) reads: bool,
 }
 
 /// One MCP tool: a single action, or the actions of a namespace (grouped exposition).

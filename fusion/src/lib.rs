@@ -116,7 +116,8 @@ pub use fusion_runtime::{
 };
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{
-    ActionInfo, Exposition, Exposure, Glob, Server, ServerBuilder, ToolInfo, ToolKey, UnknownTool,
+    ActionInfo, Exposition, Exposure, Glob, Server, ServerBuilder, Surface, ToolInfo, ToolKey,
+    UnknownTool,
 };
 /// Models, hidden values and input profiles (SPEC M1–M4).
 pub use fusion_runtime::{

@@ -728,3 +728,234 @@ fn the_lockfile_holds_resources_and_prompts() {
     let diff = fusion::lock::diff(&surface, &without);
     assert_eq!(diff.worst(), Some(fusion::lock::Class::Breaking));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The request path of reads and prompts: middleware, rate limits, timeouts, observation, audit
+
+/// The region a caller acts for: provided by server middleware to tools, resources and prompts.
+#[derive(Debug, Clone)]
+struct Region(String);
+
+impl fusion::Provided for Region {}
+
+/// The summary of the caller's region: takes the `Region` only middleware provides.
+#[resource(uri = "billing://region", name = "billing.region")]
+async fn region_summary(region: Region) -> Result<String, ToolError> {
+    Ok(format!("region {}", region.0))
+}
+
+/// A region briefing.
+#[prompt(name = "billing.region_brief")]
+async fn region_brief(region: Region) -> Result<PromptMessages, ToolError> {
+    Ok(PromptMessages::new().user(format!("Brief me on region {}.", region.0)))
+}
+
+/// A slow report.
+#[resource(uri = "billing://slow", name = "billing.slow")]
+async fn slow_report() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    Ok("late".to_owned())
+}
+
+/// Records what middleware saw and provides the caller's region (refusing callers without
+/// one).
+struct RegionMiddleware {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(fusion::Surface, String, Verb)>>>,
+}
+
+impl fusion::Middleware for RegionMiddleware {
+    fn before<'a>(
+        &'a self,
+        call: &'a mut CallContext,
+        action: ActionInfo<'a>,
+    ) -> fusion::middleware::MiddlewareFuture<'a> {
+        Box::pin(async move {
+            self.seen.lock().unwrap().push((
+                action.surface(),
+                action.key().as_str().to_owned(),
+                action.verb(),
+            ));
+            let region = call
+                .principal()
+                .and_then(|principal| principal.tenant.clone())
+                .ok_or_else(|| ToolError::unauthorized("No region for this caller."))?;
+            call.extensions_mut().insert(Region(region));
+            Ok(())
+        })
+    }
+
+    fn provides(&self) -> Vec<std::any::TypeId> {
+        vec![std::any::TypeId::of::<Region>()]
+    }
+}
+
+/// Keeps audit records.
+#[derive(Default, Clone)]
+struct Records(std::sync::Arc<std::sync::Mutex<Vec<fusion::AuditRecord>>>);
+
+impl fusion::AuditSink for Records {
+    fn record(&self, record: &fusion::AuditRecord) -> Result<(), fusion::audit::AuditError> {
+        self.0.lock().unwrap().push(record.clone());
+        Ok(())
+    }
+}
+
+fn region_call(server: &fusion::Server, tenant: Option<&str>) -> CallContext {
+    let mut call = server.new_context();
+    let mut principal = Principal::new("ann");
+    if let Some(tenant) = tenant {
+        principal = principal.with_tenant(tenant);
+    }
+    call.extensions_mut().insert(principal);
+    call
+}
+
+#[tokio::test]
+async fn reads_and_prompts_run_the_servers_middleware_limits_timeout_and_reports() {
+    within(async {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let records = Records::default();
+        let stats = std::sync::Arc::new(fusion::observe::CallStats::new());
+        let server = ServerBuilder::new("regions", "1.0.0")
+            .middleware(RegionMiddleware { seen: seen.clone() })
+            .resource::<region_summary>()
+            .resource::<slow_report>()
+            .prompt::<region_brief>()
+            .default_timeout(Duration::from_millis(100))
+            .rate_limit(fusion::RateLimit::new(4, Duration::from_secs(3600)))
+            .audit(records.clone())
+            .metrics(stats.clone())
+            .build()
+            .expect("a resource may take what server middleware provides");
+
+        // Middleware provides the region, and sees a read under the resource's key.
+        let read = server
+            .read_resource("billing://region", region_call(&server, Some("eu")))
+            .await
+            .unwrap();
+        assert_eq!(text_of(&read.contents[0]).0, "region eu");
+        let got = server
+            .get_prompt(
+                "billing_region_brief",
+                None,
+                region_call(&server, Some("us")),
+            )
+            .await
+            .unwrap();
+        assert_eq!(message_texts(&got.messages), ["Brief me on region us."]);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                (
+                    fusion::Surface::Resource,
+                    "billing.region".to_owned(),
+                    Verb::Query
+                ),
+                (
+                    fusion::Surface::Prompt,
+                    "billing.region_brief".to_owned(),
+                    Verb::Query
+                ),
+            ]
+        );
+
+        // A middleware's refusal stops the read before the handler.
+        let error = server
+            .read_resource("billing://region", region_call(&server, None))
+            .await
+            .unwrap_err();
+        assert_eq!(error.data.unwrap()["code"], "UNAUTHORIZED");
+
+        // The server's default timeout stops a slow read.
+        let started = std::time::Instant::now();
+        let error = server
+            .read_resource("billing://slow", region_call(&server, Some("eu")))
+            .await
+            .unwrap_err();
+        assert_eq!(error.data.unwrap()["code"], "TIMEOUT");
+        assert!(started.elapsed() < Duration::from_secs(2));
+
+        // The server's rate limit counts reads and prompts with calls: four were admitted.
+        let error = server
+            .get_prompt(
+                "billing_region_brief",
+                None,
+                region_call(&server, Some("eu")),
+            )
+            .await
+            .unwrap_err();
+        let data = error.data.unwrap();
+        assert_eq!(data["code"], "RATE_LIMITED");
+        assert!(data["retryAfterMs"].as_u64().is_some(), "{data}");
+
+        // Every request was observed: two successes, three failures.
+        let snapshot = stats.snapshot();
+        assert_eq!((snapshot.calls, snapshot.errors), (5, 3));
+        // Reads are not audited unless the audit records reads.
+        assert!(records.0.lock().unwrap().is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_read_is_audited_as_a_read_when_the_audit_records_reads() {
+    within(async {
+        let records = Records::default();
+        let server = builder()
+            .audit(records.clone())
+            .audit_reads()
+            .build()
+            .unwrap();
+        let mut call = server.new_context();
+        call.extensions_mut()
+            .insert(Principal::new("ann").with_tenant("acme"));
+        server
+            .read_resource("billing://invoices/INV-1", call)
+            .await
+            .unwrap();
+        server
+            .get_prompt(
+                "billing_review_invoice",
+                Some(json!({ "id": "INV-1" }).as_object().unwrap().clone()),
+                server.new_context(),
+            )
+            .await
+            .unwrap();
+        // A failed read is not audited.
+        server
+            .read_resource("billing://invoices/INV-404", server.new_context())
+            .await
+            .unwrap_err();
+        let records = records.0.lock().unwrap();
+        let seen: Vec<_> = records
+            .iter()
+            .map(|record| {
+                (
+                    record.tool.as_str(),
+                    record.action.as_str(),
+                    record.principal.as_deref(),
+                    record.tenant.as_deref(),
+                    record.outcome,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "resources/read",
+                    "billing.invoice",
+                    Some("ann"),
+                    Some("acme"),
+                    "ok"
+                ),
+                ("prompts/get", "billing.review_invoice", None, None, "ok"),
+            ]
+        );
+        assert_eq!(
+            records[0].arguments_digest,
+            fusion::audit::arguments_digest(&json!({ "id": "INV-1" }))
+        );
+    })
+    .await;
+}

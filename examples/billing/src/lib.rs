@@ -76,16 +76,6 @@ impl AccessPolicy for BillingAccess {
     }
 }
 
-/// The tenant of a verified principal (resources and prompts run no middleware: they take the
-/// principal itself).
-fn tenant_of_principal(principal: &Principal) -> Result<String, ToolError> {
-    principal.tenant.clone().ok_or_else(|| {
-        ToolError::unauthorized(
-            "The caller's credential is not bound to a tenant: billing acts for one tenant.",
-        )
-    })
-}
-
 /// The principal of a trusted local session (stdio: the user who started the process), or of
 /// an anonymous demo over HTTP: the demo tenant, allowed to write.
 pub fn local_principal() -> Principal {
@@ -349,14 +339,13 @@ pub async fn get_invoice(
            cache = volatile, title = "Invoice")]
 pub async fn invoice(
     store: State<Store>,
-    principal: Principal,
+    tenant: Tenant,
     id: String,
 ) -> Result<Invoice, BillingError> {
-    let tenant = tenant_of_principal(&principal)?;
     let store = State::arc(&store).clone();
     let found = {
         let id = id.clone();
-        blocking(move || store.get(&tenant, &id)).await??
+        blocking(move || store.get(&tenant.0, &id)).await??
     };
     found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
 }
@@ -365,11 +354,11 @@ pub async fn invoice(
 #[prompt(name = "billing.reminder_draft", title = "Draft a payment reminder", uses = InvoiceView)]
 pub async fn reminder_draft(
     store: State<Store>,
-    principal: Principal,
+    tenant: Tenant,
     /// The invoice id, such as INV-7.
     id: String,
 ) -> Result<PromptMessages, BillingError> {
-    let invoice = invoice(store, principal, id).await?;
+    let invoice = invoice(store, tenant, id).await?;
     Ok(PromptMessages::new()
         .presented::<InvoiceView, _>(invoice)?
         .user(
@@ -632,11 +621,12 @@ pub fn builder(store: Arc<Store>) -> ServerBuilder {
         )
         .state_arc(store)
         .access(BillingAccess)
+        // The tenant, for the tools, the invoice resource and the prompt alike.
+        .provide(tenant_of)
         .resource::<invoice>()
         .prompt::<reminder_draft>()
         .router(
             Router::new("billing")
-                .provide(tenant_of)
                 .tool::<get_invoice>()
                 .tool::<list_invoices>()
                 .tool::<void_invoice>()
