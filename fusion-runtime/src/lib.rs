@@ -73,7 +73,7 @@ pub use present::{
 };
 pub use principal::Principal;
 pub use prompt::{Prompt, PromptInfo, PromptMessages, PromptOutput, PromptSpec};
-pub use resource::{Resource, ResourceInfo, ResourceSpec};
+pub use resource::{Resource, ResourceInfo, ResourceOutput, ResourceSpec};
 pub use router::Router;
 pub use server::{Server, ToolInfo, UnknownTool};
 pub use spec::{Tool, ToolSpec};

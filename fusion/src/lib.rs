@@ -133,7 +133,7 @@ pub use fusion_runtime::{
 /// Resources, prompts and completions (SPEC P6).
 pub use fusion_runtime::{
     Prompt, PromptInfo, PromptMessages, PromptOutput, PromptSpec, Resource, ResourceInfo,
-    ResourceSpec, complete,
+    ResourceOutput, ResourceSpec, complete,
 };
 
 /// The HTTP request a call came in.
@@ -176,6 +176,7 @@ pub mod __private {
     pub use fusion_runtime::present::{
         PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,
     };
+    pub use fusion_runtime::resource::not_a_variable;
     pub use fusion_runtime::wire::{
         AcceptsRawModel, CarriesRawModel, DescribesRawModel, TheWire,
         unreachable_impl as unreachable_model_impl,

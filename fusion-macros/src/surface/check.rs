@@ -26,6 +26,8 @@ pub(super) struct Checked<'a> {
     pub(super) description: String,
     pub(super) params: Vec<Param<'a>>,
     pub(super) output: &'a Type,
+    /// A resource's URI template variables (none for a prompt).
+    pub(super) variables: Vec<String>,
 }
 
 /// The checked item, or `None` when a rule fails (its error is in `errors`).
@@ -43,6 +45,7 @@ pub(super) fn check<'a>(
     let output = errors.handle(check_return_type(kind, sig));
     let mut key = None;
     let mut description = None;
+    let mut template_variables = Vec::new();
     if let Some(args) = args {
         key = errors.handle(check_key_syntax(args, sig));
         description = errors.handle(check_description(kind, args, &surface.function));
@@ -54,6 +57,7 @@ pub(super) fn check<'a>(
                 errors.handle(check_variables_are_arguments(args, variables, params));
                 errors.handle(check_completions(kind, args, variables));
             }
+            template_variables = variables.unwrap_or_default();
         } else if let Some(params) = &params {
             let names: Vec<String> = params.iter().map(|param| unraw(param.ident)).collect();
             errors.handle(check_completions(kind, args, &names));
@@ -68,6 +72,7 @@ pub(super) fn check<'a>(
         description: description?,
         params: params?,
         output: output?,
+        variables: template_variables,
     })
 }
 

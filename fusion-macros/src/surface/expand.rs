@@ -24,8 +24,16 @@ pub(super) fn surface(item: &Checked<'_>) -> TokenStream {
         .map_or_else(proc_macro2::Span::call_site, |token| token.span());
     let private_at_output = item.krate.private_at(first);
     let handler_return = quote_spanned!(first=> <#output as #private_at_output::HandlerReturn>);
-    let ok = quote!(#handler_return::Ok);
-    let err = quote!(#handler_return::Err);
+    // `Ok` and `Err` spanned at the last token: a result type that cannot be presented is
+    // reported on the whole return type, as a tool's is.
+    let last = output
+        .to_token_stream()
+        .into_iter()
+        .last()
+        .map_or(first, |token| token.span());
+    let (ok_ident, err_ident) = (Ident::new("Ok", last), Ident::new("Err", last));
+    let ok = quote!(#handler_return::#ok_ident);
+    let err = quote!(#handler_return::#err_ident);
     let key = &item.key;
     let description = &item.description;
     let args = item.args;
@@ -86,6 +94,17 @@ pub(super) fn surface(item: &Checked<'_>) -> TokenStream {
         let probe = probe(param);
         quote_spanned!(param.ty.span()=> let #binding = #probe.take(&__fusion_context, #binding)?;)
     });
+    // A resource's parameter that no template variable names must come from the context;
+    // checked on its type, where it is written.
+    let context_only = item
+        .params
+        .iter()
+        .filter(|param| item.kind == Kind::Resource && !item.variables.contains(&name_of(param)))
+        .map(|param| {
+            let ty = &param.ty;
+            let private = item.krate.private_at(ty.span());
+            quote_spanned!(ty.span()=> #private::not_a_variable::<#ty>();)
+        });
     let handler_result = quote!(#handler_return::into_result(#fn_ident(#(#bindings),*).await));
     let read = quote! {
         #[allow(unused_mut)]
@@ -111,6 +130,7 @@ pub(super) fn surface(item: &Checked<'_>) -> TokenStream {
                     #[automatically_derived]
                     impl #private::Resource for #fn_ident {
                         fn spec() -> #private::ResourceSpec {
+                            #(#context_only)*
                             let mut params = #private::Params::new();
                             #(#declarations)*
                             #private::ResourceSpec::new(#key, #uri, #description)
