@@ -1,13 +1,17 @@
 //! Resources, prompts and completions of a built server: what [`ServerBuilder`] compiled of
 //! them (definitions, listings, URI templates, argument layouts), and their request paths.
 //!
-//! Each request runs as a tool call does, minus what only writes need: **resolve** (a URI by
-//! exact match, then the templates in order; a prompt by name), **access** (the policy's
+//! Each request runs as a query tool's call does: **resolve** (a URI by exact match, then the
+//! templates in order; a prompt by name), **access** (the policy's
 //! [`allows_resource`](crate::AccessPolicy::allows_resource) or
-//! [`allows_prompt`](crate::AccessPolicy::allows_prompt), before anything is read), **arguments**
-//! (template variables or prompt arguments, strings on the wire, read as the declared types and
-//! validated), **handler** (panics caught, stopped on cancellation), **present** (the same
-//! presenter path as a tool: only the listed fields leave, with the rules). A failure is a
+//! [`allows_prompt`](crate::AccessPolicy::allows_prompt), before anything is read), the
+//! server's **rate limit**, **arguments** (template variables or prompt arguments, strings on
+//! the wire, read as the declared types and validated), the server's **middleware** (which sees
+//! [`Surface::Resource`](crate::Surface::Resource) or [`Surface::Prompt`](crate::Surface::Prompt)),
+//! **handler** (within the server's default timeout, panics caught, stopped on cancellation),
+//! **present** (the same presenter path as a tool: only the listed fields leave, with the
+//! rules), then **report** (span and metrics; an audit record only under
+//! [`audit_reads`](crate::ServerBuilder::audit_reads)). A failure is a
 //! JSON-RPC error whose `data` is the error body a tool would send (`code`, `message`,
 //! `recovery`, `errorId`…): unknown resources are `-32002` (`-32602` on 2026-07-28).
 //!
