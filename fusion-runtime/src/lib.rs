@@ -41,6 +41,7 @@ pub mod pipeline;
 pub mod present;
 pub mod principal;
 pub mod prompt;
+pub mod request_state;
 pub mod resource;
 pub mod router;
 mod schema;

@@ -142,7 +142,9 @@ pub use fusion_runtime::HttpRequest;
 /// Bearer authentication of the HTTP transport.
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;
-pub use fusion_runtime::{audit, content, envelope, middleware, observe, serve, testing};
+pub use fusion_runtime::{
+    audit, content, envelope, middleware, observe, request_state, serve, testing,
+};
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can
 /// name them through `fusion` instead of depending on them itself.
