@@ -6,6 +6,7 @@
 //!
 //! - `lock` reads capability lockfiles (`fusion.lock`): `diff`, `show`, `verify` (see
 //!   [`lock`]).
+//! - `openapi` writes a connector crate from an OpenAPI 3.0/3.1 document (see [`openapi`]).
 //!
 //! Each top-level subcommand is a module with its own `Subcommand` enum and `run` function;
 //! adding one is a variant of [`Command`] and an arm in [`run`].
@@ -15,6 +16,7 @@
 //! command line is wrong.
 
 mod lock;
+mod openapi;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -35,6 +37,8 @@ enum Command {
     /// Capability lockfiles: the surface of a connector as agents see it.
     #[command(subcommand)]
     Lock(lock::LockCommand),
+    /// Generate a connector crate from an OpenAPI 3.0/3.1 document.
+    Openapi(openapi::OpenapiCommand),
 }
 
 /// Why a command could not do its work (exit code 2).
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Result<ExitCode, Failure> {
     match command {
         Command::Lock(command) => lock::run(command),
+        Command::Openapi(command) => openapi::run(command),
     }
 }
 

@@ -317,3 +317,122 @@ fn billings_committed_lockfile_verifies() {
         shown.stdout
     );
 }
+
+/// The repository's shipped OpenAPI documents (fusion-openapi's test corpus).
+fn openapi_document(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fusion-openapi/tests/documents")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn openapi_writes_a_connector_crate_and_reports_what_it_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("petstore");
+    let spec = openapi_document("learn-v3.0-petstore.yaml");
+    let generated = run_as(
+        true,
+        &[
+            "openapi",
+            &spec,
+            "--out",
+            out.to_str().unwrap(),
+            "--name",
+            "pets",
+        ],
+    );
+    assert_eq!(generated.code, 0, "stderr: {}", generated.stderr);
+    assert!(
+        generated.stdout.is_empty(),
+        "stdout is for scripts: {}",
+        generated.stdout
+    );
+    assert!(
+        generated.stderr.contains("wrote pets to"),
+        "{}",
+        generated.stderr
+    );
+    let manifest = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("name = \"pets\""), "{manifest}");
+    let code = std::fs::read_to_string(out.join("src/lib.rs")).unwrap();
+    assert!(
+        code.contains("http = \"GET /pets/{"),
+        "a proxy tool per operation: {code}"
+    );
+
+    // A callback is reported with the operation it skips, and the rest is still written.
+    let out = dir.path().join("callbacks");
+    let spec = openapi_document("learn-v3.0-callback-example.yaml");
+    let skipped = run(&["openapi", &spec, "--out", out.to_str().unwrap()]);
+    assert_eq!(skipped.code, 0, "stderr: {}", skipped.stderr);
+    assert!(skipped.stderr.contains("callback"), "{}", skipped.stderr);
+}
+
+#[test]
+fn openapi_refuses_what_is_not_an_openapi_document_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("not-openapi.json");
+    std::fs::write(&spec, r#"{"swagger": "2.0", "paths": {}}"#).unwrap();
+    let out = dir.path().join("out");
+    let refused = run(&[
+        "openapi",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        refused.code, 2,
+        "stdout: {} stderr: {}",
+        refused.stdout, refused.stderr
+    );
+    assert!(refused.stderr.starts_with("error: "), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("not-openapi.json"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!out.join("Cargo.toml").exists(), "nothing is written");
+
+    let missing = run(&["openapi", "missing.yaml"]);
+    assert_eq!(missing.code, 2, "--out is required: {}", missing.stderr);
+}
+
+#[test]
+fn openapi_writes_a_relative_fusion_path_as_an_absolute_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pets");
+    let spec = openapi_document("learn-v3.0-petstore.yaml");
+    // Run from the repository root with `--fusion-path .`, as the README does.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_cargo-fusion"))
+        .current_dir(root)
+        .args(["openapi", &spec, "--out", out.to_str().unwrap()])
+        .args(["--fusion-path", "."])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let manifest = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
+    let fusion = std::fs::canonicalize(root.join("fusion")).unwrap();
+    assert!(
+        manifest.contains(&format!("path = {:?}", fusion.display().to_string())),
+        "{manifest}"
+    );
+
+    let missing = run(&[
+        "openapi",
+        &spec,
+        "--out",
+        out.to_str().unwrap(),
+        "--fusion-path",
+        "/nowhere/fusion",
+    ]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("--fusion-path"),
+        "{}",
+        missing.stderr
+    );
+}

@@ -175,6 +175,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the upstream that HTTP proxy tools call (`#[tool(http = …)]`,
+    /// [`ToolSpec::http`]): base URL, credentials, timeouts and limits, one pooled client.
+    #[cfg(feature = "http-client")]
+    #[must_use]
+    pub fn upstream(self, upstream: crate::upstream::HttpUpstream) -> Self {
+        self.state(upstream)
+    }
+
     /// Registers shared state already behind an `Arc`.
     #[must_use]
     pub fn state_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
@@ -573,7 +581,11 @@ fn compile_action(
         toolset,
         timeout,
         rate_limit,
+        problems: declared,
     } = spec;
+    for problem in declared {
+        problems.push(format!("tool `{key}`: {problem}"));
+    }
     let Some(handler) = handler else {
         problems.push(format!("tool `{key}` has no handler"));
         return None;

@@ -49,6 +49,7 @@ pub mod serve;
 pub mod server;
 pub mod spec;
 pub mod testing;
+pub mod upstream;
 pub mod wire;
 pub mod xml;
 
@@ -78,5 +79,8 @@ pub use resource::{Resource, ResourceInfo, ResourceOutput, ResourceSpec};
 pub use router::Router;
 pub use server::{Server, ToolInfo, UnknownTool};
 pub use spec::{Tool, ToolSpec};
+#[cfg(feature = "http-client")]
+pub use upstream::HttpUpstream;
+pub use upstream::{FromUpstream, HttpRoute, UpstreamRequest};
 
 pub use rmcp;

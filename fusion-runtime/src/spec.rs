@@ -101,6 +101,9 @@ pub struct ToolSpec {
     pub(crate) toolset: Option<Cow<'static, str>>,
     pub(crate) timeout: Option<std::time::Duration>,
     pub(crate) rate_limit: Option<crate::guard::RateLimit>,
+    /// What was wrong with the declaration itself (an HTTP route that does not parse…),
+    /// reported when the server is built.
+    pub(crate) problems: Vec<String>,
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -147,6 +150,7 @@ impl ToolSpec {
             toolset: None,
             timeout: None,
             rate_limit: None,
+            problems: Vec::new(),
         }
     }
 

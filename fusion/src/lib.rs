@@ -88,6 +88,10 @@ pub mod lock {
     pub use fusion_runtime::lock::*;
 }
 
+#[cfg(feature = "http-client")]
+#[doc = include_str!("docs/http.md")]
+pub mod http {}
+
 #[doc = include_str!("docs/tool_error.md")]
 pub use fusion_macros::ToolError;
 #[doc = include_str!("docs/model.md")]
@@ -142,6 +146,13 @@ pub use fusion_runtime::HttpRequest;
 /// Bearer authentication of the HTTP transport.
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;
+/// HTTP proxy tools: upstream configuration, routes, requests and decoding (SPEC T6).
+pub use fusion_runtime::upstream;
+/// Values read from an upstream's answer: models declared `#[model(upstream)]`.
+pub use fusion_runtime::upstream::FromUpstream;
+/// The upstream HTTP proxy tools call (feature `http-client`).
+#[cfg(feature = "http-client")]
+pub use fusion_runtime::upstream::HttpUpstream;
 pub use fusion_runtime::{
     audit, content, envelope, middleware, observe, request_state, serve, testing,
 };
@@ -179,6 +190,12 @@ pub mod __private {
         PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,
     };
     pub use fusion_runtime::resource::not_a_variable;
+    pub use fusion_runtime::upstream::Upstream;
+    pub use fusion_runtime::upstream::kinds as upstream_kinds;
+    pub use fusion_runtime::upstream::object as upstream_object;
+    pub use fusion_runtime::upstream::{
+        DecodeError, FromUpstream, HttpMethod, Placement, UpstreamFields, UpstreamRequest,
+    };
     pub use fusion_runtime::wire::{
         AcceptsRawModel, CarriesRawModel, DescribesRawModel, TheWire,
         unreachable_impl as unreachable_model_impl,

@@ -57,6 +57,17 @@ struct Args {
     /// Serve only these toolsets (`reports`, `reminders`), besides the core invoice tools.
     #[arg(long, value_delimiter = ',')]
     toolsets: Option<Vec<String>>,
+    /// HTTP connections served at once; more are answered 503 and closed. Keep it under the
+    /// file descriptor limit (`ulimit -n`).
+    #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_connections)]
+    max_connections: usize,
+    /// HTTP sessions (2025-11-25 clients) open at once; `initialize` gets 503 beyond. Each
+    /// tenant may hold at most --max-sessions-per-tenant of them.
+    #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_sessions)]
+    max_sessions: usize,
+    /// HTTP sessions one tenant may hold at once; its `initialize` gets 429 beyond.
+    #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_sessions_per_principal)]
+    max_sessions_per_tenant: usize,
 }
 
 /// `$XDG_DATA_HOME/fusion-billing`, else `~/.local/share/fusion-billing`, else `./billing-data`.
@@ -152,7 +163,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             if let Some(file) = &args.token_file {
                 tokens.extend(read_token_file(file)?);
             }
-            serve_http(server, address, tokens, args.allow_anonymous).await
+            let options = HttpOptions::default()
+                .max_connections(args.max_connections)
+                .max_sessions(args.max_sessions, args.max_sessions_per_tenant);
+            serve_http(server, address, options, tokens, args.allow_anonymous).await
         }
     };
     tracing::info!(stats = ?stats.snapshot(), "billing stopped");
@@ -162,12 +176,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 async fn serve_http(
     server: fusion::Server,
     address: SocketAddr,
+    options: HttpOptions,
     tokens: Vec<String>,
     allow_anonymous: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
-    let mut options = HttpOptions::default().bind(bound);
+    let mut options = options.bind(bound);
     // Ctrl-C is caught from here on, before anyone is told the server is listening.
     #[cfg(unix)]
     {

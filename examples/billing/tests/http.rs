@@ -120,8 +120,7 @@ impl Drop for Served {
 
 /// A plain HTTP client that never goes through a proxy (the servers are on loopback).
 fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
+    support::http_client_builder()
         .timeout(Duration::from_secs(20))
         .build()
         .expect("HTTP client")
@@ -964,6 +963,164 @@ async fn a_user_tower_layer_wraps_the_endpoint_and_the_defaults_stay() {
         exercise(session.peer()).await;
         served.stop().await.expect("clean stop with a session open");
         let _ = tokio::time::timeout(Duration::from_secs(5), session.cancel()).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounds (issue 10), set with the binary's flags
+
+/// `billing --in-memory <flags>` with its default log filter and four tokens: `one-a` and
+/// `one-b` of tenant t_1, `two` of t_2, `three` of t_3.
+async fn bounded_binary(flags: &'static [&'static str]) -> BillingHttp {
+    tokio::task::spawn_blocking(move || {
+        let mut args = vec!["--in-memory"];
+        args.extend_from_slice(flags);
+        BillingHttp::spawn_with_env(
+            &args,
+            &[
+                ("BILLING_TOKENS", "one-a=t_1,one-b=t_1,two=t_2,three=t_3"),
+                ("RUST_LOG", "info,rmcp=warn"),
+            ],
+        )
+    })
+    .await
+    .expect("spawning billing")
+}
+
+/// A 2025-11-25 `initialize` with `token`: a new session when the caps allow.
+fn initialize_with(client: &reqwest::Client, url: &str, token: &str) -> reqwest::RequestBuilder {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bounds-test", "version": "1.0.0"}}});
+    client
+        .post(url)
+        .bearer_auth(token)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(initialize.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_flags_cap_sessions_per_tenant_and_in_total() {
+    within(async {
+        let server =
+            bounded_binary(&["--max-sessions", "2", "--max-sessions-per-tenant", "1"]).await;
+        let http = http_client();
+        let url = server.url();
+        let opened = send(initialize_with(&http, url, "one-a")).await;
+        assert_eq!(opened.status, 200, "{}", opened.body);
+        let session = opened.headers["mcp-session-id"].clone();
+
+        // The tenant's other token counts against the same cap…
+        let refused = send(initialize_with(&http, url, "one-b")).await;
+        assert_eq!(refused.status, 429, "{}", refused.body);
+        assert!(refused.headers.contains_key("retry-after"));
+        assert_eq!(refused.json()["error"]["data"]["sessionLimit"], 1);
+        // …and gets nothing of the first token's session.
+        let foreign = send(
+            tools_list(&http, url)
+                .bearer_auth("one-b")
+                .header("Mcp-Session-Id", session)
+                .header("MCP-Protocol-Version", "2025-11-25"),
+        )
+        .await;
+        assert_eq!(foreign.status, 404, "{}", foreign.body);
+
+        // Another tenant takes the last slot; beyond it the server is full.
+        let second = send(initialize_with(&http, url, "two")).await;
+        assert_eq!(second.status, 200, "{}", second.body);
+        let full = send(initialize_with(&http, url, "three")).await;
+        assert_eq!(full.status, 503, "{}", full.body);
+        assert!(full.headers.contains_key("retry-after"));
+        assert_eq!(full.json()["error"]["data"]["sessionLimit"], 2);
+        // Stateless calls need no session, and are still served.
+        let list = send(tools_list(&http, url).bearer_auth("three")).await;
+        assert_eq!(list.status, 200, "{}", list.body);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_connection_flag_caps_connections() {
+    within(async {
+        let server = bounded_binary(&["--max-connections", "1"]).await;
+        let address = server
+            .url()
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        // An idle connection takes the only slot (the server accepts in connection order).
+        let held = tokio::net::TcpStream::connect(&address)
+            .await
+            .expect("connect");
+        let http = http_client();
+        let refused = send(tools_list(&http, server.url()).bearer_auth("two")).await;
+        assert_eq!(refused.status, 503, "{}", refused.body);
+        assert_eq!(refused.headers["retry-after"], "1");
+        assert_eq!(refused.json()["error"]["code"], -32000);
+
+        // Its slot is free again once it closes.
+        drop(held);
+        let start = std::time::Instant::now();
+        loop {
+            let list = send(tools_list(&http, server.url()).bearer_auth("two")).await;
+            if list.status == 200 {
+                break;
+            }
+            assert_eq!(list.status, 503, "{}", list.body);
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the slot was never freed"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_tokens_are_not_a_log_line_each() {
+    within(async {
+        let server = bounded_binary(&[]).await;
+        let http = http_client();
+        for attempt in 0..30 {
+            let token = format!("guess-{attempt}");
+            let refused = send(tools_list(&http, server.url()).bearer_auth(token)).await;
+            assert_eq!(refused.status, 401, "{}", refused.body);
+        }
+        let list = send(tools_list(&http, server.url()).bearer_auth("two")).await;
+        assert_eq!(list.status, 200, "{}", list.body);
+
+        // Stopped, so that everything it logged has been read.
+        let server = tokio::task::spawn_blocking(move || {
+            let mut server = server;
+            let status = server.interrupt(Duration::from_secs(10));
+            assert!(status.is_some_and(|status| status.success()), "{status:?}");
+            server
+        })
+        .await
+        .expect("stopping billing");
+        let start = std::time::Instant::now();
+        while !server.logs().contains("billing stopped") {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{}",
+                server.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let logs = server.logs();
+        let refusals: Vec<&str> = logs
+            .lines()
+            .filter(|line| line.contains("refused") && line.contains("bearer token"))
+            .collect();
+        // One warning that counts them, not 30 lines.
+        assert_eq!(refusals.len(), 1, "{logs}");
+        assert!(
+            refusals[0].contains("WARN") && refusals[0].contains("refused=1"),
+            "{logs}"
+        );
     })
     .await;
 }

@@ -964,8 +964,7 @@ async fn no_response_leaks_hidden_data() {
         .expect("spawning billing");
     let run = async {
         let mut wire = Wire {
-            http: reqwest::Client::builder()
-                .no_proxy()
+            http: support::http_client_builder()
                 .timeout(Duration::from_secs(20))
                 .build()
                 .expect("HTTP client"),

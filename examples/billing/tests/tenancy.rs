@@ -73,7 +73,7 @@ impl Answer {
 impl Caller {
     fn new(server: &BillingHttp, token: Option<&str>) -> Self {
         Caller {
-            http: reqwest::Client::new(),
+            http: support::http_client_builder().build().expect("HTTP client"),
             url: server.url().to_owned(),
             token: token.map(str::to_owned),
         }
@@ -564,8 +564,7 @@ async fn successful_writes_land_in_the_append_only_audit_trail() {
 /// A 2025-11-25 session opened by rmcp's client with `initialize` and a bearer token, which it
 /// sends again on every request of the session.
 async fn session(server: &BillingHttp, token: &str) -> RunningService<RoleClient, ClientConfig> {
-    let http = reqwest::Client::builder()
-        .no_proxy()
+    let http = support::http_client_builder()
         .timeout(Duration::from_secs(20))
         .build()
         .expect("HTTP client");
@@ -655,6 +654,7 @@ async fn tenants_stay_apart_in_2025_11_25_sessions_too() {
         );
 
         // Without a token, no session is opened at all.
+        support::install_crypto_provider();
         let anonymous = StreamableHttpClientTransport::from_uri(server.url().to_owned());
         assert!(().serve(anonymous).await.is_err(), "initialize without a token");
 
@@ -674,7 +674,9 @@ async fn session_request(
     body: Option<Value>,
 ) -> (u16, reqwest::header::HeaderMap, String) {
     let opens_stream = method == reqwest::Method::GET;
-    let mut request = reqwest::Client::new()
+    let mut request = support::http_client_builder()
+        .build()
+        .expect("HTTP client")
         .request(method, server.url())
         .bearer_auth(token)
         .header("Accept", "application/json, text/event-stream")

@@ -103,6 +103,7 @@ pub(super) fn model(model: &Model) -> TokenStream {
         .map(|profile| generate_profile(model, profile));
     let reserved_markers = generate_reserved_markers(model);
     let descriptor = descriptor(&model.item, facts(model));
+    let upstream = model.upstream.then(|| from_upstream(model));
 
     quote! {
         #item
@@ -195,6 +196,8 @@ pub(super) fn model(model: &Model) -> TokenStream {
         };
 
         #reserved_markers
+
+        #upstream
 
         #(#profiles)*
 
@@ -313,6 +316,41 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
                 }
             }
         });
+    // A profile of an upstream model is sent to the upstream under the fields' upstream names:
+    // `create` leaves out what was not given, `update`/`filter` send what was (`null` included).
+    let upstream_fields = model.upstream.then(|| {
+        let pushes = listed.iter().map(|(ident, _, ty, _)| {
+            let field = model.fields.iter().find(|field| field.ident == **ident);
+            let wire = field.map_or_else(|| ident.unraw().to_string(), ModelField::wire_name);
+            if required {
+                quote_spanned! {ty.span()=>
+                    let value = (&&#private::upstream_kinds::EncodeProbe::<#ty>::NEW).__fusion_encode(&self.#ident)?;
+                    if !value.is_null() {
+                        out.push((#wire, value));
+                    }
+                }
+            } else {
+                quote_spanned! {ty.span()=>
+                    if let #private::Some(value) = &self.#ident {
+                        out.push((#wire, (&&#private::upstream_kinds::EncodeProbe::<#ty>::NEW).__fusion_encode(value)?));
+                    }
+                }
+            }
+        });
+        quote! {
+            #[automatically_derived]
+            impl #private::UpstreamFields for #input_ident {
+                fn upstream_fields(
+                    &self,
+                    out: &mut #private::Vec<(&'static str, #private::serde_json::Value)>,
+                ) -> #private::Result<(), #private::serde_json::Error> {
+                    use #private::upstream_kinds::{ViaHidden as _, ViaSerialize as _};
+                    #(#pushes)*
+                    #private::Ok(())
+                }
+            }
+        }
+    });
     let present = format!(
         "{}::present_field",
         model.krate.serde_path().trim_end_matches("::serde")
@@ -391,6 +429,68 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
             impl #private::Fillable<#private::profile::#profile_type> for #model_ident {
                 type Input = #input_ident;
             }
+
+            #upstream_fields
+        };
+    }
+}
+
+/// `FromUpstream` for a model declared `#[model(upstream)]`: every field read from the
+/// upstream's JSON under its upstream name (a nested upstream model through its own impl, any
+/// other type through serde), and, for HTTP proxy tools, the names of its guarded fields
+/// reserved: no argument of a proxy tool returning it may carry one.
+fn from_upstream(model: &Model) -> TokenStream {
+    let private = model.krate.private();
+    let ident = &model.item.ident;
+    let name = ident.to_string();
+    let fields = model.fields.iter().map(|field| {
+        let field_ident = &field.ident;
+        let ty = &field.ty;
+        let wire = field.wire_name();
+        quote_spanned! {ty.span()=>
+            #field_ident: (&&#private::upstream_kinds::DecodeProbe::<#ty>::NEW)
+                .__fusion_decode(__fusion_object.remove(#wire), #wire)?
+        }
+    });
+    let module = reserved_module(model);
+    let mut reserves = Vec::new();
+    let mut guarded_names = Vec::new();
+    for field in model.fields.iter().filter(|field| field.guarded) {
+        let marker = reserved_marker(model, field);
+        let mut names = vec![field.name()];
+        if field.wire_name() != field.name() {
+            names.push(field.wire_name());
+        }
+        guarded_names.extend(names.iter().cloned());
+        for name in names {
+            let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&name]));
+            reserves.push(quote! {
+                #[automatically_derived]
+                impl #private::kinds::ReservesName<#hash> for #ident {
+                    type Field = #module::#marker;
+                }
+            });
+        }
+    }
+    quote! {
+        #[allow(unused_qualifications, clippy::needless_borrow)]
+        const _: () = {
+            use #private::upstream_kinds::{ViaSerde as _, ViaUpstream as _};
+
+            #[automatically_derived]
+            impl #private::FromUpstream for #ident {
+                const GUARDED_NAMES: &'static [&'static str] = &[#(#guarded_names),*];
+
+                fn from_upstream(
+                    value: #private::serde_json::Value,
+                ) -> #private::Result<Self, #private::DecodeError> {
+                    #[allow(unused_mut)]
+                    let mut __fusion_object = #private::upstream_object(value, #name)?;
+                    #private::Ok(#ident { #(#fields,)* })
+                }
+            }
+
+            #(#reserves)*
         };
     }
 }
@@ -457,7 +557,7 @@ pub(crate) fn strip_fusion_attrs(mut item: ItemStruct) -> ItemStruct {
         for field in &mut named.named {
             field.attrs.retain(|attr| {
                 // `schemars` too: a model has no schema, its constraints go to its profiles.
-                !["cast", "hidden", "guarded", "schemars"]
+                !["cast", "hidden", "guarded", "schemars", "upstream"]
                     .iter()
                     .any(|name| attr.path().is_ident(name))
             });

@@ -15,6 +15,10 @@ use crate::paths::Krate;
 pub(super) struct ModelArgs {
     #[darling(default)]
     pub(super) fillable: Fillable,
+    /// `upstream`: the model can be read from an upstream's JSON (HTTP proxy tools), and its
+    /// profiles sent to one.
+    #[darling(default)]
+    pub(super) upstream: darling::util::Flag,
     #[darling(rename = "crate", default)]
     pub(super) krate: Krate,
 }
@@ -31,6 +35,7 @@ pub(super) struct Model {
     pub(super) krate: Krate,
     pub(super) fields: Vec<ModelField>,
     pub(super) profiles: Vec<Profile>,
+    pub(super) upstream: bool,
 }
 
 pub(super) struct ModelField {
@@ -42,9 +47,18 @@ pub(super) struct ModelField {
     /// `#[schemars(...)]` constraints (`length`, `range`, `regex`, `email`…): they apply to the
     /// field wherever a profile fills it, and are enforced there.
     pub(super) constraints: Vec<Constraint>,
+    /// `#[upstream(name = "petId")]`: the field's name in the upstream's JSON.
+    pub(super) upstream_name: Option<LitStr>,
 }
 
 impl ModelField {
+    /// The field's name in the upstream's JSON: `#[upstream(name = …)]`, else its own name.
+    pub(super) fn wire_name(&self) -> String {
+        self.upstream_name
+            .as_ref()
+            .map_or_else(|| self.name(), LitStr::value)
+    }
+
     /// The field's name as serde and the agent know it (`r#type` is `type`).
     pub(super) fn name(&self) -> String {
         self.ident.unraw().to_string()
@@ -117,6 +131,19 @@ pub(super) fn parse(
             return None;
         }
     }
+    let upstream = args.upstream.is_present();
+    if !upstream {
+        for field in &fields {
+            if let Some(name) = &field.upstream_name {
+                errors.push(
+                    Error::custom(
+                        "`#[upstream(name = …)]` names a field in an upstream's JSON: declare the model `#[model(upstream, …)]`",
+                    )
+                    .with_span(name),
+                );
+            }
+        }
+    }
     let mut profiles = Vec::new();
     for (kind, list) in [
         (ProfileKind::Create, args.fillable.create),
@@ -136,6 +163,7 @@ pub(super) fn parse(
         krate: args.krate,
         fields,
         profiles,
+        upstream,
     })
 }
 
@@ -163,8 +191,27 @@ fn parse_field(field: &Field, errors: &mut darling::error::Accumulator) -> Optio
     let mut hidden = false;
     let mut guarded = false;
     let mut constraints = Vec::new();
+    let mut upstream_name = None;
     for attr in &field.attrs {
-        if attr.path().is_ident("schemars") {
+        if attr.path().is_ident("upstream") {
+            let parsed = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("name") {
+                    let name: LitStr = meta.value()?.parse()?;
+                    if name.value().is_empty() {
+                        return Err(meta.error("an upstream name cannot be empty"));
+                    }
+                    if upstream_name.replace(name).is_some() {
+                        return Err(meta.error("duplicate `name`"));
+                    }
+                    Ok(())
+                } else {
+                    Err(meta.error("expected `#[upstream(name = \"nameInTheUpstream\")]`"))
+                }
+            });
+            if let Err(error) = parsed {
+                errors.push(error.into());
+            }
+        } else if attr.path().is_ident("schemars") {
             constraints.extend(
                 errors
                     .handle(Constraint::parse_attr(attr))
@@ -201,6 +248,7 @@ fn parse_field(field: &Field, errors: &mut darling::error::Accumulator) -> Optio
         hidden,
         guarded,
         constraints,
+        upstream_name,
     })
 }
 

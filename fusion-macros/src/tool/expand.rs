@@ -11,7 +11,7 @@ use super::check::{Checked, Param, Verb};
 use super::parse::SerializeArg;
 use crate::common::fnv1a;
 
-pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
+pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenStream {
     let private = tool.krate.private();
     let function = without_param_docs(tool.function.clone());
     let fn_ident = &tool.function.sig.ident;
@@ -192,6 +192,7 @@ pub(super) fn tool(tool: &Checked<'_>) -> TokenStream {
             });
         }
     }
+    name_checks.extend(super::proxy::name_checks(tool, wire_names));
     let struct_doc = format!(
         "The tool `{key}`, declared by [`{fn_ident}`](fn@{fn_ident}). Register it with \
          `ServerBuilder::tool::<{fn_ident}>()`."

@@ -7,6 +7,7 @@
 mod check;
 mod expand;
 mod parse;
+mod proxy;
 
 use darling::Error;
 use proc_macro2::TokenStream;
@@ -17,14 +18,20 @@ use crate::fallback;
 pub(crate) use expand::without_param_docs;
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
-    let Ok(function) = syn::parse2::<ItemFn>(item.clone()) else {
-        return fallback::not_a_function(item);
+    // A function without a body is an HTTP proxy tool, whose body `proxy` writes.
+    let (function, bodiless) = match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(function) => (function, false),
+        Err(_) => match syn::parse2::<proxy::Bodiless>(item.clone()) {
+            Ok(bodiless) => (bodiless.into_function(), true),
+            Err(_) => return fallback::not_a_function(item),
+        },
     };
     let mut errors = Error::accumulator();
-    let tool = parse::parse(args, function, &mut errors);
+    let mut tool = parse::parse(args, function, &mut errors);
+    proxy::prepare(&mut tool, bodiless, &mut errors);
     let checked = check::check(&tool, &mut errors);
     match (errors.finish(), checked) {
-        (Ok(()), Some(checked)) => expand::tool(&checked),
+        (Ok(()), Some(checked)) => expand::tool(&checked, &tool.wire_names),
         (result, _) => fallback::tool(result.err(), &tool.function, &tool.krate),
     }
 }

@@ -49,6 +49,9 @@ pub(super) struct ToolArgs {
     pub(super) timeout: Option<Window>,
     #[darling(default)]
     pub(super) rate_limit: Option<Rate>,
+    /// `http = "GET /invoices/{id}"`: an HTTP proxy tool, declared without a body.
+    #[darling(default)]
+    pub(super) http: Option<LitStr>,
     #[darling(rename = "crate", default)]
     pub(super) krate: Krate,
 }
@@ -115,6 +118,8 @@ pub(super) struct Tool {
     /// The facade as `crate = …` names it, even when the rest of the attribute could not be
     /// read: the fallback names it too.
     pub(super) krate: Krate,
+    /// A proxy's arguments and their names in the upstream (`#[upstream(name = …)]`).
+    pub(super) wire_names: Vec<(Ident, String)>,
 }
 
 pub(super) fn parse(
@@ -129,5 +134,6 @@ pub(super) fn parse(
         function,
         args,
         krate,
+        wire_names: Vec::new(),
     }
 }

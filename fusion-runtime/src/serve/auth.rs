@@ -33,15 +33,19 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
+use sha2::{Digest, Sha256};
+
+use super::Tally;
+use super::sessions::Caller;
 
 pub use crate::principal::Principal;
 
@@ -133,88 +137,10 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub(crate) struct Authenticator {
     pub(crate) verifier: Arc<dyn TokenVerifier>,
     pub(crate) challenge: HeaderValue,
-    sessions: Arc<SessionOwners>,
+    /// Refused tokens, logged as a count at most once a minute: anyone can send bad tokens,
+    /// and one log line each would let them fill the log.
+    refused: Arc<Tally>,
 }
-
-/// Who opened each 2025-11-25 session. A session id proves nothing about its bearer, and a
-/// session's SSE stream carries its owner's responses and notifications, so a request that
-/// presents another caller's session id (or one this layer never saw opened) is answered as
-/// if the session did not exist: 404, the answer rmcp gives for an unknown session.
-#[derive(Default)]
-struct SessionOwners {
-    state: Mutex<Owners>,
-}
-
-#[derive(Default)]
-struct Owners {
-    by_session: HashMap<Box<str>, Owner>,
-    /// The map is swept for sessions rmcp has already closed once it grows past this size.
-    sweep_at: usize,
-}
-
-struct Owner {
-    subject: Box<str>,
-    tenant: Option<Box<str>>,
-    last_seen: Instant,
-}
-
-/// rmcp closes a session idle for its keep-alive (five minutes by default); an owner entry
-/// idle for twice that belongs to a closed session.
-const OWNER_IDLE_LIMIT: Duration = Duration::from_secs(2 * 300);
-const MIN_SWEEP_SIZE: usize = 1024;
-
-impl Owner {
-    fn is(&self, principal: &Principal) -> bool {
-        *self.subject == *principal.subject && self.tenant.as_deref() == principal.tenant.as_deref()
-    }
-}
-
-impl SessionOwners {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Owners> {
-        // The map holds plain data: a panic elsewhere cannot leave it half-updated.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Whether `principal` opened `session`; a session this layer never saw is nobody's.
-    fn owned_by(&self, session: &str, principal: &Principal) -> bool {
-        let mut owners = self.lock();
-        match owners.by_session.get_mut(session) {
-            Some(owner) if owner.is(principal) => {
-                owner.last_seen = Instant::now();
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn open(&self, session: &str, principal: &Principal) {
-        self.open_at(session, principal, Instant::now());
-    }
-
-    fn open_at(&self, session: &str, principal: &Principal, now: Instant) {
-        let mut owners = self.lock();
-        if owners.by_session.len() >= owners.sweep_at.max(MIN_SWEEP_SIZE) {
-            owners
-                .by_session
-                .retain(|_, owner| now.duration_since(owner.last_seen) < OWNER_IDLE_LIMIT);
-            owners.sweep_at = owners.by_session.len() * 2;
-        }
-        owners.by_session.insert(
-            session.into(),
-            Owner {
-                subject: principal.subject.as_str().into(),
-                tenant: principal.tenant.as_deref().map(Into::into),
-                last_seen: now,
-            },
-        );
-    }
-
-    fn close(&self, session: &str) {
-        self.lock().by_session.remove(session);
-    }
-}
-
-const SESSION_HEADER: &str = "mcp-session-id";
 
 impl Authenticator {
     pub(crate) fn new(verifier: Arc<dyn TokenVerifier>, resource_metadata: Option<&str>) -> Self {
@@ -226,7 +152,7 @@ impl Authenticator {
             verifier,
             challenge: HeaderValue::from_str(&challenge)
                 .unwrap_or_else(|_| HeaderValue::from_static("Bearer realm=\"mcp\"")),
-            sessions: Arc::default(),
+            refused: Arc::default(),
         }
     }
 
@@ -242,6 +168,17 @@ impl Authenticator {
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);
         response
+    }
+}
+
+/// Who a verified request comes from, for the session layer: the exact credential (a digest,
+/// so that the token itself is not kept) and the principal (subject and tenant).
+fn caller(token: &str, principal: &Principal) -> Caller {
+    static KEYS: OnceLock<RandomState> = OnceLock::new();
+    let keys = KEYS.get_or_init(RandomState::new);
+    Caller {
+        credential: Sha256::digest(token.as_bytes()).into(),
+        principal: keys.hash_one((principal.subject.as_str(), principal.tenant.as_deref())),
     }
 }
 
@@ -268,97 +205,19 @@ pub(crate) async fn authenticate(
     };
     match authenticator.verifier.verify(&token).await {
         Ok(principal) => {
-            let session = request
-                .headers()
-                .get(SESSION_HEADER)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned);
-            let sessions = &authenticator.sessions;
-            if let Some(session) = &session
-                && !sessions.owned_by(session, &principal)
-            {
-                tracing::info!(
-                    subject = %principal.subject,
-                    "refused a session id that this caller did not open"
-                );
-                let mut response = Response::new(Body::from("Not Found: Session not found"));
-                *response.status_mut() = StatusCode::NOT_FOUND;
-                return response;
-            }
-            let closing = request.method() == http::Method::DELETE;
-            request.extensions_mut().insert(principal.clone());
-            let response = next.run(request).await;
-            match &session {
-                None => {
-                    if let Some(opened) = response
-                        .headers()
-                        .get(SESSION_HEADER)
-                        .and_then(|value| value.to_str().ok())
-                    {
-                        sessions.open(opened, &principal);
-                    }
-                }
-                Some(session) => {
-                    if (closing && response.status().is_success())
-                        || response.status() == StatusCode::NOT_FOUND
-                    {
-                        sessions.close(session);
-                    }
-                }
-            }
-            response
+            request.extensions_mut().insert(caller(&token, &principal));
+            request.extensions_mut().insert(principal);
+            next.run(request).await
         }
         Err(error) => {
-            tracing::info!(%error, "refused a bearer token");
+            tracing::debug!(%error, "refused a bearer token");
+            if let Some(count) = authenticator.refused.record() {
+                tracing::warn!(
+                    refused = count,
+                    "refused invalid bearer tokens (each one is logged at debug level)"
+                );
+            }
             authenticator.refuse("invalid_token", "the bearer token is not valid")
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn owner(subject: &str, tenant: &str) -> Principal {
-        Principal::new(subject).with_tenant(tenant)
-    }
-
-    #[test]
-    fn a_session_is_its_openers_alone() {
-        let sessions = SessionOwners::default();
-        let alpha = owner("alpha", "t_1");
-        sessions.open("s-1", &alpha);
-        assert!(sessions.owned_by("s-1", &alpha));
-        // The same subject with other scopes is the same caller; another tenant is not.
-        assert!(sessions.owned_by("s-1", &alpha.clone().with_scopes(["read".to_owned()])));
-        assert!(!sessions.owned_by("s-1", &owner("alpha", "t_2")));
-        assert!(!sessions.owned_by("s-1", &owner("beta", "t_1")));
-        assert!(!sessions.owned_by("s-unknown", &alpha));
-        sessions.close("s-1");
-        assert!(!sessions.owned_by("s-1", &alpha));
-    }
-
-    #[test]
-    fn the_sweep_forgets_only_sessions_idle_past_the_limit() {
-        let sessions = SessionOwners::default();
-        let alpha = owner("alpha", "t_1");
-        for index in 0..MIN_SWEEP_SIZE {
-            sessions.open(&format!("s-{index}"), &alpha);
-        }
-        // Later, half of them have been idle for longer than rmcp keeps a session.
-        let later = Instant::now() + OWNER_IDLE_LIMIT + Duration::from_secs(1);
-        for (index, owner) in sessions.lock().by_session.iter_mut() {
-            if index[2..].parse::<usize>().unwrap() % 2 == 1 {
-                owner.last_seen = later;
-            }
-        }
-        // Opening one more sweeps the map first.
-        sessions.open_at("s-new", &alpha, later);
-        let owners = sessions.lock();
-        assert_eq!(owners.by_session.len(), MIN_SWEEP_SIZE / 2 + 1);
-        assert!(owners.by_session.contains_key("s-1"));
-        assert!(!owners.by_session.contains_key("s-0"));
-        assert!(owners.by_session.contains_key("s-new"));
-        assert_eq!(owners.sweep_at, MIN_SWEEP_SIZE);
     }
 }

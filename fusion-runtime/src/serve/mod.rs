@@ -40,10 +40,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! An application serving the router itself keeps its own connection bounds (header, idle and
+//! write timeouts, a connection cap): those of [`HttpOptions`] are kept by
+//! [`Mcp::serve_http_on`]; the router bounds sessions and request bodies wherever it is served.
+//!
 //! Defaults are the fast and safe configuration: the non-blocking stdio transport, `TCP_NODELAY`
 //! on every accepted socket, JSON (not SSE) responses for stateless requests, loopback binding,
-//! and `Host`/`Origin` checked against loopback allow-lists, in front of everything else
-//! (bearer authentication and [`Mcp::layer`] layers included).
+//! `Host`/`Origin` checked against loopback allow-lists, in front of everything else (bearer
+//! authentication and [`Mcp::layer`] layers included), and every resource a client can hold
+//! bounded (see [`HttpOptions`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -63,7 +68,11 @@ use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "http")]
 pub mod auth;
+#[cfg(feature = "http")]
+mod connections;
 mod content;
+#[cfg(feature = "http")]
+mod sessions;
 #[cfg(feature = "stdio")]
 mod stdio;
 #[cfg(feature = "http")]
@@ -71,6 +80,8 @@ mod streamable;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
+#[cfg(feature = "http")]
+pub use sessions::{BoundedSessions, SessionsError};
 #[cfg(feature = "http")]
 pub use streamable::HttpOptions;
 
@@ -311,6 +322,47 @@ fn cursor_of(page: usize) -> String {
 
 fn page_of(cursor: &str) -> Option<usize> {
     cursor.strip_prefix("page-")?.parse().ok()
+}
+
+/// Counts events that a client can cause at will (refused tokens, refused connections), so
+/// that they are logged at most once per [`Tally::WINDOW`] instead of once each.
+#[cfg(feature = "http")]
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    state: std::sync::Mutex<TallyState>,
+}
+
+#[cfg(feature = "http")]
+#[derive(Debug, Default)]
+struct TallyState {
+    unreported: u64,
+    last_report: Option<std::time::Instant>,
+}
+
+#[cfg(feature = "http")]
+impl Tally {
+    pub(crate) const WINDOW: Duration = Duration::from_secs(60);
+
+    /// Counts one event; says how many to report when a report is due (the first event, then
+    /// the first one a window after the last report).
+    pub(crate) fn record(&self) -> Option<u64> {
+        self.record_at(std::time::Instant::now())
+    }
+
+    fn record_at(&self, now: std::time::Instant) -> Option<u64> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.unreported += 1;
+        match state.last_report {
+            Some(last) if now.duration_since(last) < Self::WINDOW => None,
+            _ => {
+                state.last_report = Some(now);
+                Some(std::mem::take(&mut state.unreported))
+            }
+        }
+    }
 }
 
 /// A transport could not start or stopped with an error: what failed, and why.
@@ -684,4 +736,22 @@ fn protocol_error(method: &str, mut error: ToolError) -> ErrorData {
         None => "Internal error.".to_owned(),
     };
     ErrorData::internal_error(message, None)
+}
+
+#[cfg(all(test, feature = "http"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tally_reports_the_first_event_then_at_most_once_a_window() {
+        let tally = Tally::default();
+        let start = std::time::Instant::now();
+        assert_eq!(tally.record_at(start), Some(1));
+        for second in 1..60 {
+            assert_eq!(tally.record_at(start + Duration::from_secs(second)), None);
+        }
+        // The 59 events counted meanwhile, and this one.
+        assert_eq!(tally.record_at(start + Tally::WINDOW), Some(60));
+        assert_eq!(tally.record_at(start + Tally::WINDOW), None);
+    }
 }

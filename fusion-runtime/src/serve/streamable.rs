@@ -5,15 +5,17 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::response::IntoResponse;
 use http::StatusCode;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use super::auth::{Authenticator, TokenVerifier};
+use super::connections::ConnectionLimits;
+use super::sessions::{BoundedSessions, Caller, Opener, Refusal, SessionLimits};
 use super::{Mcp, McpHandler, ServeError};
 
 /// A tower layer added with [`Mcp::layer`], kept as what it does to the router.
@@ -59,25 +61,24 @@ impl Mcp {
     }
 
     /// The Streamable HTTP endpoint as a tower service, to mount at a path of your choice.
-    /// It checks `Host` and `Origin` itself (rmcp's check), but has no bearer authentication:
-    /// [`Mcp::router`] adds that.
+    /// It checks `Host` and `Origin` itself (rmcp's check), and bounds sessions as
+    /// [`HttpOptions`] says, but has no bearer authentication, no request body timeout, and
+    /// answers a refused session with rmcp's plain 500: [`Mcp::router`] adds those.
     pub fn http_service(
         &self,
         options: &HttpOptions,
-    ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
-        self.endpoint(options.rmcp_config())
+    ) -> StreamableHttpService<McpHandler, BoundedSessions> {
+        let sessions = options.bounded_sessions();
+        self.endpoint(options.rmcp_config(&sessions), sessions)
     }
 
     fn endpoint(
         &self,
         config: StreamableHttpServerConfig,
-    ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
+        sessions: BoundedSessions,
+    ) -> StreamableHttpService<McpHandler, BoundedSessions> {
         let handler = self.handler();
-        StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        )
+        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), config)
     }
 
     /// An axum router serving the endpoint at `options.path`, to merge into an existing
@@ -88,18 +89,28 @@ impl Mcp {
     /// protection: 403 otherwise, whether or not it carries a valid token), then goes through
     /// the layers added with [`Mcp::layer`], then, with [`HttpOptions::auth`], must carry a
     /// valid bearer token (401 otherwise), before anything reaches a tool.
+    ///
+    /// The router bounds what a request can hold: its body must arrive within
+    /// [`HttpOptions::body_read_timeout`] (408 otherwise), and sessions are bounded as
+    /// [`HttpOptions`] says. The connection bounds (header, idle and write timeouts, the
+    /// connection cap, the shutdown timeout) belong to the server: [`Mcp::serve_http_on`] has
+    /// them; an application serving the router itself sets its own.
     pub fn router(&self, options: &HttpOptions) -> axum::Router {
         // The Host/Origin layer below runs in front of everything, so rmcp's own copy of the
         // check is left out: rmcp clones its configuration, lists included, several times per
         // request.
-        let endpoint = SharedEndpoint(Arc::new(
-            self.endpoint(
-                options
-                    .rmcp_config()
-                    .disable_allowed_hosts()
-                    .disable_allowed_origins(),
-            ),
-        ));
+        let sessions = options.bounded_sessions();
+        let config = options
+            .rmcp_config(&sessions)
+            .disable_allowed_hosts()
+            .disable_allowed_origins();
+        let endpoint = SharedEndpoint(Arc::new(Endpoint {
+            service: self.endpoint(config, sessions.clone()),
+            sessions,
+            sessions_enabled: options.sessions,
+            owners_checked: options.auth.is_some(),
+            body_read_timeout: options.body_read_timeout,
+        }));
         let mut router = axum::Router::new().route_service(&options.path, endpoint);
         if let Some(verifier) = &options.auth {
             router = router.layer(axum::middleware::from_fn_with_state(
@@ -116,7 +127,7 @@ impl Mcp {
     }
 
     /// Binds `options.bind` and serves until Ctrl-C (or `options.shutdown` is cancelled),
-    /// then lets in-flight requests finish.
+    /// then lets in-flight requests finish, for [`HttpOptions::shutdown_timeout`] at most.
     pub async fn serve_http(&self, options: HttpOptions) -> Result<(), ServeError> {
         let listener = tokio::net::TcpListener::bind(options.bind)
             .await
@@ -124,7 +135,8 @@ impl Mcp {
         self.serve_http_on(listener, options).await
     }
 
-    /// Serves on a listener already bound (e.g. to port 0 in tests).
+    /// Serves on a listener already bound (e.g. to port 0 in tests), within the bounds of
+    /// `options` (see [`HttpOptions`]).
     pub async fn serve_http_on(
         &self,
         listener: tokio::net::TcpListener,
@@ -136,30 +148,21 @@ impl Mcp {
         let shutdown = options.shutdown.clone();
         let router = self.router(&options);
         tracing::info!(%address, path = %options.path, "serving MCP over Streamable HTTP");
-        // Without TCP_NODELAY, Nagle's algorithm meets delayed ACKs: 44 ms per call instead
-        // of 0.5 ms, measured on our machines.
-        let listener =
-            axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
-                if let Err(error) = stream.set_nodelay(true) {
-                    tracing::warn!(%error, "could not set TCP_NODELAY");
-                }
-            });
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                tokio::select! {
-                    () = shutdown.cancelled() => {}
-                    result = tokio::signal::ctrl_c() => {
-                        if let Err(error) = result {
-                            tracing::warn!(%error, "cannot listen for Ctrl-C; stop with the shutdown token");
-                            shutdown.cancelled().await;
-                        }
+        let signal = async move {
+            tokio::select! {
+                () = shutdown.cancelled() => {}
+                result = tokio::signal::ctrl_c() => {
+                    if let Err(error) = result {
+                        tracing::warn!(%error, "cannot listen for Ctrl-C; stop with the shutdown token");
+                        shutdown.cancelled().await;
                     }
                 }
-                // Ends open SSE streams and sessions so that shutdown does not wait on them.
-                shutdown.cancel();
-            })
-            .await
-            .map_err(|error| ServeError::new("the HTTP server failed", error))
+            }
+            // Ends open SSE streams and sessions so that shutdown does not wait on them.
+            shutdown.cancel();
+        };
+        super::connections::serve(listener, router, options.connection_limits(), signal).await;
+        Ok(())
     }
 }
 // ---------------------------------------------------------------------------------------------
@@ -419,18 +422,27 @@ where
 /// clones it again; each clone copies the endpoint's configuration and locks the node of its
 /// cancellation token, which every request on every worker thread shares. Cloning this one is
 /// a reference count.
+///
+/// Around rmcp it keeps each session to the credential that opened it, answers a refused
+/// session with a status and a JSON-RPC error, and bounds the time a request body may take.
 #[derive(Clone)]
-struct SharedEndpoint(Arc<StreamableHttpService<McpHandler, LocalSessionManager>>);
+struct SharedEndpoint(Arc<Endpoint>);
 
-type EndpointResponse =
-    <StreamableHttpService<McpHandler, LocalSessionManager> as tower::Service<
-        axum::extract::Request,
-    >>::Response;
+struct Endpoint {
+    service: StreamableHttpService<McpHandler, BoundedSessions>,
+    sessions: BoundedSessions,
+    sessions_enabled: bool,
+    /// With authentication, a session id is only accepted from the credential that opened it.
+    owners_checked: bool,
+    body_read_timeout: Duration,
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
 
 impl tower::Service<axum::extract::Request> for SharedEndpoint {
-    type Response = EndpointResponse;
+    type Response = axum::response::Response;
     type Error = std::convert::Infallible;
-    type Future = futures::future::BoxFuture<'static, Result<EndpointResponse, Self::Error>>;
+    type Future = futures::future::BoxFuture<'static, Result<Self::Response, Self::Error>>;
 
     fn poll_ready(
         &mut self,
@@ -441,11 +453,186 @@ impl tower::Service<axum::extract::Request> for SharedEndpoint {
 
     fn call(&mut self, request: axum::extract::Request) -> Self::Future {
         let endpoint = Arc::clone(&self.0);
-        Box::pin(async move { Ok(endpoint.handle(request).await) })
+        Box::pin(async move { Ok(endpoint.serve(request).await) })
     }
 }
 
+impl Endpoint {
+    async fn serve(&self, request: axum::extract::Request) -> axum::response::Response {
+        let caller = request.extensions().get::<Caller>().copied();
+        if let Some(session) = request.headers().get(SESSION_HEADER) {
+            // A session id proves nothing about its bearer, and a session's streams carry its
+            // owner's responses: another credential (even of the same principal) is answered
+            // as if the session did not exist, as rmcp answers an unknown one.
+            if self.owners_checked
+                && !session
+                    .to_str()
+                    .is_ok_and(|id| self.sessions.belongs_to(id, caller.as_ref()))
+            {
+                tracing::debug!("refused a session id that this credential did not open");
+                return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            }
+            return self.handle(request).await;
+        }
+        if self.sessions_enabled && request.method() == http::Method::POST {
+            // The request may open a session: rmcp asks the session manager without the
+            // request, so who asks (and why it was refused) travels beside it.
+            let (response, opener) = Opener::new(caller).around(self.handle(request)).await;
+            if let Some(refusal) = opener.refusal() {
+                return refused_session(refusal);
+            }
+            return response;
+        }
+        self.handle(request).await
+    }
+
+    async fn handle(&self, request: axum::extract::Request) -> axum::response::Response {
+        use http_body::Body as _;
+        if request.body().is_end_stream() {
+            return self
+                .service
+                .handle(request)
+                .await
+                .map(axum::body::Body::new);
+        }
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let deadline = deadline_after(self.body_read_timeout);
+        let request = request.map(|body| {
+            axum::body::Body::new(DeadlineBody {
+                body,
+                deadline,
+                timer: None,
+                timed_out: Arc::clone(&timed_out),
+            })
+        });
+        let response = self.service.handle(request).await;
+        if timed_out.load(Ordering::Acquire) {
+            tracing::debug!("closing a connection whose request body did not arrive in time");
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                [(http::header::CONNECTION, "close")],
+                "Request Timeout: the request body did not arrive in time",
+            )
+                .into_response();
+        }
+        response.map(axum::body::Body::new)
+    }
+}
+
+/// `timeout` from now, or far enough when `timeout` is too large to add.
+fn deadline_after(timeout: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600))
+}
+
+/// A request body that must arrive in full by its deadline (a dribbled body would hold the
+/// request, and its connection, for as long as the client likes).
+struct DeadlineBody {
+    body: axum::body::Body,
+    deadline: tokio::time::Instant,
+    /// Only set once the body makes the reader wait: most bodies arrive with their head.
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    timed_out: Arc<AtomicBool>,
+}
+
+impl http_body::Body for DeadlineBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        if let std::task::Poll::Ready(frame) = std::pin::Pin::new(&mut this.body).poll_frame(cx) {
+            return std::task::Poll::Ready(frame);
+        }
+        let deadline = this.deadline;
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        std::task::ready!(timer.as_mut().poll(cx));
+        this.timed_out.store(true, Ordering::Release);
+        std::task::Poll::Ready(Some(Err(axum::Error::new("request body timed out"))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A session refused over a cap: an HTTP status a client library reports, and a JSON-RPC
+/// error (without an id: the session manager never sees the request) that says what to do.
+fn refused_session(refusal: Refusal) -> axum::response::Response {
+    let (status, retry_after, limit, message) = match refusal {
+        Refusal::Principal { limit } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "60",
+            limit,
+            format!(
+                "Too many open sessions for this caller (limit {limit}): close a session you \
+                 no longer use (HTTP DELETE with its Mcp-Session-Id) or wait for an idle one to \
+                 expire, then retry"
+            ),
+        ),
+        Refusal::Server { limit } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "5",
+            limit,
+            format!("The server has too many open sessions (limit {limit}): retry later"),
+        ),
+    };
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32000, "message": message, "data": {"sessionLimit": limit}},
+    });
+    (
+        status,
+        [
+            (http::header::CONTENT_TYPE, "application/json"),
+            (http::header::RETRY_AFTER, retry_after),
+        ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
 /// Options of the Streamable HTTP endpoint.
+///
+/// # Bounds
+///
+/// Every resource a client can hold is bounded by default, so that slow, idle or greedy
+/// clients cannot starve the others (the numbers are the defaults):
+///
+/// | option | default | why |
+/// | --- | --- | --- |
+/// | [`header_read_timeout`](Self::header_read_timeout) | 10 s | a request head is a few hundred bytes: a client still sending one after 10 s is holding the connection open on purpose (slowloris) |
+/// | [`body_read_timeout`](Self::body_read_timeout) | 30 s | the largest body (4 MiB) arrives in 30 s at about 1 Mbit/s; a body dribbled slower is refused with 408 |
+/// | [`idle_timeout`](Self::idle_timeout) | 60 s | a keep-alive connection with no request for a minute is closed; clients reconnect at the cost of a handshake |
+/// | [`write_timeout`](Self::write_timeout) | 30 s | a client that stops reading its response (an SSE stream included) for 30 s while the server has more to send is cut off, so unread responses cannot pile up in memory |
+/// | [`max_connections`](Self::max_connections) | 512 | beyond it a new connection has its request answered `503` and is closed (within a second, request or not), while those already open are served; keep it under the process's file descriptor limit (`ulimit -n`) |
+/// | [`shutdown_timeout`](Self::shutdown_timeout) | 10 s | after the shutdown signal, in-flight requests get this long to finish; connections still open then (half-sent requests, streams) are dropped |
+/// | [`max_sessions`](Self::max_sessions) | 4096 | 2025-11-25 sessions open at once, parked ones included; beyond it `initialize` gets `503` |
+/// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | 100 | sessions one principal (subject and tenant, whatever its tokens) may hold; beyond it `initialize` gets `429` |
+/// | [`session_idle_timeout`](Self::session_idle_timeout) | 5 min | a session with no request for this long is closed (rmcp's own default); its client gets 404 and initializes again |
+/// | [`session_park_after`](Self::session_park_after) | 60 s | a session with no request in flight and no open stream for this long gives up its worker (about 95 kB) and keeps its `initialize` parameters (about 600 bytes); its next request restores it transparently |
+///
+/// Refusals carry a JSON-RPC error in a JSON body a client can show: `503` for the connection
+/// cap and the server's session cap, `429` for a principal's session cap, each with
+/// `Retry-After`. A session belongs to the exact credential (bearer token) that opened it:
+/// another token, even one of the same principal, gets 404 for it, as for an unknown session;
+/// a client that renews its token opens a new session.
+///
+/// The connection bounds (header, idle and write timeouts, the connection cap, the shutdown
+/// timeout) are kept by [`Mcp::serve_http`] and [`Mcp::serve_http_on`]; an application that
+/// serves [`Mcp::router`] itself keeps its own. Sessions and the body timeout are bounded by
+/// the router wherever it is served.
 #[derive(Clone)]
 pub struct HttpOptions {
     /// Where to listen: `127.0.0.1:8080` by default. Binding beyond loopback is a choice the
@@ -474,6 +661,29 @@ pub struct HttpOptions {
     pub auth: Option<Arc<dyn TokenVerifier>>,
     /// The OAuth protected-resource metadata URL announced in `WWW-Authenticate`.
     pub resource_metadata: Option<String>,
+    /// How long a client may take to send a request head, from its first byte (10 s).
+    pub header_read_timeout: Duration,
+    /// How long a request body may take to arrive in full, from its head (30 s); 408 beyond.
+    pub body_read_timeout: Duration,
+    /// How long a connection may stay open with no request (60 s).
+    pub idle_timeout: Duration,
+    /// How long a response may wait for its client to read (30 s); the connection is closed
+    /// beyond.
+    pub write_timeout: Duration,
+    /// Connections served at once (512); more are answered `503` and closed.
+    pub max_connections: usize,
+    /// How long shutdown waits for open connections before dropping them (10 s).
+    pub shutdown_timeout: Duration,
+    /// Sessions open at once, parked ones included (4096); `initialize` gets `503` beyond.
+    pub max_sessions: usize,
+    /// Sessions one principal may hold at once (100); `initialize` gets `429` beyond.
+    pub max_sessions_per_principal: usize,
+    /// A session with no request for this long is closed (5 minutes); `None` keeps idle
+    /// sessions until the caps are reached.
+    pub session_idle_timeout: Option<Duration>,
+    /// A session with nothing in flight for this long is parked: its worker is dropped and its
+    /// next request restores it (60 s).
+    pub session_park_after: Duration,
 }
 
 impl Default for HttpOptions {
@@ -496,6 +706,16 @@ impl Default for HttpOptions {
             shutdown: CancellationToken::new(),
             auth: None,
             resource_metadata: None,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(30),
+            max_connections: 512,
+            shutdown_timeout: Duration::from_secs(10),
+            max_sessions: 4096,
+            max_sessions_per_principal: 100,
+            session_idle_timeout: Some(Duration::from_secs(300)),
+            session_park_after: Duration::from_secs(60),
         }
     }
 }
@@ -519,8 +739,45 @@ impl HttpOptions {
         self
     }
 
-    fn rmcp_config(&self) -> StreamableHttpServerConfig {
-        StreamableHttpServerConfig::default()
+    /// Serves at most `max` connections at once.
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
+    }
+
+    /// Keeps at most `total` sessions open, and at most `per_principal` for one principal.
+    #[must_use]
+    pub fn max_sessions(mut self, total: usize, per_principal: usize) -> Self {
+        self.max_sessions = total;
+        self.max_sessions_per_principal = per_principal;
+        self
+    }
+
+    fn bounded_sessions(&self) -> BoundedSessions {
+        BoundedSessions::new(
+            SessionLimits {
+                max_sessions: self.max_sessions,
+                max_per_principal: self.max_sessions_per_principal,
+                park_after: self.session_park_after,
+                idle_timeout: self.session_idle_timeout,
+            },
+            self.shutdown.clone(),
+        )
+    }
+
+    fn connection_limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
+            write_timeout: self.write_timeout,
+            max_connections: self.max_connections,
+            shutdown_timeout: self.shutdown_timeout,
+        }
+    }
+
+    fn rmcp_config(&self, sessions: &BoundedSessions) -> StreamableHttpServerConfig {
+        let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(self.allowed_hosts.clone())
             .with_allowed_origins(self.allowed_origins.clone())
             .enforce_origin_validation()
@@ -528,7 +785,10 @@ impl HttpOptions {
             .with_legacy_session_mode(self.sessions)
             .with_json_response(self.json_response)
             .with_sse_keep_alive(self.sse_keep_alive)
-            .with_cancellation_token(self.shutdown.child_token())
+            .with_cancellation_token(self.shutdown.child_token());
+        // Parked sessions are kept, and restored from, there.
+        config.session_store = Some(sessions.store());
+        config
     }
 }
 
@@ -543,6 +803,19 @@ impl fmt::Debug for HttpOptions {
             .field("sessions", &self.sessions)
             .field("json_response", &self.json_response)
             .field("auth", &self.auth.is_some())
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("write_timeout", &self.write_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("max_sessions", &self.max_sessions)
+            .field(
+                "max_sessions_per_principal",
+                &self.max_sessions_per_principal,
+            )
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("session_park_after", &self.session_park_after)
             .finish_non_exhaustive()
     }
 }
@@ -639,6 +912,37 @@ mod tests {
             ),
             Some(403)
         );
+    }
+
+    /// The defaults are the ones the `HttpOptions` table (and the production guide, and
+    /// billing's `--help`) state.
+    #[test]
+    fn the_bounds_default_to_the_documented_values() {
+        let options = HttpOptions::default();
+        assert_eq!(options.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(options.body_read_timeout, Duration::from_secs(30));
+        assert_eq!(options.idle_timeout, Duration::from_secs(60));
+        assert_eq!(options.write_timeout, Duration::from_secs(30));
+        assert_eq!(options.max_connections, 512);
+        assert_eq!(options.shutdown_timeout, Duration::from_secs(10));
+        assert_eq!(options.max_sessions, 4096);
+        assert_eq!(options.max_sessions_per_principal, 100);
+        assert_eq!(options.session_idle_timeout, Some(Duration::from_secs(300)));
+        assert_eq!(options.session_park_after, Duration::from_secs(60));
+        assert_eq!(options.max_body_bytes, 4 * 1024 * 1024);
+        let limits = options.connection_limits();
+        assert_eq!(limits.header_read_timeout, options.header_read_timeout);
+        assert_eq!(limits.idle_timeout, options.idle_timeout);
+        assert_eq!(limits.write_timeout, options.write_timeout);
+        assert_eq!(limits.max_connections, options.max_connections);
+        assert_eq!(limits.shutdown_timeout, options.shutdown_timeout);
+        let tuned = options.max_connections(3).max_sessions(7, 2);
+        assert_eq!(
+            (tuned.max_connections, tuned.max_sessions),
+            (3, 7),
+            "the builders set what they say"
+        );
+        assert_eq!(tuned.max_sessions_per_principal, 2);
     }
 
     #[test]

@@ -865,10 +865,7 @@ impl Caller {
     /// Calls `server` with `token` (none: anonymous).
     pub(crate) fn new(server: &BillingHttp, token: Option<&str>) -> Self {
         Caller {
-            http: reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .expect("HTTP client"),
+            http: http_client_builder().build().expect("HTTP client"),
             url: server.url().to_owned(),
             token: token.map(str::to_owned),
         }
@@ -919,4 +916,20 @@ impl Caller {
             .map_err(|error| format!("HTTP body failed: {error}"))?;
         Ok(Answer { status, body })
     }
+}
+
+/// A plain HTTP client builder that never goes through a proxy (the servers are on loopback).
+///
+/// Fusion's `http-client` feature builds reqwest on rustls without a crypto provider (its
+/// upstream client brings ring itself), and features are shared by everything in one build:
+/// any other reqwest client in the process then needs a process-wide provider, which this
+/// installs once.
+pub(crate) fn http_client_builder() -> reqwest::ClientBuilder {
+    install_crypto_provider();
+    reqwest::Client::builder().no_proxy()
+}
+
+/// Installs rustls's ring provider as the process default, unless one is installed already.
+pub(crate) fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
