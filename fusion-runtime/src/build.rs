@@ -75,6 +75,9 @@ pub struct ServerBuilder {
     span_level: tracing::Level,
     /// The reviewed lockfile the built surface must match.
     lock: Option<String>,
+    /// Keys sealing the state of elicitation rounds (random per process by default).
+    state_keys: Option<crate::request_state::StateKeys>,
+    state_ttl: std::time::Duration,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -104,6 +107,8 @@ impl ServerBuilder {
             access: None,
             audit: None,
             audit_reads: false,
+            state_keys: None,
+            state_ttl: std::time::Duration::from_secs(600),
             metrics: None,
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
@@ -263,6 +268,28 @@ impl ServerBuilder {
         if let Some(audit) = &mut self.audit {
             audit.reads = true;
         }
+        self
+    }
+
+    /// The keys that seal the `requestState` of elicitation rounds on protocol 2026-07-28
+    /// (see [`elicit`](crate::elicit)), newest first: the first signs, all verify, so a key
+    /// rotates by adding the new one first and removing the old one once its states expired.
+    ///
+    /// Without this, the server makes one random key when it is built: fine for one process,
+    /// **unsuitable for replicas** (a retry reaching another replica is refused with
+    /// `REQUEST_STATE_UNKNOWN_KEY`) and for restarts (rounds in flight are refused). Give every
+    /// replica the same keys.
+    #[must_use]
+    pub fn request_state_keys(mut self, keys: crate::request_state::StateKeys) -> Self {
+        self.state_keys = Some(keys);
+        self
+    }
+
+    /// How long a sealed request state stays valid (10 minutes by default): the time a user has
+    /// to answer a question.
+    #[must_use]
+    pub fn request_state_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.state_ttl = ttl;
         self
     }
 
@@ -510,6 +537,10 @@ impl ServerBuilder {
                 span_level: self.span_level,
                 grouped_views: Default::default(),
                 content,
+                state_keys: self
+                    .state_keys
+                    .unwrap_or_else(crate::request_state::StateKeys::random),
+                state_ttl: self.state_ttl,
                 #[cfg(feature = "bench-hooks")]
                 measured_calls: Default::default(),
             }),

@@ -27,6 +27,7 @@ mod catalog;
 pub mod complete;
 pub mod content;
 pub mod context;
+pub mod elicit;
 pub mod envelope;
 pub mod error;
 mod expose;

@@ -191,6 +191,16 @@ fn capitalized(text: &str) -> String {
 }
 
 impl StateKeys {
+    /// One key of 32 random bytes (two UUID v4s: 244 random bits) under the id `random`, for
+    /// one process only: states it sealed are refused by any other process.
+    pub fn random() -> StateKeys {
+        let mut secret = Vec::with_capacity(32);
+        secret.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+        secret.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+        let id = format!("random-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        StateKeys::new([StateKey::new(id, secret).expect("a 32-byte secret and a plain id")])
+    }
+
     /// The keys, newest (the signing key) first. At least one.
     pub fn new(keys: impl IntoIterator<Item = StateKey>) -> StateKeys {
         let keys: Vec<StateKey> = keys.into_iter().collect();

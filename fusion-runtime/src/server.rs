@@ -45,6 +45,9 @@ pub(crate) struct ServerInner {
     pub(crate) grouped_views: GroupedViews,
     /// Resources and prompts.
     pub(crate) content: crate::catalog::Content,
+    /// Keys sealing the state of elicitation rounds, and how long a state lives.
+    pub(crate) state_keys: crate::request_state::StateKeys,
+    pub(crate) state_ttl: std::time::Duration,
     /// Calls that measured anything (a clock read, an audit digest): a probe for tests of the
     /// path that measures nothing when nobody listens.
     #[cfg(feature = "bench-hooks")]

@@ -55,6 +55,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
     DiscoverResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
@@ -706,12 +708,63 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name: Cow<'_, str> = request.name;
+        // Elicitation: over a session the handler asks the client; on 2026-07-28 it asks by
+        // answering `input_required`, and the retry brings the answers under a sealed state.
+        let rounds = context
+            .protocol_version()
+            .is_some_and(|version| !version.has_initialize());
+        let supported = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some());
+        let era = if rounds {
+            None
+        } else {
+            Some(crate::elicit::Era::Session(context.peer.clone()))
+        };
         let outcome = match self.call_context(context) {
-            Ok(call) => {
-                self.shared
-                    .server
-                    .call_tool(&name, request.arguments, call)
-                    .await
+            Ok(mut call) => {
+                let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+                let binding = crate::request_state::Binding::new(
+                    &name,
+                    &arguments,
+                    call.principal().map(|principal| principal.subject.as_str()),
+                );
+                let opened = match era {
+                    Some(era) => {
+                        let supported = match &era {
+                            crate::elicit::Era::Session(peer) => {
+                                supported || crate::elicit::peer_supports(peer)
+                            }
+                            crate::elicit::Era::Rounds(_) => supported,
+                        };
+                        Ok(crate::elicit::Round::new(era, supported))
+                    }
+                    None => self
+                        .open_rounds(&binding, request.request_state, request.input_responses)
+                        .map(|asked| {
+                            crate::elicit::Round::new(crate::elicit::Era::Rounds(asked), supported)
+                        }),
+                };
+                match opened {
+                    Ok(round) => {
+                        let round = Arc::new(round);
+                        call.extensions_mut().insert(Arc::clone(&round));
+                        let outcome = self
+                            .shared
+                            .server
+                            .call_tool(&name, request.arguments, call)
+                            .await;
+                        if let crate::elicit::Era::Rounds(asked) = &round.era
+                            && let Some((key, params)) = round.take_pending()
+                        {
+                            return Ok(CallToolResponse::InputRequired(
+                                self.input_required(&binding, asked, key, params),
+                            ));
+                        }
+                        outcome
+                    }
+                    Err(error) => self.shared.server.refuse_call(&name, error),
+                }
             }
             Err(error) => self.shared.server.refuse_call(&name, error),
         };
@@ -723,6 +776,78 @@ impl ServerHandler for McpHandler {
                 None,
             )),
         }
+    }
+}
+
+impl McpHandler {
+    /// The questions asked and answered in earlier rounds of a 2026-07-28 call: none on a first
+    /// call; on a retry, those of its verified state with the new answers added.
+    fn open_rounds(
+        &self,
+        binding: &crate::request_state::Binding,
+        state: Option<String>,
+        responses: Option<rmcp::model::InputResponses>,
+    ) -> Result<std::collections::BTreeMap<String, crate::elicit::Asked>, ToolError> {
+        let responses = responses.unwrap_or_default();
+        let Some(state) = state else {
+            if responses.is_empty() {
+                return Ok(Default::default());
+            }
+            return Err(ToolError::from(crate::request_state::StateError::Malformed)
+                .with_details(serde_json::json!({"why": "inputResponses without requestState"})));
+        };
+        let data = self.shared.server.inner.state_keys.open(&state, binding)?;
+        let mut asked = crate::elicit::from_state_data(data)
+            .ok_or_else(|| ToolError::from(crate::request_state::StateError::Malformed))?;
+        for (key, answer) in responses {
+            match asked.get_mut(&key) {
+                Some(question) if question.answer.is_none() => question.answer = Some(answer),
+                _ => {
+                    return Err(ToolError::new(
+                        crate::error::codes::VALIDATION_ERROR,
+                        format!("inputResponses.{key} answers no question that is open."),
+                    )
+                    .with_recovery(
+                        "Answer exactly the inputRequests of the last input_required result.",
+                    ));
+                }
+            }
+        }
+        Ok(asked)
+    }
+
+    /// The `input_required` result that asks `params` under `key`, with the sealed state of
+    /// every question so far.
+    fn input_required(
+        &self,
+        binding: &crate::request_state::Binding,
+        asked: &std::collections::BTreeMap<String, crate::elicit::Asked>,
+        key: String,
+        params: rmcp::model::ElicitRequestParams,
+    ) -> rmcp::model::InputRequiredResult {
+        let message = match &params {
+            rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. }
+            | rmcp::model::ElicitRequestParams::UrlElicitationParams { message, .. } => {
+                message.clone()
+            }
+            _ => String::new(),
+        };
+        let mut asked = asked.clone();
+        asked.insert(
+            key.clone(),
+            crate::elicit::Asked {
+                message,
+                answer: None,
+            },
+        );
+        let inner = &self.shared.server.inner;
+        let state =
+            inner
+                .state_keys
+                .seal(binding, &crate::elicit::state_data(&asked), inner.state_ttl);
+        let request =
+            rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(params));
+        rmcp::model::InputRequiredResult::new(Some([(key, request)].into()), Some(state))
     }
 }
 
