@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use fusion::audit::AuditEntry;
 use fusion::{
-    AccessPolicy, ActionInfo, CallContext, Create, Filter, Page, Presented, Principal, PromptInfo,
-    PromptMessages, Provided, ResourceInfo, Router, Server, ServerBuilder, State, Suggestion,
-    ToolError, UiBlock, Update, Verb, blocking, presenter, prompt, resource, tool,
+    AccessPolicy, ActionInfo, CallContext, Create, Elicit, Filter, Page, Presented, Principal,
+    PromptInfo, PromptMessages, Provided, ResourceInfo, Router, Server, ServerBuilder, State,
+    Suggestion, ToolError, UiBlock, Update, Verb, blocking, presenter, prompt, resource, tool,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -272,6 +272,11 @@ pub enum BillingError {
     /// An error of the framework (the blocking pool's), passed through.
     #[tool_error(transparent, from)]
     Tool(ToolError),
+    /// The user did not confirm voiding a large invoice.
+    #[tool_error(code = "VoidNotConfirmed", message = "The user did not confirm voiding invoice {0}; it stays as it was.",
+                 recovery = "Do not void it again unless the user asks you to.",
+                 actions = ["billing.get_invoice"])]
+    VoidNotConfirmed(Echoed),
 }
 
 /// A transient store error (locked, busy, full) is `StoreUnavailable`, retryable; any other is
@@ -401,12 +406,31 @@ pub async fn void_invoice(
     store: State<Store>,
     tenant: Tenant,
     audit: AuditEntry,
+    ask: Elicit,
     /// The invoice id, such as INV-7.
     #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Invoice, BillingError> {
-    let record = audit.record();
     let store = State::arc(&store).clone();
+    // A large invoice is voided only once the user confirmed it. Nothing is changed before the
+    // question: on protocol 2026-07-28 this handler runs again with the answer.
+    let found = {
+        let (store, tenant, id) = (store.clone(), tenant.clone(), id.clone());
+        blocking(move || store.get(&tenant.0, &id)).await??
+    };
+    if let Some(invoice) = found.filter(|invoice| invoice.total_cents > CONFIRM_VOID_ABOVE_CENTS)
+        && !ask
+            .confirm(format!(
+                "Void invoice {} of {} for customer {}? It can no longer be paid.",
+                invoice.id,
+                money(invoice.total_cents),
+                invoice.customer_id
+            ))
+            .await?
+    {
+        return Err(BillingError::VoidNotConfirmed(Echoed::new(&id)));
+    }
+    let record = audit.record();
     let outcome = {
         let id = id.clone();
         blocking(move || store.void(&tenant.0, &id, &record)).await??
@@ -421,6 +445,9 @@ pub async fn void_invoice(
         VoidOutcome::NotFound => Err(BillingError::InvoiceNotFound(Echoed::new(&id))),
     }
 }
+
+/// Voiding an invoice whose total is above this, in cents ($1,000), asks the user to confirm.
+pub const CONFIRM_VOID_ABOVE_CENTS: i64 = 100_000;
 
 /// The largest invoice total accepted, in cents: one billion dollars. It also keeps every sum
 /// of totals far from overflowing.
