@@ -43,6 +43,11 @@ pub(crate) struct ServerInner {
     pub(crate) span_level: tracing::Level,
     /// Grouped definitions per set of visible actions (access policy only).
     pub(crate) grouped_views: GroupedViews,
+    /// Resources and prompts.
+    pub(crate) content: crate::catalog::Content,
+    /// Keys sealing the state of elicitation rounds, and how long a state lives.
+    pub(crate) state_keys: crate::request_state::StateKeys,
+    pub(crate) state_ttl: std::time::Duration,
     /// Calls that measured anything (a clock read, an audit digest): a probe for tests of the
     /// path that measures nothing when nobody listens.
     #[cfg(feature = "bench-hooks")]
@@ -90,6 +95,8 @@ impl GroupedViews {
 pub(crate) struct Audit {
     pub(crate) sink: Arc<dyn AuditSink>,
     pub(crate) required: bool,
+    /// Successful reads (query tools, resource reads, prompts) are recorded too.
+    pub(crate) reads: bool,
 }
 
 /// One MCP tool: a single action, or the actions of a namespace (grouped exposition).
