@@ -68,6 +68,9 @@ pub struct ServerBuilder {
     default_timeout: Option<std::time::Duration>,
     rate_limit: Option<RateLimit>,
     span_level: tracing::Level,
+    /// Upstream servers to mount, by prefix (SPEC R7).
+    #[cfg(feature = "gateway")]
+    pub(crate) mounts: Vec<(String, crate::gateway::Upstream)>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -101,6 +104,8 @@ impl ServerBuilder {
             default_timeout: None,
             rate_limit: None,
             span_level: tracing::Level::DEBUG,
+            #[cfg(feature = "gateway")]
+            mounts: Vec::new(),
         }
     }
 
@@ -270,11 +275,27 @@ impl ServerBuilder {
     /// Keeps the tools whose toolset is served; a toolset named in the lists that no tool
     /// declares is a mistake (a typo would silently serve everything or nothing).
     fn served_specs(&mut self, problems: &mut Vec<String>) -> Vec<ToolSpec> {
-        let declared: Vec<String> = self
+        #[cfg_attr(not(feature = "gateway"), allow(unused_mut))]
+        let mut declared: Vec<String> = self
             .specs
             .iter()
             .filter_map(|spec| spec.toolset.as_deref().map(str::to_owned))
             .collect();
+        // A mounted upstream's tools are one toolset, named after its prefix by default.
+        #[cfg(feature = "gateway")]
+        {
+            declared.extend(self.mounts.iter().map(|(prefix, upstream)| {
+                upstream.toolset.clone().unwrap_or_else(|| prefix.clone())
+            }));
+            let (enabled, disabled) = (&self.enabled_toolsets, &self.disabled_toolsets);
+            self.mounts.retain(|(prefix, upstream)| {
+                let toolset = upstream.toolset.as_deref().unwrap_or(prefix);
+                enabled
+                    .as_ref()
+                    .is_none_or(|enabled| enabled.iter().any(|name| name == toolset))
+                    && !disabled.iter().any(|name| name == toolset)
+            });
+        }
         for named in self
             .enabled_toolsets
             .iter()
@@ -357,6 +378,19 @@ impl ServerBuilder {
             }
             check_exposed_name(&tool.name, &mut problems);
         }
+        // Started last, once nothing else can fail.
+        #[cfg(feature = "gateway")]
+        let gateway = if problems.is_empty() {
+            crate::gateway::Gateway::start(
+                std::mem::take(&mut self.mounts),
+                tools.iter().map(|tool| tool.definition.clone()).collect(),
+                &self.middleware,
+                &self.version,
+                &mut problems,
+            )
+        } else {
+            None
+        };
         if !problems.is_empty() {
             return Err(BuildError::new(problems));
         }
@@ -380,6 +414,8 @@ impl ServerBuilder {
                 metrics: self.metrics,
                 rate_limiter: self.rate_limit.map(RateLimiter::new),
                 span_level: self.span_level,
+                #[cfg(feature = "gateway")]
+                gateway,
                 grouped_views: Default::default(),
                 #[cfg(feature = "bench-hooks")]
                 measured_calls: Default::default(),

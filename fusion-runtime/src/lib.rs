@@ -25,6 +25,8 @@ pub mod context;
 pub mod envelope;
 pub mod error;
 mod expose;
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod guard;
 pub mod hidden;
 pub mod key;

@@ -41,6 +41,9 @@ pub(crate) struct ServerInner {
     /// The rate limit of each caller across the server.
     pub(crate) rate_limiter: Option<RateLimiter>,
     pub(crate) span_level: tracing::Level,
+    /// Mounted upstream servers (SPEC R7).
+    #[cfg(feature = "gateway")]
+    pub(crate) gateway: Option<Arc<crate::gateway::Gateway>>,
     /// Grouped definitions per set of visible actions (access policy only).
     pub(crate) grouped_views: GroupedViews,
     /// Calls that measured anything (a clock read, an audit digest): a probe for tests of the

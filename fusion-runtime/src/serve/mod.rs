@@ -61,6 +61,8 @@ use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "http")]
 pub mod auth;
+#[cfg(feature = "gateway")]
+mod gateway;
 #[cfg(feature = "stdio")]
 mod stdio;
 #[cfg(feature = "http")]
@@ -456,6 +458,11 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let cursor = request.and_then(|request| request.cursor);
+        // Built-in and proxied tools, from the gateway's current catalog (SPEC R7).
+        #[cfg(feature = "gateway")]
+        if self.shared.server.gateway().is_some() {
+            return self.list_with_gateway(cursor, context);
+        }
         if self.shared.server.has_access_policy() {
             return self.list_visible(cursor, context);
         }
@@ -471,10 +478,14 @@ impl ServerHandler for McpHandler {
     }
 
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
-        self.shared
+        let builtin = self
+            .shared
             .server
             .tool(name)
-            .map(|tool| tool.definition().clone())
+            .map(|tool| tool.definition().clone());
+        #[cfg(feature = "gateway")]
+        let builtin = builtin.or_else(|| self.shared.server.proxied_tool(name));
+        builtin
     }
 
     async fn call_tool(
