@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     ClientConfig, ClientRequest, Implementation, ListToolsRequest, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerResult, Tool as ToolDefinition,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult,
+    Tool as ToolDefinition,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt as _, NotificationContext, RunningService,
@@ -161,6 +162,11 @@ pub(crate) fn check(prefix: &str, upstream: &Upstream, problems: &mut Vec<String
                 ));
             }
             for (name, value) in headers {
+                if name.eq_ignore_ascii_case("authorization") && !value.starts_with("Bearer ") {
+                    problems.push(format!(
+                        "upstream `{prefix}`: only `Authorization: Bearer <token>` is supported"
+                    ));
+                }
                 if http::HeaderName::try_from(name.as_str()).is_err() {
                     problems.push(format!(
                         "upstream `{prefix}`: `{name}` is not a valid HTTP header name"
@@ -258,7 +264,13 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
             use rmcp::transport::StreamableHttpClientTransport;
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
             let mut custom = HashMap::new();
+            let mut bearer = None;
             for (name, value) in headers {
+                // rmcp sends the token itself: `Authorization` is not a custom header to it.
+                if name.eq_ignore_ascii_case("authorization") {
+                    bearer = value.strip_prefix("Bearer ").map(str::to_owned);
+                    continue;
+                }
                 // Checked when the server was built.
                 if let (Ok(name), Ok(value)) = (
                     http::HeaderName::try_from(name.as_str()),
@@ -267,15 +279,19 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
                     custom.insert(name, value);
                 }
             }
-            let config =
+            let mut config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            if let Some(token) = bearer {
+                config = config.auth_header(token);
+            }
             let transport = StreamableHttpClientTransport::from_config(config);
             let connection = client
                 .serve_with_lifecycle(
                     transport,
+                    // Stateless 2026-07-28 when the server speaks it, else a 2025-11-25 session.
                     ClientLifecycleMode::Auto {
-                        preferred_versions: Vec::new(),
-                        legacy_version: None,
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                        legacy_version: Some(ProtocolVersion::V_2025_11_25),
                     },
                 )
                 .await
