@@ -229,7 +229,12 @@ impl Drop for Abandon {
 }
 
 /// The upstream's result, intact: the outcome is read from it for spans, metrics and audit.
-fn passed(result: CallToolResult) -> Sealed {
+/// Only its `resultType` is filled in when absent (a 2025-11-25 upstream's result, passed to a
+/// 2026-07-28 caller, must say it is complete; rmcp drops it again for a 2025-11-25 caller).
+fn passed(mut result: CallToolResult) -> Sealed {
+    result
+        .result_type
+        .get_or_insert(rmcp::model::ResultType::COMPLETE);
     let outcome = if result.is_error == Some(true) {
         // A Fusion upstream says its code in its envelope.
         let code = result
