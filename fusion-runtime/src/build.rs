@@ -17,9 +17,10 @@ use crate::audit::{AuditEntry, AuditSink};
 use crate::context::{ServerParts, StateMap};
 use crate::envelope::SealedParts;
 use crate::error::BuildError;
-use crate::expose::{check_exposed_name, expose};
+use crate::expose::expose;
 use crate::guard::{ConcurrencyGuard, RateLimit, RateLimiter, SerialGuard, Serialization};
 use crate::key::ToolKey;
+use crate::key::check_exposed_name;
 use crate::middleware::Middleware;
 use crate::observe::Metrics;
 use crate::router::Router;
@@ -262,6 +263,17 @@ impl ServerBuilder {
     #[must_use]
     pub fn rate_limit(mut self, limit: RateLimit) -> Self {
         self.rate_limit = Some(limit);
+        self
+    }
+
+    /// Mounts an upstream MCP server: its tools are served as `{prefix}_{tool}`, through this
+    /// server's access policy, toolsets, middleware, spans, metrics and audit (see
+    /// [`gateway`](crate::gateway)). Building the server starts the upstream, so it must be
+    /// built inside a Tokio runtime.
+    #[cfg(feature = "gateway")]
+    #[must_use]
+    pub fn mount(mut self, prefix: impl Into<String>, upstream: crate::gateway::Upstream) -> Self {
+        self.mounts.push((prefix.into(), upstream));
         self
     }
 

@@ -44,7 +44,7 @@
 //! `UPSTREAM_ERROR`), not passed on raw. Calls to different upstreams, and to built-in tools,
 //! never wait for each other.
 
-mod call;
+pub(crate) mod call;
 mod upstream;
 
 use std::collections::{HashMap, HashSet};
@@ -56,13 +56,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::action::{ActionFacts, ActionInfo, Exposure, Verb};
-use crate::build::ServerBuilder;
-use crate::context::CallContext;
 use crate::envelope::SealedParts;
 use crate::guard::{Concurrency, Serialization};
 use crate::key::ToolKey;
 use crate::middleware::Middleware;
-use crate::server::Server;
 
 pub(crate) use upstream::UpstreamState;
 
@@ -81,7 +78,7 @@ pub mod codes {
     pub const UPSTREAM_TOOL_ERROR: &str = "UPSTREAM_TOOL_ERROR";
 }
 
-/// An upstream MCP server to mount with [`ServerBuilder::mount`].
+/// An upstream MCP server to mount with [`ServerBuilder::mount`](crate::ServerBuilder::mount).
 #[derive(Clone)]
 pub struct Upstream {
     pub(crate) transport: UpstreamTransport,
@@ -146,7 +143,7 @@ impl Upstream {
 
     /// A server the gateway starts as a child process and talks to over its stdin and stdout
     /// (its stderr is the gateway's). It is restarted, with backoff, whenever it dies, and
-    /// stopped when the server is dropped or [`Server::shutdown_upstreams`] runs.
+    /// stopped when the server is dropped or [`Server::shutdown_upstreams`](crate::Server::shutdown_upstreams) runs.
     pub fn stdio(program: impl Into<String>) -> Self {
         Upstream::new(UpstreamTransport::Stdio {
             program: program.into(),
@@ -249,7 +246,7 @@ impl Upstream {
     }
 
     /// The toolset of this upstream's tools (the mount's prefix by default), for
-    /// [`ServerBuilder::enable_toolsets`] and access policies.
+    /// [`ServerBuilder::enable_toolsets`](crate::ServerBuilder::enable_toolsets) and access policies.
     #[must_use]
     pub fn toolset(mut self, toolset: impl Into<String>) -> Self {
         self.toolset = Some(toolset.into());
@@ -261,18 +258,6 @@ impl Upstream {
     #[must_use]
     pub fn restart_backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.backoff = (initial, max.max(initial));
-        self
-    }
-}
-
-impl ServerBuilder {
-    /// Mounts an upstream MCP server: its tools are served as `{prefix}_{tool}`, through this
-    /// server's access policy, toolsets, middleware, spans, metrics and audit (see
-    /// [`gateway`](crate::gateway)). Building the server starts the upstream, so it must be
-    /// built inside a Tokio runtime.
-    #[must_use]
-    pub fn mount(mut self, prefix: impl Into<String>, upstream: Upstream) -> Self {
-        self.mounts.push((prefix.into(), upstream));
         self
     }
 }
@@ -485,7 +470,7 @@ fn proxy(
     let prefix = &state.prefix;
     let exposed = format!("{prefix}_{}", tool.name);
     let mut problems = Vec::new();
-    crate::expose::check_exposed_name(&exposed, &mut problems);
+    crate::key::check_exposed_name(&exposed, &mut problems);
     if !problems.is_empty() {
         tracing::error!(upstream = %prefix, tool = %tool.name, problem = %problems[0],
             "an upstream tool is not served");
@@ -578,79 +563,23 @@ pub struct UpstreamStatus {
     pub pid: Option<u32>,
 }
 
-impl Server {
-    pub(crate) fn gateway(&self) -> Option<&Arc<Gateway>> {
-        self.inner.gateway.as_ref()
-    }
-
-    /// Waits until every mounted upstream has tried its first start (and, when it started,
-    /// fetched its catalog): from then on `tools/list` shows what the upstreams offer. Returns
-    /// at once without mounts.
-    pub async fn upstreams_ready(&self) {
-        if let Some(gateway) = self.gateway() {
-            for state in &gateway.upstreams {
-                state.first_attempt().await;
-            }
+impl Gateway {
+    /// Waits until every upstream has tried its first start.
+    pub(crate) async fn ready(&self) {
+        for state in &self.upstreams {
+            state.first_attempt().await;
         }
     }
 
-    /// What each mounted upstream is doing, in mount order.
-    pub fn upstreams(&self) -> Vec<UpstreamStatus> {
-        self.gateway().map_or_else(Vec::new, |gateway| {
-            gateway
-                .upstreams
-                .iter()
-                .map(|state| state.status())
-                .collect()
-        })
+    /// What each upstream is doing, in mount order.
+    pub(crate) fn statuses(&self) -> Vec<UpstreamStatus> {
+        self.upstreams.iter().map(|state| state.status()).collect()
     }
 
-    /// The definitions of the proxied tools, as `tools/list` shows them (without an access
-    /// policy).
-    pub fn proxied_tools(&self) -> Vec<ToolDefinition> {
-        self.gateway().map_or_else(Vec::new, |gateway| {
-            gateway
-                .catalog()
-                .proxied()
-                .iter()
-                .map(|tool| tool.definition.clone())
-                .collect()
-        })
-    }
-
-    /// The definition of the proxied tool `name`, if an upstream offers it now.
-    pub fn proxied_tool(&self, name: &str) -> Option<ToolDefinition> {
-        let gateway = self.gateway()?;
-        let catalog = gateway.catalog();
-        catalog.get(name).map(|tool| tool.definition.clone())
-    }
-
-    /// The definitions the caller of `context` may see, built-in and proxied (what
-    /// `tools/list` serves).
-    pub fn listed_tools(&self, context: &CallContext) -> Vec<ToolDefinition> {
-        let mut tools = self.visible_tools(context);
-        if let Some(gateway) = self.gateway() {
-            let catalog = gateway.catalog();
-            tools.extend(
-                catalog
-                    .proxied()
-                    .iter()
-                    .filter(|tool| self.may_call(tool.info(), context))
-                    .map(|tool| tool.definition.clone()),
-            );
-        }
-        tools
-    }
-
-    /// Stops every mounted upstream (children get their stdin closed, then are killed if they
-    /// linger) and waits for them. Calls to proxied tools then fail `UPSTREAM_UNAVAILABLE`.
-    pub async fn shutdown_upstreams(&self) {
-        let Some(gateway) = self.gateway() else {
-            return;
-        };
-        gateway.shutdown.cancel();
-        let tasks =
-            std::mem::take(&mut *gateway.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+    /// Stops every upstream and waits for their supervisors.
+    pub(crate) async fn stop(&self) {
+        self.shutdown.cancel();
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         for task in tasks {
             let _ = task.await;
         }

@@ -20,6 +20,8 @@
 //! Unset stages cost nothing: an action without middleware or guards goes from its arguments
 //! straight to its handler, and a span no subscriber wants is never entered.
 
+#[cfg(feature = "gateway")]
+mod proxied;
 mod report;
 mod running;
 
