@@ -3,6 +3,8 @@
 // Each test binary uses its own subset.
 #![allow(dead_code)]
 
+pub(crate) mod recorder;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -91,4 +93,46 @@ pub(crate) fn text_of(result: &CallToolResult) -> String {
         .filter_map(|block| block.as_text().map(|text| text.text.clone()))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Serves `server` in process (newline-delimited JSON-RPC over a duplex pipe, as over stdio)
+/// to an rmcp client with `handler`; every call acts for `principal`.
+pub(crate) async fn connect<C: rmcp::ClientHandler>(
+    server: &fusion::Server,
+    principal: fusion::Principal,
+    handler: C,
+) -> rmcp::service::RunningService<RoleClient, C> {
+    use rmcp::ServiceExt as _;
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_io);
+    let mcp = fusion::serve::Mcp::new(server.clone()).context(move |_request, call| {
+        call.extensions_mut().insert(principal.clone());
+    });
+    tokio::spawn(async move {
+        let _ = mcp.serve_lines(read, write).await;
+    });
+    handler.serve(client_io).await.expect("client handshake")
+}
+
+/// A `tools/call` with this `_meta`.
+pub(crate) async fn call_with_meta(
+    client: &Peer<RoleClient>,
+    tool: &str,
+    arguments: Value,
+    meta: rmcp::model::RequestMetaObject,
+) -> Result<CallToolResult, ServiceError> {
+    use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new(tool.to_owned()).with_arguments(object(arguments)),
+    ));
+    let handle = client
+        .send_request_with_option(
+            request,
+            rmcp::service::PeerRequestOptions::no_options().with_meta(meta),
+        )
+        .await?;
+    match handle.await_response().await? {
+        ServerResult::CallToolResult(result) => Ok(result),
+        other => panic!("not a tool result: {other:?}"),
+    }
 }
