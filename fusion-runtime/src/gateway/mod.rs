@@ -25,9 +25,18 @@
 //!
 //! **Listing.** An upstream's tools appear as `{prefix}_{tool}`, their definitions otherwise
 //! as the upstream gives them (schemas, annotations, title, `_meta`). Each upstream's catalog
-//! is fetched when it connects and again when it sends `notifications/tools/list_changed`
-//! (or every [`Upstream::refresh_every`], for upstreams that cannot notify); `tools/list`
-//! serves a list computed once per change, never a fan-out per request.
+//! is fetched when it connects and again when it says its tools changed
+//! (`notifications/tools/list_changed`: sent unasked by stdio and 2025-11-25 session
+//! upstreams, on a `subscriptions/listen` stream the gateway opens to a 2026-07-28 upstream
+//! that advertises `tools.listChanged`), and every [`Upstream::refresh_every`] for upstreams
+//! that cannot notify; `tools/list` serves a list computed once per change, never a fan-out per
+//! request.
+//!
+//! **Telling clients.** A server with mounts advertises `tools.listChanged`. When the list it
+//! serves changes, it sends `notifications/tools/list_changed` to its stdio and 2025-11-25
+//! session clients, and on the `subscriptions/listen` streams of 2026-07-28 clients that
+//! listen; for those that do not, the `ttlMs` of `tools/list` is never longer than the shortest
+//! refresh interval of an upstream.
 //!
 //! **Calling.** A proxied call takes the path of a built-in one, minus what the upstream does
 //! itself (argument validation, presenting): the access policy and rate limit first (a denied
@@ -52,7 +61,9 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{Tool as ToolDefinition, ToolAnnotations};
+use rmcp::{Peer, RoleServer};
 use serde_json::Value;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::action::{ActionFacts, ActionInfo, Exposure, Verb};
@@ -237,8 +248,9 @@ impl Upstream {
         self
     }
 
-    /// Fetches the catalog again at this interval, for upstreams that do not send
-    /// `notifications/tools/list_changed` (stateless HTTP servers, say).
+    /// Fetches the catalog again at this interval, for upstreams that do not say when their
+    /// tools change. The `ttlMs` hint of this server's `tools/list` is never longer than the
+    /// shortest such interval.
     #[must_use]
     pub fn refresh_every(mut self, interval: Duration) -> Self {
         self.refresh_every = Some(interval);
@@ -271,6 +283,13 @@ pub(crate) struct Gateway {
     builtin: Vec<ToolDefinition>,
     builtin_names: HashSet<String>,
     catalog: RwLock<Arc<Catalog>>,
+    rebuilding: std::sync::Mutex<()>,
+    /// Bumped whenever the listed tools change, for `subscriptions/listen` streams.
+    changes: watch::Sender<u64>,
+    /// Session and stdio clients (2025-11-25), told with `notifications/tools/list_changed`.
+    clients: std::sync::Mutex<Vec<Peer<RoleServer>>>,
+    /// The shortest interval at which an upstream's catalog is fetched again, if any.
+    shortest_refresh: Option<Duration>,
     version: String,
     shutdown: CancellationToken,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -352,6 +371,10 @@ impl Gateway {
         }
         let runtime = runtime.ok()?;
         let builtin_names = builtin.iter().map(|tool| tool.name.to_string()).collect();
+        let shortest_refresh = mounts
+            .iter()
+            .filter_map(|(_, upstream)| upstream.refresh_every)
+            .min();
         let gateway = Arc::new(Gateway {
             upstreams: mounts
                 .into_iter()
@@ -362,6 +385,10 @@ impl Gateway {
                 listed: builtin.clone().into(),
                 ..Catalog::default()
             })),
+            rebuilding: Default::default(),
+            changes: watch::channel(0).0,
+            clients: Default::default(),
+            shortest_refresh,
             builtin,
             builtin_names,
             version: version.to_owned(),
@@ -398,6 +425,11 @@ impl Gateway {
 
     /// Rebuilds the catalog from every upstream's last tool list (one upstream's changed).
     fn rebuild(&self) {
+        // One at a time: a rebuild from older tool lists must not replace a newer one.
+        let _one = self
+            .rebuilding
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut by_name = HashMap::new();
         let mut order = Vec::new();
         let mut keys = HashSet::new();
@@ -434,12 +466,62 @@ impl Gateway {
             .cloned()
             .chain(order.iter().map(|tool| tool.definition.clone()))
             .collect();
+        let listed: Arc<[ToolDefinition]> = listed.into();
         let catalog = Arc::new(Catalog {
             by_name,
             order,
-            listed: listed.into(),
+            listed: Arc::clone(&listed),
         });
-        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = catalog;
+        let previous = std::mem::replace(
+            &mut *self.catalog.write().unwrap_or_else(PoisonError::into_inner),
+            catalog,
+        );
+        if *previous.listed != *listed {
+            self.changes.send_modify(|version| *version += 1);
+            self.notify_clients();
+        }
+    }
+
+    /// A session or stdio client finished its handshake: it is told when the list changes,
+    /// while it is connected.
+    pub(crate) fn register_client(&self, peer: Peer<RoleServer>) {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|client| !client.is_transport_closed());
+        clients.push(peer);
+    }
+
+    /// Sends `notifications/tools/list_changed` to every connected session and stdio client.
+    fn notify_clients(&self) {
+        let clients = {
+            let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+            clients.retain(|client| !client.is_transport_closed());
+            clients.clone()
+        };
+        if clients.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            for client in clients {
+                if let Err(error) = client.notify_tool_list_changed().await {
+                    tracing::debug!(%error, "a client was not told that the tool list changed");
+                }
+            }
+        });
+    }
+
+    /// Follows the changes of the listed tools (a `subscriptions/listen` stream).
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// How long a client may keep a `tools/list` result: `configured`, but never longer than
+    /// the shortest refresh interval of an upstream (the list may have changed by then).
+    pub(crate) fn list_ttl(&self, configured: Duration) -> Duration {
+        self.shortest_refresh
+            .map_or(configured, |refresh| refresh.min(configured))
     }
 }
 

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     ClientConfig, ClientRequest, Implementation, ListToolsRequest, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult,
-    Tool as ToolDefinition,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerNotification, ServerResult,
+    SubscriptionFilter, Tool as ToolDefinition,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, RunningService,
+    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, RunningService, Subscription,
 };
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer, ServiceExt as _};
 use tokio::sync::{Notify, watch};
@@ -346,12 +346,12 @@ pub(crate) async fn supervise(
                 .unwrap_or_else(|_| Err("starting it took longer than its connect timeout".into())),
         };
         match started {
-            Ok(connection) => {
+            Ok((connection, changes)) => {
                 backoff = initial;
                 publish(&gateway);
                 state.attempted.send_replace(true);
                 let alive = Instant::now();
-                let stopped = serve(&state, &gateway, connection, &shutdown).await;
+                let stopped = serve(&state, &gateway, connection, changes, &shutdown).await;
                 state.set_down();
                 if stopped {
                     break;
@@ -378,9 +378,11 @@ pub(crate) async fn supervise(
     state.attempted.send_replace(true);
 }
 
-/// One start: the connection and the catalog, published.
-async fn start(state: &Arc<UpstreamState>) -> Result<Connection, String> {
+/// One start: the connection, its change stream (2026-07-28), and the catalog, published.
+async fn start(state: &Arc<UpstreamState>) -> Result<(Connection, Option<Subscription>), String> {
     let (connection, pid) = connect(state).await?;
+    // Listening first: a change after the catalog is fetched is not missed.
+    let changes = listen(state, connection.peer()).await;
     let tools = fetch_tools(connection.peer()).await?;
     tracing::info!(upstream = %state.prefix, tools = tools.len(), pid, "upstream started");
     *state
@@ -395,7 +397,40 @@ async fn start(state: &Arc<UpstreamState>) -> Result<Connection, String> {
     *state.peer.write().unwrap_or_else(PoisonError::into_inner) = Some(connection.peer().clone());
     state.pid.store(pid.unwrap_or(0), Ordering::Release);
     state.starts.fetch_add(1, Ordering::AcqRel);
-    Ok(connection)
+    Ok((connection, changes))
+}
+
+/// A `subscriptions/listen` stream of the upstream's tool list changes, when it speaks
+/// 2026-07-28 (where list changes are only sent on such a stream) and says its list changes.
+/// Sessions and stdio upstreams send `notifications/tools/list_changed` unasked.
+async fn listen(state: &UpstreamState, peer: &Peer<RoleClient>) -> Option<Subscription> {
+    let info = peer.peer_info()?;
+    let notifies = info
+        .capabilities
+        .tools
+        .as_ref()
+        .and_then(|tools| tools.list_changed)
+        == Some(true);
+    if info.protocol_version < ProtocolVersion::V_2026_07_28 || !notifies {
+        return None;
+    }
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    match peer.listen(filter).await {
+        Ok(subscription) => Some(subscription),
+        Err(error) => {
+            tracing::warn!(upstream = %state.prefix, %error,
+                "cannot listen for the upstream's tool list changes");
+            None
+        }
+    }
+}
+
+/// The next notification of a listen stream; `None` once it ended (never without one).
+async fn next_change(subscription: &mut Option<Subscription>) -> Option<ServerNotification> {
+    match subscription {
+        Some(subscription) => subscription.next().await.ok().flatten(),
+        None => std::future::pending().await,
+    }
 }
 
 fn publish(gateway: &Weak<Gateway>) {
@@ -409,8 +444,12 @@ async fn serve(
     state: &Arc<UpstreamState>,
     gateway: &Weak<Gateway>,
     connection: Connection,
+    mut changes: Option<Subscription>,
     shutdown: &CancellationToken,
 ) -> bool {
+    let listening = changes.is_some();
+    // A listen stream that ended is opened again, after a pause that grows.
+    let mut relisten: Option<(tokio::time::Instant, Duration)> = None;
     let peer = connection.peer().clone();
     let mut cancel = Some(connection.cancellation_token());
     let waiting = connection.waiting();
@@ -451,6 +490,42 @@ async fn serve(
             }
             _ = state.refresh.notified() => refresh(state, gateway, &peer).await,
             _ = tick => refresh(state, gateway, &peer).await,
+            change = next_change(&mut changes) => match change {
+                Some(ServerNotification::ToolListChangedNotification(_)) => {
+                    refresh(state, gateway, &peer).await;
+                }
+                Some(_) => {}
+                None => {
+                    changes = None;
+                    let pause = relisten.map_or(Duration::from_millis(500), |(_, pause)| {
+                        (pause * 2).min(Duration::from_secs(30))
+                    });
+                    tracing::debug!(upstream = %state.prefix, retry_in = ?pause,
+                        "the upstream's listen stream ended");
+                    relisten = Some((tokio::time::Instant::now() + pause, pause));
+                }
+            },
+            _ = async {
+                match relisten {
+                    Some((at, _)) if listening => tokio::time::sleep_until(at).await,
+                    _ => std::future::pending().await,
+                }
+            } => {
+                changes = listen(state, &peer).await;
+                match changes {
+                    // Changes made while it was closed are fetched now.
+                    Some(_) => {
+                        relisten = None;
+                        refresh(state, gateway, &peer).await;
+                    }
+                    None => {
+                        let pause = relisten.map_or(Duration::from_secs(1), |(_, pause)| {
+                            (pause * 2).min(Duration::from_secs(30))
+                        });
+                        relisten = Some((tokio::time::Instant::now() + pause, pause));
+                    }
+                }
+            }
         }
     }
 }

@@ -41,12 +41,42 @@ impl McpHandler {
         };
         let start = index * page_size;
         let end = (start + page_size).min(listed.len());
+        // A client that is not told of changes must not keep the list past the next refresh.
+        let ttl = gateway.list_ttl(std::time::Duration::from_millis(self.shared.list_ttl));
         let mut page = ListToolsResult::with_all_items(listed[start..end].to_vec())
-            .with_ttl_ms(self.shared.list_ttl)
+            .with_ttl_ms(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
             .with_cache_scope(scope);
         if end < listed.len() {
             page.next_cursor = Some(cursor_of(index + 1));
         }
         Ok(page)
+    }
+
+    /// A `subscriptions/listen` stream (2026-07-28): `notifications/tools/list_changed` each
+    /// time a mounted catalog changes, until the client ends it.
+    pub(super) async fn listen_for_changes(
+        &self,
+        context: rmcp::service::SubscriptionContext,
+    ) -> Result<(), ErrorData> {
+        let Some(gateway) = self.shared.server.gateway() else {
+            context.cancelled().await;
+            return Ok(());
+        };
+        let mut changes = gateway.changes();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if let Err(error) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!(%error, "a listening client was not told that the tool list changed");
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 }

@@ -85,7 +85,8 @@ pub struct McpOptions {
     /// Tools per `tools/list` page (default 100).
     pub page_size: usize,
     /// How long a client may reuse a `tools/list` result (`ttlMs`, protocol 2026-07-28).
-    /// The list only changes when the server is rebuilt, so the default is 5 minutes.
+    /// The list only changes when the server is rebuilt, so the default is 5 minutes; with
+    /// mounted upstreams, never longer than their shortest refresh interval.
     pub list_ttl: Duration,
     /// Who may share a cached `tools/list` result (`cacheScope`). `Public` by default: the list
     /// is the same for every caller. Use `Private` when it depends on who asks.
@@ -256,11 +257,23 @@ impl Mcp {
                 page
             })
             .collect();
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                self.server.name(),
-                self.server.version(),
-            ));
+        // Mounted catalogs change while the server runs (SPEC R7): clients are told.
+        #[cfg(feature = "gateway")]
+        let lists_change = self.server.gateway().is_some();
+        #[cfg(not(feature = "gateway"))]
+        let lists_change = false;
+        let capabilities = if lists_change {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        let mut info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            self.server.name(),
+            self.server.version(),
+        ));
         if let Some(instructions) = self.server.instructions() {
             info = info.with_instructions(instructions);
         }
@@ -475,6 +488,32 @@ impl ServerHandler for McpHandler {
                 })?,
         };
         Ok(self.shared.pages[index].clone())
+    }
+
+    /// A session or stdio client is told when a mounted catalog changes.
+    #[cfg(feature = "gateway")]
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if let Some(gateway) = self.shared.server.gateway() {
+            gateway.register_client(context.peer);
+        }
+    }
+
+    /// A 2026-07-28 client may listen for changes of the tool list (servers with mounts).
+    #[cfg(feature = "gateway")]
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        self.shared.server.gateway().map(|_| {
+            rmcp::model::SubscriptionFilter::builder()
+                .tools_list_changed()
+                .build()
+        })
+    }
+
+    #[cfg(feature = "gateway")]
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.listen_for_changes(context).await
     }
 
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {

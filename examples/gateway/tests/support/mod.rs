@@ -136,3 +136,65 @@ pub(crate) async fn call_with_meta(
         other => panic!("not a tool result: {other:?}"),
     }
 }
+
+/// `server` over Streamable HTTP on 127.0.0.1 (anonymous), until the returned guard drops.
+pub(crate) struct HttpServing {
+    pub(crate) url: String,
+    shutdown: tokio_util::sync::CancellationToken,
+}
+
+impl Drop for HttpServing {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+pub(crate) async fn serve_http(server: &fusion::Server) -> HttpServing {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let options = fusion::serve::HttpOptions::default().bind(address);
+    let shutdown = options.shutdown.clone();
+    let mcp = fusion::serve::Mcp::new(server.clone());
+    tokio::spawn(async move {
+        let _ = mcp.serve_http_on(listener, options).await;
+    });
+    HttpServing {
+        url: format!("http://{address}/mcp"),
+        shutdown,
+    }
+}
+
+/// An rmcp client over Streamable HTTP: a 2025-11-25 session (`modern: false`) or stateless
+/// 2026-07-28.
+pub(crate) async fn http_client<C: rmcp::ClientHandler>(
+    url: &str,
+    modern: bool,
+    handler: C,
+) -> rmcp::service::RunningService<RoleClient, C> {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_owned());
+    let lifecycle = if modern {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    };
+    handler
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .expect("HTTP client handshake")
+}
+
+/// Polls `check` every 20 ms until it holds; panics with `what` after 10 s.
+pub(crate) async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "not within 10 s: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -49,6 +49,9 @@ struct Seen {
 
 struct State {
     tools: Mutex<Vec<Tool>>,
+    /// Bumped when the catalog changes loudly: `subscriptions/listen` streams are told.
+    changes: tokio::sync::watch::Sender<u64>,
+    listens: AtomicUsize,
     seen: Seen,
     /// Session peers, told when the catalog changes.
     sessions: Mutex<Vec<Peer<RoleServer>>>,
@@ -131,6 +134,34 @@ impl ServerHandler for Handler {
             .lock()
             .unwrap()
             .push(notification);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(
+            rmcp::model::SubscriptionFilter::builder()
+                .tools_list_changed()
+                .build(),
+        )
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.0.listens.fetch_add(1, Ordering::SeqCst);
+        let mut changes = self.0.changes.subscribe();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    let _ = context.sink().notify_tool_list_changed().await;
+                }
+            }
+        }
     }
 
     async fn list_tools(
@@ -249,6 +280,8 @@ impl Recorder {
     pub(crate) async fn start_with(required: Option<(&'static str, String)>) -> Recorder {
         let state = Arc::new(State {
             tools: Mutex::new(default_tools()),
+            changes: tokio::sync::watch::channel(0).0,
+            listens: AtomicUsize::new(0),
             seen: Seen::default(),
             sessions: Mutex::new(Vec::new()),
         });
@@ -339,9 +372,16 @@ impl Recorder {
         *self.state.tools.lock().unwrap() = tools;
     }
 
-    /// Replaces the catalog and sends `notifications/tools/list_changed` to every session.
+    /// `subscriptions/listen` streams opened so far (2026-07-28 clients).
+    pub(crate) fn listens(&self) -> usize {
+        self.state.listens.load(Ordering::SeqCst)
+    }
+
+    /// Replaces the catalog and sends `notifications/tools/list_changed` to every session and
+    /// every listen stream.
     pub(crate) async fn set_tools(&self, tools: Vec<Tool>) {
         self.set_tools_quietly(tools);
+        self.state.changes.send_modify(|version| *version += 1);
         let sessions = self.state.sessions.lock().unwrap().clone();
         for peer in sessions {
             if !peer.is_transport_closed() {
