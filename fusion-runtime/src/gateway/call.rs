@@ -53,16 +53,29 @@ pub(crate) async fn send(
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
         CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(args),
     ));
-    let handle = peer
-        .send_request_with_option(request, PeerRequestOptions::no_options().with_meta(meta))
-        .await
-        .map_err(|error| failed(upstream, error))?;
-    // Progress goes back only to a caller that asked for it.
-    let _route = match (&context.request.peer, context.progress_token()) {
+    let options = PeerRequestOptions::no_options().with_meta(meta);
+    // Progress goes back only to a caller that asked for it. rmcp picks the upstream request's
+    // progress token when it sends it, and the upstream may report progress before the send
+    // returns: its notifications wait for the route (see `UpstreamState::route_of`), which is
+    // in place before the gate opens again.
+    let (handle, _route) = match (&context.request.peer, context.progress_token()) {
         (Some(caller), Some(token)) => {
-            Some(upstream.route_progress(handle.progress_token.clone(), caller.clone(), token))
+            let _gate = upstream.routing().lock().await;
+            let handle = peer
+                .send_request_with_option(request, options)
+                .await
+                .map_err(|error| failed(upstream, error))?;
+            let route =
+                upstream.route_progress(handle.progress_token.clone(), caller.clone(), token);
+            (handle, Some(route))
         }
-        _ => None,
+        _ => {
+            let handle = peer
+                .send_request_with_option(request, options)
+                .await
+                .map_err(|error| failed(upstream, error))?;
+            (handle, None)
+        }
     };
     // A call that ends here before its answer (cancelled, timed out, dropped) is cancelled
     // upstream too.

@@ -35,6 +35,8 @@ pub(crate) struct UpstreamState {
     /// Where each in-flight call's progress goes: the upstream's token → the caller and the
     /// caller's token.
     progress: Mutex<HashMap<ProgressToken, (Peer<RoleServer>, ProgressToken)>>,
+    /// Held while a call that wants progress is sent and its route put in place.
+    routing: tokio::sync::Mutex<()>,
     /// Set when the upstream says its tools changed.
     refresh: Notify,
     /// Set when a call found the upstream gone (HTTP upstreams do not end by themselves).
@@ -55,6 +57,7 @@ impl UpstreamState {
             tools: RwLock::new(Arc::new(Vec::new())),
             server_version: RwLock::new(None),
             progress: Mutex::new(HashMap::new()),
+            routing: tokio::sync::Mutex::new(()),
             refresh: Notify::new(),
             reconnect: Notify::new(),
             starts: AtomicU64::new(0),
@@ -96,6 +99,28 @@ impl UpstreamState {
     pub(crate) async fn first_attempt(&self) {
         let mut attempted = self.attempted.subscribe();
         let _ = attempted.wait_for(|done| *done).await;
+    }
+
+    /// The gate a call holds from sending its request to routing its progress.
+    pub(crate) fn routing(&self) -> &tokio::sync::Mutex<()> {
+        &self.routing
+    }
+
+    /// Where the progress with the upstream's `token` goes. A token not routed yet may belong
+    /// to a request being sent right now: it is looked up again once that send is routed.
+    async fn route_of(&self, token: &ProgressToken) -> Option<(Peer<RoleServer>, ProgressToken)> {
+        let lookup = || {
+            self.progress
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(token)
+                .cloned()
+        };
+        if let Some(route) = lookup() {
+            return Some(route);
+        }
+        let _gate = self.routing.lock().await;
+        lookup()
     }
 
     /// Routes the progress of the upstream request with `token` to the caller, until the
@@ -198,13 +223,7 @@ impl ClientHandler for UpstreamClient {
         let Some(state) = self.state.upgrade() else {
             return;
         };
-        let route = state
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&params.progress_token)
-            .cloned();
-        let Some((caller, caller_token)) = route else {
+        let Some((caller, caller_token)) = state.route_of(&params.progress_token).await else {
             return;
         };
         let mut forwarded = params;

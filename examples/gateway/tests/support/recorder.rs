@@ -48,6 +48,8 @@ struct Seen {
 }
 
 struct State {
+    /// Speaks only 2025-11-25 (sessions), like a server of an older SDK.
+    legacy_only: bool,
     tools: Mutex<Vec<Tool>>,
     /// Bumped when the catalog changes loudly: `subscriptions/listen` streams are told.
     changes: tokio::sync::watch::Sender<u64>,
@@ -68,7 +70,7 @@ fn schema(properties: Value) -> Arc<rmcp::model::JsonObject> {
 }
 
 /// `echo` (read-only), `wait` (until cancelled, or `ms`), `progress` (`steps` notifications
-/// sent at once, then the result) and `delete` (destructive).
+/// sent at once, then the result after `then_ms`) and `delete` (destructive).
 pub(crate) fn default_tools() -> Vec<Tool> {
     vec![
         Tool::new(
@@ -109,6 +111,24 @@ fn text(result: String) -> CallToolResponse {
 }
 
 impl ServerHandler for Handler {
+    /// A 2025-11-25 server does not know `server/discover`.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        if self.0.legacy_only {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Method not found: server/discover",
+                None,
+            ));
+        }
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -249,12 +269,24 @@ impl ServerHandler for Handler {
                             .await;
                     }
                 }
+                // The result after a pause, if asked: the race under test is at the start.
+                let then = arguments["then_ms"].as_u64().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(then)).await;
                 Ok(text(format!("{steps} steps")))
             }
             "delete" => Ok(text("deleted".into())),
             other => Ok(text(format!("{other} called"))),
         }
     }
+}
+
+/// How a recorder behaves.
+#[derive(Default)]
+pub(crate) struct Options {
+    /// Every request without this header and value is refused with 401.
+    pub(crate) required_header: Option<(&'static str, String)>,
+    /// Speaks only 2025-11-25.
+    pub(crate) legacy_only: bool,
 }
 
 /// The running recorder.
@@ -271,14 +303,28 @@ impl Drop for Recorder {
 }
 
 impl Recorder {
-    /// Serves [`default_tools`] on `http://127.0.0.1:<free port>/mcp`.
+    /// Serves [`default_tools`] on `http://127.0.0.1:<free port>/mcp`, both protocol eras.
     pub(crate) async fn start() -> Recorder {
-        Recorder::start_with(None).await
+        Recorder::start_with(Options::default()).await
     }
 
-    /// Like [`Recorder::start`], refusing with 401 every request without `header: value`.
-    pub(crate) async fn start_with(required: Option<(&'static str, String)>) -> Recorder {
+    /// Like [`Recorder::start`], but speaking only 2025-11-25 (a session per client) and not
+    /// knowing `server/discover`, like a server of an SDK older than 2026-07-28.
+    pub(crate) async fn start_legacy() -> Recorder {
+        Recorder::start_with(Options {
+            legacy_only: true,
+            ..Options::default()
+        })
+        .await
+    }
+
+    pub(crate) async fn start_with(options: Options) -> Recorder {
+        let Options {
+            required_header: required,
+            legacy_only,
+        } = options;
         let state = Arc::new(State {
+            legacy_only,
             tools: Mutex::new(default_tools()),
             changes: tokio::sync::watch::channel(0).0,
             listens: AtomicUsize::new(0),
