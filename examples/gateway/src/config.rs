@@ -8,6 +8,7 @@
 //! [upstreams.crm]
 //! http = "http://127.0.0.1:9000/mcp"
 //! headers = { Authorization = "Bearer ${CRM_TOKEN}" }   # ${VAR} from the environment
+//! protocol = "session"               # or "stateless" (2026-07-28), "auto" (the default)
 //! refresh_secs = 60                  # for servers that cannot notify list changes
 //! max_active = 8                     # calls at once (16 more may wait)
 //! ```
@@ -17,7 +18,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use fusion::Concurrency;
-use fusion::gateway::Upstream;
+use fusion::gateway::{Upstream, UpstreamProtocol};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -37,6 +38,7 @@ struct Entry {
     timeout_secs: Option<u64>,
     refresh_secs: Option<u64>,
     max_active: Option<usize>,
+    protocol: Option<String>,
 }
 
 /// The upstreams of a TOML file.
@@ -69,16 +71,32 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<(String, Upstream)>, String> 
             if let Some(max_active) = entry.max_active {
                 upstream = upstream.concurrency(Concurrency::new(max_active, 16));
             }
+            if let Some(protocol) = &entry.protocol {
+                upstream = upstream.protocol(protocol_of(&name, protocol)?);
+            }
             Ok((name, upstream))
         })
         .collect()
 }
 
-/// The upstreams of `--upstream NAME=stdio:CMD` / `NAME=http:URL` and their
-/// `--upstream-header NAME=Header: value`.
+/// `auto`, `session` (2025-11-25) or `stateless` (2026-07-28).
+fn protocol_of(name: &str, protocol: &str) -> Result<UpstreamProtocol, String> {
+    match protocol {
+        "auto" => Ok(UpstreamProtocol::Auto),
+        "session" | "2025-11-25" => Ok(UpstreamProtocol::Session),
+        "stateless" | "2026-07-28" => Ok(UpstreamProtocol::Stateless),
+        other => Err(format!(
+            "upstream {name}: protocol `{other}` is not auto, session or stateless"
+        )),
+    }
+}
+
+/// The upstreams of `--upstream NAME=stdio:CMD` / `NAME=http:URL`, their
+/// `--upstream-header NAME=Header: value` and `--upstream-protocol NAME=session`.
 pub(crate) fn from_flags(
     specs: &[String],
     headers: &[String],
+    protocols: &[String],
     timeout: Duration,
 ) -> Result<Vec<(String, Upstream)>, String> {
     let mut upstreams: Vec<(String, Upstream)> = Vec::new();
@@ -111,6 +129,18 @@ pub(crate) fn from_flags(
             ));
         };
         *upstream = upstream.clone().header(header.trim(), value);
+    }
+    for spec in protocols {
+        let (name, protocol) = spec.split_once('=').ok_or_else(|| {
+            "--upstream-protocol: expected NAME=auto|session|stateless".to_owned()
+        })?;
+        let protocol = protocol_of(name, protocol.trim())?;
+        let Some((_, upstream)) = upstreams.iter_mut().find(|(known, _)| known == name) else {
+            return Err(format!(
+                "--upstream-protocol {name}: no --upstream is called `{name}`"
+            ));
+        };
+        *upstream = upstream.clone().protocol(protocol);
     }
     Ok(upstreams)
 }
@@ -218,6 +248,31 @@ mod tests {
         );
         assert_eq!(split("  ").unwrap(), Vec::<String>::new());
         assert!(split("'open").is_err());
+    }
+
+    #[test]
+    fn protocols_are_read_from_flags() {
+        let upstreams = from_flags(
+            &["a=http:http://127.0.0.1:1/mcp".into()],
+            &[],
+            &["a=session".into()],
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert!(format!("{:?}", upstreams[0].1).contains("protocol: Session"));
+        for wrong in ["a=modern", "b=session", "a"] {
+            let error = from_flags(
+                &["a=http:http://127.0.0.1:1/mcp".into()],
+                &[],
+                &[wrong.into()],
+                Duration::from_secs(1),
+            )
+            .unwrap_err();
+            assert!(
+                error.contains("--upstream-protocol") || error.contains("protocol `"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

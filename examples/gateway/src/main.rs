@@ -43,6 +43,10 @@ struct Args {
     /// from the environment, so that a token stays out of the process list.
     #[arg(long = "upstream-header", value_name = "NAME=HEADER: VALUE")]
     upstream_headers: Vec<String>,
+    /// The protocol spoken to an HTTP upstream: `NAME=session` (2025-11-25), `NAME=stateless`
+    /// (2026-07-28) or `NAME=auto` (the default: stateless if the server speaks it).
+    #[arg(long = "upstream-protocol", value_name = "NAME=auto|session|stateless")]
+    upstream_protocols: Vec<String>,
     /// A TOML file of upstreams (see the README), besides those given with --upstream.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -105,6 +109,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     upstreams.extend(config::from_flags(
         &args.upstreams,
         &args.upstream_headers,
+        &args.upstream_protocols,
         std::time::Duration::from_secs(args.timeout),
     )?);
     if upstreams.is_empty() {
@@ -162,6 +167,8 @@ struct UpstreamView {
     connected: bool,
     tools: usize,
     starts: u64,
+    /// `2025-11-25` (a session) or `2026-07-28` (stateless), while connected.
+    protocol: Option<String>,
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -172,8 +179,8 @@ struct NoArgs {}
 fn status_tool(server: Arc<OnceLock<Server>>) -> ToolSpec {
     ToolSpec::query(
         "gateway.status",
-        "Lists the mounted upstream servers: whether each is connected, how many tools it \
-         offers and how many times it was started.",
+        "Lists the mounted upstream servers: whether each is connected, in which protocol, \
+         how many tools it offers and how many times it was started.",
     )
     .handler(move |_: CallContext, _: NoArgs| {
         let server = Arc::clone(&server);
@@ -190,6 +197,7 @@ fn status_tool(server: Arc<OnceLock<Server>>) -> ToolSpec {
                         connected: status.connected,
                         tools: status.tools,
                         starts: status.starts,
+                        protocol: status.protocol,
                     })
                     .collect::<Vec<_>>(),
             )

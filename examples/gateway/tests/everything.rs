@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -263,44 +262,6 @@ async fn a_slow_upstream_times_out_and_blocks_neither_others_nor_built_ins() {
         server.shutdown_upstreams().await;
     })
     .await;
-}
-
-/// `billing --http 127.0.0.1:0` with two tokens, killed when dropped.
-struct BillingHttp {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for BillingHttp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn billing_http() -> BillingHttp {
-    use std::io::BufRead as _;
-    let mut child = std::process::Command::new(billing_bin())
-        .args(["--in-memory", "--http", "127.0.0.1:0"])
-        .env("BILLING_TOKENS", "tok-w=t_777,tok-r=t_777:read")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("billing --http");
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("billing said where it listens")
-            .unwrap();
-        if let Some(url) = line.strip_prefix("billing: listening on ") {
-            break url.to_owned();
-        }
-    };
-    // Keep draining its logs.
-    std::thread::spawn(move || for _ in lines {});
-    BillingHttp { child, url }
 }
 
 #[tokio::test]

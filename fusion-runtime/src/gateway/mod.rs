@@ -89,6 +89,22 @@ pub mod codes {
     pub const UPSTREAM_TOOL_ERROR: &str = "UPSTREAM_TOOL_ERROR";
 }
 
+/// The protocol an upstream is spoken to in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum UpstreamProtocol {
+    /// Over HTTP, stateless 2026-07-28 when the server speaks it (asked with `server/discover`),
+    /// else a 2025-11-25 session. Over stdio, a 2025-11-25 session.
+    #[default]
+    Auto,
+    /// A 2025-11-25 session: `initialize`, then the session's id on every HTTP request; the
+    /// server may send notifications (list changes) at any time.
+    Session,
+    /// Stateless 2026-07-28: `server/discover`, then every request on its own, with its
+    /// protocol version and client facts. A server that does not speak it cannot be reached.
+    Stateless,
+}
+
 /// An upstream MCP server to mount with [`ServerBuilder::mount`](crate::ServerBuilder::mount).
 #[derive(Clone)]
 pub struct Upstream {
@@ -99,6 +115,7 @@ pub struct Upstream {
     pub(crate) refresh_every: Option<Duration>,
     pub(crate) toolset: Option<String>,
     pub(crate) backoff: (Duration, Duration),
+    pub(crate) protocol: UpstreamProtocol,
 }
 
 #[derive(Clone)]
@@ -135,6 +152,7 @@ impl std::fmt::Debug for Upstream {
             .field("timeout", &self.timeout)
             .field("concurrency", &self.concurrency)
             .field("refresh_every", &self.refresh_every)
+            .field("protocol", &self.protocol)
             .finish_non_exhaustive()
     }
 }
@@ -149,6 +167,7 @@ impl Upstream {
             refresh_every: None,
             toolset: None,
             backoff: (Duration::from_millis(100), Duration::from_secs(30)),
+            protocol: UpstreamProtocol::Auto,
         }
     }
 
@@ -262,6 +281,15 @@ impl Upstream {
     #[must_use]
     pub fn toolset(mut self, toolset: impl Into<String>) -> Self {
         self.toolset = Some(toolset.into());
+        self
+    }
+
+    /// The protocol to speak to the upstream ([`UpstreamProtocol::Auto`] by default): force a
+    /// 2025-11-25 session, say, for a server whose `server/discover` answers wrongly, or
+    /// stateless 2026-07-28 to refuse anything older.
+    #[must_use]
+    pub fn protocol(mut self, protocol: UpstreamProtocol) -> Self {
+        self.protocol = protocol;
         self
     }
 
@@ -643,6 +671,9 @@ pub struct UpstreamStatus {
     pub starts: u64,
     /// The process id of a stdio upstream's running child.
     pub pid: Option<u32>,
+    /// The protocol version spoken with it now (`2025-11-25`: a session; `2026-07-28`:
+    /// stateless).
+    pub protocol: Option<String>,
 }
 
 impl Gateway {

@@ -14,13 +14,15 @@ use rmcp::model::{
     SubscriptionFilter, Tool as ToolDefinition,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, RunningService, Subscription,
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, NotificationContext,
+    RunningService, Subscription,
 };
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer, ServiceExt as _};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::{Gateway, Upstream, UpstreamStatus, UpstreamTransport};
+use super::{Gateway, Upstream, UpstreamProtocol, UpstreamStatus, UpstreamTransport};
 
 /// The shared state of one mounted upstream.
 pub(crate) struct UpstreamState {
@@ -93,6 +95,10 @@ impl UpstreamState {
             tools: self.tools().len(),
             starts: self.starts.load(Ordering::Acquire),
             pid: (pid != 0).then_some(pid),
+            protocol: self.peer().and_then(|peer| {
+                peer.peer_info()
+                    .map(|info| info.protocol_version.as_str().to_owned())
+            }),
         }
     }
 
@@ -273,51 +279,83 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
                 .spawn()
                 .map_err(|error| format!("starting `{program}`: {error}"))?;
             let pid = process.id();
-            let connection = client
-                .serve(process)
-                .await
-                .map_err(|error| format!("the MCP handshake with `{program}` failed: {error}"))?;
+            let connection = match state.config.protocol {
+                UpstreamProtocol::Auto | UpstreamProtocol::Session => client.serve(process).await,
+                UpstreamProtocol::Stateless => {
+                    client.serve_with_lifecycle(process, stateless()).await
+                }
+            }
+            .map_err(|error| format!("the MCP handshake with `{program}` failed: {error}"))?;
             Ok((connection, pid))
         }
         UpstreamTransport::Http { url, headers } => {
-            use rmcp::transport::StreamableHttpClientTransport;
-            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-            let mut custom = HashMap::new();
-            let mut bearer = None;
-            for (name, value) in headers {
-                // rmcp sends the token itself: `Authorization` is not a custom header to it.
-                if name.eq_ignore_ascii_case("authorization") {
-                    bearer = value.strip_prefix("Bearer ").map(str::to_owned);
-                    continue;
+            let transport = || {
+                rmcp::transport::StreamableHttpClientTransport::from_config(http_config(
+                    url, headers,
+                ))
+            };
+            let lifecycle = match state.config.protocol {
+                UpstreamProtocol::Session => ClientLifecycleMode::Initialize,
+                UpstreamProtocol::Stateless => stateless(),
+                UpstreamProtocol::Auto => ClientLifecycleMode::Auto {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    legacy_version: Some(ProtocolVersion::V_2025_11_25),
+                },
+            };
+            let connected = match client.serve_with_lifecycle(transport(), lifecycle).await {
+                // A server whose `server/discover` offers only older versions: rmcp's `Auto`
+                // gives up there instead of falling back, so the session is opened here.
+                Err(ClientInitializeError::NoCompatibleProtocolVersion {
+                    server_supported,
+                    ..
+                }) if state.config.protocol == UpstreamProtocol::Auto
+                    && server_supported
+                        .iter()
+                        .any(|version| *version < ProtocolVersion::V_2026_07_28) =>
+                {
+                    UpstreamClient {
+                        state: Arc::downgrade(state),
+                    }
+                    .serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize)
+                    .await
                 }
-                // Checked when the server was built.
-                if let (Ok(name), Ok(value)) = (
-                    http::HeaderName::try_from(name.as_str()),
-                    http::HeaderValue::try_from(value.as_str()),
-                ) {
-                    custom.insert(name, value);
-                }
-            }
-            let mut config =
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            if let Some(token) = bearer {
-                config = config.auth_header(token);
-            }
-            let transport = StreamableHttpClientTransport::from_config(config);
-            let connection = client
-                .serve_with_lifecycle(
-                    transport,
-                    // Stateless 2026-07-28 when the server speaks it, else a 2025-11-25 session.
-                    ClientLifecycleMode::Auto {
-                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                        legacy_version: Some(ProtocolVersion::V_2025_11_25),
-                    },
-                )
-                .await
-                .map_err(|error| format!("connecting to {url}: {error}"))?;
+                other => other,
+            };
+            let connection = connected.map_err(|error| format!("connecting to {url}: {error}"))?;
             Ok((connection, None))
         }
     }
+}
+
+fn stateless() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    }
+}
+
+/// The configuration of rmcp's Streamable HTTP client for `url` with these headers.
+fn http_config(url: &str, headers: &[(String, String)]) -> StreamableHttpClientTransportConfig {
+    let mut custom = HashMap::new();
+    let mut bearer = None;
+    for (name, value) in headers {
+        // rmcp sends the token itself: `Authorization` is not a custom header to it.
+        if name.eq_ignore_ascii_case("authorization") {
+            bearer = value.strip_prefix("Bearer ").map(str::to_owned);
+            continue;
+        }
+        // Checked when the server was built.
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::try_from(name.as_str()),
+            http::HeaderValue::try_from(value.as_str()),
+        ) {
+            custom.insert(name, value);
+        }
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    if let Some(token) = bearer {
+        config = config.auth_header(token);
+    }
+    config
 }
 
 /// Every page of the upstream's `tools/list`, asked afresh (rmcp's client caches lists for

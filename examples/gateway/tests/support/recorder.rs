@@ -50,6 +50,8 @@ struct Seen {
 struct State {
     /// Speaks only 2025-11-25 (sessions), like a server of an older SDK.
     legacy_only: bool,
+    /// Knows `server/discover` but supports only 2025-11-25.
+    legacy_discover: bool,
     tools: Mutex<Vec<Tool>>,
     /// Bumped when the catalog changes loudly: `subscriptions/listen` streams are told.
     changes: tokio::sync::watch::Sender<u64>,
@@ -111,6 +113,14 @@ fn text(result: String) -> CallToolResponse {
 }
 
 impl ServerHandler for Handler {
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        if self.0.legacy_discover {
+            std::borrow::Cow::Owned(vec![ProtocolVersion::V_2025_11_25])
+        } else {
+            std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
+    }
+
     /// A 2025-11-25 server does not know `server/discover`.
     async fn discover(
         &self,
@@ -285,8 +295,10 @@ impl ServerHandler for Handler {
 pub(crate) struct Options {
     /// Every request without this header and value is refused with 401.
     pub(crate) required_header: Option<(&'static str, String)>,
-    /// Speaks only 2025-11-25.
+    /// Speaks only 2025-11-25, and does not know `server/discover`.
     pub(crate) legacy_only: bool,
+    /// Speaks only 2025-11-25, and says so when asked with `server/discover`.
+    pub(crate) legacy_discover: bool,
 }
 
 /// The running recorder.
@@ -322,9 +334,11 @@ impl Recorder {
         let Options {
             required_header: required,
             legacy_only,
+            legacy_discover,
         } = options;
         let state = Arc::new(State {
             legacy_only,
+            legacy_discover,
             tools: Mutex::new(default_tools()),
             changes: tokio::sync::watch::channel(0).0,
             listens: AtomicUsize::new(0),
