@@ -39,8 +39,10 @@ struct Args {
     /// shell's) or `NAME=http:URL` (Streamable HTTP). Its tools are served as `NAME_tool`.
     #[arg(long = "upstream", value_name = "NAME=stdio:CMD|NAME=http:URL")]
     upstreams: Vec<String>,
-    /// A header sent to an HTTP upstream: `NAME=Header: value`. `${VAR}` in the value is read
-    /// from the environment, so that a token stays out of the process list.
+    /// A header sent to an HTTP upstream: `NAME=Header: value`, any header
+    /// (`X-Api-Key: …`, `Authorization: Bearer …` or another scheme). `${VAR}` in the value is
+    /// read from the environment, so that a secret stays out of the process list; values are
+    /// never logged.
     #[arg(long = "upstream-header", value_name = "NAME=HEADER: VALUE")]
     upstream_headers: Vec<String>,
     /// The protocol spoken to an HTTP upstream: `NAME=session` (2025-11-25), `NAME=stateless`

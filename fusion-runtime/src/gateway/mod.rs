@@ -228,11 +228,17 @@ impl Upstream {
         self
     }
 
-    /// Adds an HTTP header sent with every request to an HTTP upstream (ignored for stdio).
+    /// Sets an HTTP header sent with every request to an HTTP upstream (ignored for stdio),
+    /// replacing one of the same name: an API key (`X-Api-Key`), `Authorization` with any
+    /// scheme. Values are secrets: they are never logged, nor shown by `Debug` or in build
+    /// errors. The transport's own headers (`Accept`, `Mcp-Session-Id`,
+    /// `MCP-Protocol-Version`, `Last-Event-Id`) cannot be set.
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         if let UpstreamTransport::Http { headers, .. } = &mut self.transport {
-            headers.push((name.into(), value.into()));
+            let name = name.into();
+            headers.retain(|(known, _)| !known.eq_ignore_ascii_case(&name));
+            headers.push((name, value.into()));
         }
         self
     }

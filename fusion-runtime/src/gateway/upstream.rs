@@ -193,9 +193,18 @@ pub(crate) fn check(prefix: &str, upstream: &Upstream, problems: &mut Vec<String
                 ));
             }
             for (name, value) in headers {
-                if name.eq_ignore_ascii_case("authorization") && !value.starts_with("Bearer ") {
+                // The transport's own headers: rmcp would refuse every request.
+                if [
+                    "accept",
+                    "mcp-session-id",
+                    "mcp-protocol-version",
+                    "last-event-id",
+                ]
+                .iter()
+                .any(|reserved| name.eq_ignore_ascii_case(reserved))
+                {
                     problems.push(format!(
-                        "upstream `{prefix}`: only `Authorization: Bearer <token>` is supported"
+                        "upstream `{prefix}`: `{name}` is set by the MCP transport itself"
                     ));
                 }
                 if http::HeaderName::try_from(name.as_str()).is_err() {
@@ -338,9 +347,12 @@ fn http_config(url: &str, headers: &[(String, String)]) -> StreamableHttpClientT
     let mut custom = HashMap::new();
     let mut bearer = None;
     for (name, value) in headers {
-        // rmcp sends the token itself: `Authorization` is not a custom header to it.
-        if name.eq_ignore_ascii_case("authorization") {
-            bearer = value.strip_prefix("Bearer ").map(str::to_owned);
+        // A bearer token goes through rmcp's own field (its authorization support reads it);
+        // any other `Authorization` scheme is a header like the others.
+        if name.eq_ignore_ascii_case("authorization")
+            && let Some(token) = value.strip_prefix("Bearer ")
+        {
+            bearer = Some(token.to_owned());
             continue;
         }
         // Checked when the server was built.

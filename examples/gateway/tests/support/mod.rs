@@ -236,3 +236,54 @@ pub(crate) fn billing_http() -> BillingHttp {
     std::thread::spawn(move || for _ in lines {});
     BillingHttp { child, url }
 }
+
+/// The `gateway` binary over stdio, driven by rmcp's client; everything it logs is kept.
+pub(crate) struct GatewayStdio {
+    pub(crate) client: rmcp::service::RunningService<RoleClient, ()>,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl GatewayStdio {
+    /// Starts `gateway ARGS` with these environment variables (and `RUST_LOG` as given).
+    pub(crate) async fn start(args: &[String], env: &[(&str, &str)]) -> GatewayStdio {
+        use rmcp::ServiceExt as _;
+        use tokio::io::AsyncBufReadExt as _;
+        let mut command = tokio::process::Command::new(gateway_bin());
+        command.args(args).envs(env.iter().copied());
+        let (process, stderr) = rmcp::transport::TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("gateway");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = std::sync::Arc::clone(&log);
+        let stderr = stderr.expect("piped stderr");
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut log = kept.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let client = ().serve(process).await.expect("gateway handshake");
+        GatewayStdio { client, log }
+    }
+
+    /// What it logged so far.
+    pub(crate) fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Closes its stdin and waits for it to exit (it stops its upstreams first).
+    pub(crate) async fn stop(self) -> String {
+        let GatewayStdio { client, log } = self;
+        let _ = client.cancel().await;
+        // stderr closes when the process exits.
+        let started = std::time::Instant::now();
+        while std::sync::Arc::strong_count(&log) > 1 && started.elapsed() < Duration::from_secs(15)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        log.lock().unwrap().clone()
+    }
+}
