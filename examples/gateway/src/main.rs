@@ -6,7 +6,7 @@
 //! gateway --upstream billing=stdio:'billing --in-memory' \
 //!         --upstream crm=http:http://127.0.0.1:9000/mcp \
 //!         --upstream-header crm='Authorization: Bearer ${CRM_TOKEN}'
-//! gateway --config gateway.toml --http 127.0.0.1:8090
+//! gateway --config gateway.toml --http 127.0.0.1:8090 --audit-db audit.db
 //! ```
 
 mod config;
@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
-use fusion::audit::TracingAuditSink;
+use fusion::audit::{AuditSink, TracingAuditSink};
 use fusion::auth::StaticTokens;
 use fusion::observe::CallStats;
 use fusion::serve::{HttpOptions, Mcp};
@@ -76,6 +76,12 @@ struct Args {
     /// protocol test suites only.
     #[arg(long, conflicts_with_all = ["tokens", "token_file"])]
     allow_anonymous: bool,
+    /// Write the audit trail (every successful proxied call) to this SQLite database, in an
+    /// append-only `audit_events` table, instead of the log. A call whose record cannot be
+    /// written answers `AUDIT_FAILED`.
+    #[cfg(feature = "audit-sqlite")]
+    #[arg(long, value_name = "PATH")]
+    audit_db: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -128,8 +134,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                     .principal()
                     .is_some_and(|principal| principal.has_scope(WRITE_SCOPE))
         })
-        // Every proxied call is a write: the record goes to the log under `fusion::audit`.
-        .audit(TracingAuditSink)
+        // Every proxied call is a write: its record goes to the audit database, or to the log
+        // under `fusion::audit`.
+        .audit(audit_sink(&args)?)
         .metrics(stats.clone());
     for (prefix, upstream) in upstreams {
         builder = builder.mount(prefix, upstream);
@@ -156,6 +163,19 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     server.shutdown_upstreams().await;
     tracing::info!(stats = ?stats.snapshot(), "gateway stopped");
     result
+}
+
+/// Where audit records go: `--audit-db`, or the log.
+fn audit_sink(args: &Args) -> Result<Box<dyn AuditSink>, Box<dyn std::error::Error>> {
+    #[cfg(feature = "audit-sqlite")]
+    if let Some(path) = &args.audit_db {
+        let sink = fusion::audit::SqliteAuditSink::open(path)
+            .map_err(|error| format!("--audit-db {}: {error}", path.display()))?;
+        tracing::info!(path = %path.display(), "audit records go to SQLite");
+        return Ok(Box::new(sink));
+    }
+    let _ = args;
+    Ok(Box::new(TracingAuditSink))
 }
 
 fn local_principal() -> Principal {

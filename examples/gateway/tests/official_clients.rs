@@ -5,8 +5,7 @@
 
 mod support;
 
-use std::io::BufRead as _;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use support::*;
 
@@ -81,40 +80,14 @@ fn official_clients_over_stdio() {
     run_client("python", py(&stdio, "2025-11-25"));
 }
 
-/// The gateway over HTTP on a free port, killed when dropped.
-struct Gateway(Child, String);
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn gateway_http() -> Gateway {
-    let mut child = Command::new(gateway_bin())
-        .args(["--http", "127.0.0.1:0", "--upstream"])
-        .arg(format!(
-            "acct=stdio:'{}' --in-memory",
-            billing_bin().display()
-        ))
-        .env("GATEWAY_TOKENS", "tok-w=ops,tok-r=viewer:read")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gateway --http");
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the gateway said where it listens")
-            .unwrap();
-        if let Some(url) = line.strip_prefix("gateway: listening on ") {
-            break url.to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    Gateway(child, url)
+fn gateway_http() -> GatewayHttp {
+    GatewayHttp::start(
+        &[
+            "--upstream".to_owned(),
+            format!("acct=stdio:'{}' --in-memory", billing_bin().display()),
+        ],
+        &[("GATEWAY_TOKENS", "tok-w=ops,tok-r=viewer:read")],
+    )
 }
 
 #[test]
@@ -129,7 +102,7 @@ fn official_clients_over_http_with_a_bearer_token() {
         let gateway = gateway_http();
         let http = [
             "--http",
-            gateway.1.as_str(),
+            gateway.url.as_str(),
             "--header",
             "Authorization: Bearer tok-w",
         ];

@@ -287,3 +287,59 @@ impl GatewayStdio {
         log.lock().unwrap().clone()
     }
 }
+
+/// The `gateway` binary over HTTP on a free port (`--http 127.0.0.1:0`), killed when dropped.
+pub(crate) struct GatewayHttp {
+    child: std::process::Child,
+    pub(crate) url: String,
+}
+
+impl Drop for GatewayHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl GatewayHttp {
+    /// Starts `gateway --http 127.0.0.1:0 ARGS` with these environment variables.
+    pub(crate) fn start(args: &[String], env: &[(&str, &str)]) -> GatewayHttp {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(gateway_bin())
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("gateway --http");
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("the gateway said where it listens")
+                .unwrap();
+            if let Some(url) = line.strip_prefix("gateway: listening on ") {
+                break url.to_owned();
+            }
+        };
+        // Keep draining its logs.
+        std::thread::spawn(move || for _ in lines {});
+        GatewayHttp { child, url }
+    }
+
+    /// An rmcp client (2025-11-25 session) with this bearer token.
+    pub(crate) async fn client(
+        &self,
+        token: &str,
+    ) -> rmcp::service::RunningService<RoleClient, ()> {
+        use rmcp::ServiceExt as _;
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(self.url.clone()).auth_header(token);
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("client handshake with the gateway")
+    }
+}
