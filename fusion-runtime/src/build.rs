@@ -17,9 +17,10 @@ use crate::audit::{AuditEntry, AuditSink};
 use crate::context::{ServerParts, StateMap};
 use crate::envelope::SealedParts;
 use crate::error::BuildError;
-use crate::expose::{check_exposed_name, expose};
+use crate::expose::expose;
 use crate::guard::{ConcurrencyGuard, RateLimit, RateLimiter, SerialGuard, Serialization};
 use crate::key::ToolKey;
+use crate::key::check_exposed_name;
 use crate::middleware::Middleware;
 use crate::observe::Metrics;
 use crate::prompt::{Prompt, PromptSpec};
@@ -78,6 +79,9 @@ pub struct ServerBuilder {
     /// Keys sealing the state of elicitation rounds (random per process by default).
     state_keys: Option<crate::request_state::StateKeys>,
     state_ttl: std::time::Duration,
+    /// Upstream servers to mount, by prefix (SPEC R7).
+    #[cfg(feature = "gateway")]
+    pub(crate) mounts: Vec<(String, crate::gateway::Upstream)>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -117,6 +121,8 @@ impl ServerBuilder {
             rate_limit: None,
             span_level: tracing::Level::DEBUG,
             lock: None,
+            #[cfg(feature = "gateway")]
+            mounts: Vec::new(),
         }
     }
 
@@ -348,6 +354,17 @@ impl ServerBuilder {
         self
     }
 
+    /// Mounts an upstream MCP server: its tools are served as `{prefix}_{tool}`, through this
+    /// server's access policy, toolsets, middleware, spans, metrics and audit (see
+    /// [`gateway`](crate::gateway)). Building the server starts the upstream, so it must be
+    /// built inside a Tokio runtime.
+    #[cfg(feature = "gateway")]
+    #[must_use]
+    pub fn mount(mut self, prefix: impl Into<String>, upstream: crate::gateway::Upstream) -> Self {
+        self.mounts.push((prefix.into(), upstream));
+        self
+    }
+
     /// The egress budget of every tool that does not set its own.
     #[must_use]
     pub fn max_bytes(mut self, max_bytes: usize) -> Self {
@@ -387,7 +404,8 @@ impl ServerBuilder {
     /// Keeps the tools whose toolset is served; a toolset named in the lists that no tool
     /// declares is a mistake (a typo would silently serve everything or nothing).
     fn served_specs(&mut self, problems: &mut Vec<String>) -> Vec<ToolSpec> {
-        let declared: Vec<String> = self
+        #[cfg_attr(not(feature = "gateway"), allow(unused_mut))]
+        let mut declared: Vec<String> = self
             .specs
             .iter()
             .filter_map(|spec| spec.toolset.as_deref().map(str::to_owned))
@@ -402,6 +420,21 @@ impl ServerBuilder {
                     .filter_map(|spec| spec.toolset.as_deref().map(str::to_owned)),
             )
             .collect();
+        // A mounted upstream's tools are one toolset, named after its prefix by default.
+        #[cfg(feature = "gateway")]
+        {
+            declared.extend(self.mounts.iter().map(|(prefix, upstream)| {
+                upstream.toolset.clone().unwrap_or_else(|| prefix.clone())
+            }));
+            let (enabled, disabled) = (&self.enabled_toolsets, &self.disabled_toolsets);
+            self.mounts.retain(|(prefix, upstream)| {
+                let toolset = upstream.toolset.as_deref().unwrap_or(prefix);
+                enabled
+                    .as_ref()
+                    .is_none_or(|enabled| enabled.iter().any(|name| name == toolset))
+                    && !disabled.iter().any(|name| name == toolset)
+            });
+        }
         for named in self
             .enabled_toolsets
             .iter()
@@ -512,6 +545,19 @@ impl ServerBuilder {
             &all_keys,
             &mut problems,
         );
+        // Started last, once nothing else can fail.
+        #[cfg(feature = "gateway")]
+        let gateway = if problems.is_empty() {
+            crate::gateway::Gateway::start(
+                std::mem::take(&mut self.mounts),
+                tools.iter().map(|tool| tool.definition.clone()).collect(),
+                &self.middleware,
+                &self.version,
+                &mut problems,
+            )
+        } else {
+            None
+        };
         if !problems.is_empty() {
             return Err(BuildError::new(problems));
         }
@@ -535,6 +581,8 @@ impl ServerBuilder {
                 metrics: self.metrics,
                 rate_limiter: self.rate_limit.map(RateLimiter::new),
                 span_level: self.span_level,
+                #[cfg(feature = "gateway")]
+                gateway,
                 grouped_views: Default::default(),
                 content,
                 state_keys: self

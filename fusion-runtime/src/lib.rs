@@ -31,6 +31,8 @@ pub mod elicit;
 pub mod envelope;
 pub mod error;
 mod expose;
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod guard;
 pub mod hidden;
 pub mod key;

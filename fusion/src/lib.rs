@@ -145,6 +145,9 @@ pub use fusion_runtime::{
 /// The HTTP request a call came in.
 #[cfg(feature = "http")]
 pub use fusion_runtime::HttpRequest;
+/// Upstream MCP servers mounted beside built-in tools (`ServerBuilder::mount`).
+#[cfg(feature = "gateway")]
+pub use fusion_runtime::gateway;
 /// Bearer authentication of the HTTP transport.
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;

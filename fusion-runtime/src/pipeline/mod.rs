@@ -20,6 +20,8 @@
 //! Unset stages cost nothing: an action without middleware or guards goes from its arguments
 //! straight to its handler, and a span no subscriber wants is never entered.
 
+#[cfg(feature = "gateway")]
+mod proxied;
 pub(crate) mod report;
 mod running;
 
@@ -65,11 +67,16 @@ impl Server {
     ) -> Result<Sealed, UnknownTool> {
         let inner = &*self.inner;
         // 1. Resolve.
-        let tool = inner
-            .by_name
-            .get(name)
-            .map(|&index| &inner.tools[index])
-            .ok_or_else(|| UnknownTool(name.to_owned()))?;
+        let Some(tool) = inner.by_name.get(name).map(|&index| &inner.tools[index]) else {
+            // Not built in: a tool of a mounted upstream, maybe (SPEC R7).
+            #[cfg(feature = "gateway")]
+            if let Some(gateway) = &inner.gateway
+                && let Some(sealed) = self.call_proxied(gateway, name, arguments, context).await
+            {
+                return Ok(sealed);
+            }
+            return Err(UnknownTool(name.to_owned()));
+        };
         let mut args = arguments.unwrap_or_default();
         let action = match resolve(tool, &mut args) {
             Ok(index) => &inner.actions[index],
@@ -200,7 +207,11 @@ impl Server {
 
     /// Whether the access policy lets the caller of `context` call `action`; a denied call is
     /// `FORBIDDEN`, naming the action.
-    fn check_access(&self, action: ActionInfo<'_>, context: &CallContext) -> Result<(), ToolError> {
+    pub(crate) fn check_access(
+        &self,
+        action: ActionInfo<'_>,
+        context: &CallContext,
+    ) -> Result<(), ToolError> {
         if self.allows(action, context)? {
             return Ok(());
         }

@@ -73,6 +73,8 @@ pub mod auth;
 #[cfg(feature = "http")]
 mod connections;
 mod content;
+#[cfg(feature = "gateway")]
+mod gateway;
 #[cfg(feature = "http")]
 mod sessions;
 #[cfg(feature = "stdio")]
@@ -99,7 +101,8 @@ pub struct McpOptions {
     /// Tools per `tools/list` page (default 100).
     pub page_size: usize,
     /// How long a client may reuse a `tools/list` result (`ttlMs`, protocol 2026-07-28).
-    /// The list only changes when the server is rebuilt, so the default is 5 minutes.
+    /// The list only changes when the server is rebuilt, so the default is 5 minutes; with
+    /// mounted upstreams, never longer than their shortest refresh interval.
     pub list_ttl: Duration,
     /// Who may share a cached `tools/list` result (`cacheScope`). `Public` by default: the list
     /// is the same for every caller. Use `Private` when it depends on who asks.
@@ -270,7 +273,19 @@ impl Mcp {
                 page
             })
             .collect();
-        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        // Mounted catalogs change while the server runs (SPEC R7): clients are told.
+        #[cfg(feature = "gateway")]
+        let lists_change = self.server.gateway().is_some();
+        #[cfg(not(feature = "gateway"))]
+        let lists_change = false;
+        let mut capabilities = if lists_change {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
         let server = &self.server;
         if server.has_resources() {
             capabilities.resources = Some(ResourcesCapability::default());
@@ -542,6 +557,11 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let cursor = request.and_then(|request| request.cursor);
+        // Built-in and proxied tools, from the gateway's current catalog (SPEC R7).
+        #[cfg(feature = "gateway")]
+        if self.shared.server.gateway().is_some() {
+            return self.list_with_gateway(cursor, context);
+        }
         if self.shared.server.has_access_policy() {
             return self.list_visible(cursor, context);
         }
@@ -695,11 +715,41 @@ impl ServerHandler for McpHandler {
             .await
     }
 
+    /// A session or stdio client is told when a mounted catalog changes.
+    #[cfg(feature = "gateway")]
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if let Some(gateway) = self.shared.server.gateway() {
+            gateway.register_client(context.peer);
+        }
+    }
+
+    /// A 2026-07-28 client may listen for changes of the tool list (servers with mounts).
+    #[cfg(feature = "gateway")]
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        self.shared.server.gateway().map(|_| {
+            rmcp::model::SubscriptionFilter::builder()
+                .tools_list_changed()
+                .build()
+        })
+    }
+
+    #[cfg(feature = "gateway")]
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.listen_for_changes(context).await
+    }
+
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
-        self.shared
+        let builtin = self
+            .shared
             .server
             .tool(name)
-            .map(|tool| tool.definition().clone())
+            .map(|tool| tool.definition().clone());
+        #[cfg(feature = "gateway")]
+        let builtin = builtin.or_else(|| self.shared.server.proxied_tool(name));
+        builtin
     }
 
     async fn call_tool(
