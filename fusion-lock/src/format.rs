@@ -22,6 +22,65 @@ pub struct Surface {
     pub server: ServerEntry,
     /// Every action the server serves, by canonical key (`billing.get_invoice`).
     pub actions: BTreeMap<String, ActionEntry>,
+    /// Every resource, by canonical key (`billing.invoice`); left out when there is none, so
+    /// that the lockfile of a server without resources is what it was.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources: BTreeMap<String, ResourceEntry>,
+    /// Every prompt, by canonical key; left out when there is none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub prompts: BTreeMap<String, PromptEntry>,
+}
+
+/// A resource, as a client meets it (SPEC P1, S2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceEntry {
+    /// The fixed URI or the URI template.
+    pub uri: String,
+    /// The title, if any.
+    pub title: Option<String>,
+    /// The description.
+    pub description: String,
+    /// The MIME type of the contents.
+    pub mime_type: String,
+    /// How long a read stays true.
+    pub cache: Option<Cache>,
+    /// The toolset, if any.
+    pub toolset: Option<String>,
+    /// The template's variables, as arguments.
+    pub input_schema: Value,
+    /// The schema of the contents' data.
+    pub output_schema: Value,
+    /// What of the contents the agent perceives.
+    pub egress: Egress,
+}
+
+/// A prompt, as a client meets it (SPEC P6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptEntry {
+    /// The name clients ask for.
+    pub name: String,
+    /// The title, if any.
+    pub title: Option<String>,
+    /// The description.
+    pub description: String,
+    /// The toolset, if any.
+    pub toolset: Option<String>,
+    /// The arguments, by name.
+    pub arguments: BTreeMap<String, PromptArgumentEntry>,
+    /// The presenters whose data the prompt carries, with the presenters nested in them.
+    pub presenters: BTreeMap<String, PresenterEntry>,
+}
+
+/// A prompt's argument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptArgumentEntry {
+    /// Whether it must be given.
+    pub required: bool,
+    /// Its description.
+    pub description: Option<String>,
 }
 
 /// Server-level facts.
@@ -325,6 +384,12 @@ impl Surface {
                 list.dedup();
             }
         }
+        for resource in surface.resources.values_mut() {
+            for list in [&mut resource.egress.suggests, &mut resource.egress.ui_kinds] {
+                list.sort_unstable();
+                list.dedup();
+            }
+        }
         surface
     }
 
@@ -389,6 +454,10 @@ struct File {
     format: u32,
     server: ServerEntry,
     actions: BTreeMap<String, ActionEntry>,
+    #[serde(default)]
+    resources: BTreeMap<String, ResourceEntry>,
+    #[serde(default)]
+    prompts: BTreeMap<String, PromptEntry>,
     digests: Digests,
 }
 
@@ -465,6 +534,8 @@ impl Lockfile {
             surface: Surface {
                 server: file.server,
                 actions: file.actions,
+                resources: file.resources,
+                prompts: file.prompts,
             },
             digests: file.digests,
         })

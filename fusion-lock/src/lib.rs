@@ -38,7 +38,8 @@ pub use diff::{Change, Diff, SERVER, diff};
 pub use format::{
     Access, ActionEntry, Annotations, Audit, Cache, Concurrency, DigestMismatch, Digests, Egress,
     Exposition, Exposure, FORMAT, Guards, Lockfile, LockfileError, PresentedField, PresenterEntry,
-    RateLimit, Serialization, ServerEntry, StateSync, Surface, Verb,
+    PromptArgumentEntry, PromptEntry, RateLimit, ResourceEntry, Serialization, ServerEntry,
+    StateSync, Surface, Verb,
 };
 pub use rules::{Class, Rule};
 
@@ -91,6 +92,8 @@ pub fn __example_lockfile() -> String {
             rate_limit: None,
         },
         actions: BTreeMap::from([("billing.void_invoice".into(), action)]),
+        resources: BTreeMap::new(),
+        prompts: BTreeMap::new(),
     }
     .to_lockfile()
 }

@@ -123,6 +123,14 @@ rules! {
     OutputTypeChanged = "output-type-changed", Breaking, "an output field's type changed (other than only narrowed)";
     /// An output field may be absent.
     OutputFieldOptional = "output-field-optional", Breaking, "an output field is no longer always present";
+    /// A resource is gone or is read at another URI.
+    ResourceRemoved = "resource-removed", Breaking, "a resource removed, or its URI or URI template changed";
+    /// A resource's contents come as another MIME type.
+    ResourceMimeChanged = "resource-mime-changed", Breaking, "a resource's MIME type changed";
+    /// A prompt is gone or is asked for under another name.
+    PromptRemoved = "prompt-removed", Breaking, "a prompt removed or renamed";
+    /// A prompt's argument must now be given, or is gone.
+    PromptArgumentBroken = "prompt-argument-broken", Breaking, "a prompt argument added as required, made required, or removed";
 
     /// A presenter lets one more field out.
     PresenterFieldAdded = "presenter-field-added", Risky, "egress widened: a field added to a presenter";
@@ -160,11 +168,19 @@ rules! {
     SuggestionAdded = "suggestion-added", Risky, "a presenter or an error may point the agent to another tool";
     /// The server has another name.
     ServerRenamed = "server-renamed", Risky, "the server renamed (clients may key their configuration by it)";
+    /// A new resource: more data can be read.
+    ResourceAdded = "resource-added", Risky, "a new resource (more data can be read)";
+    /// A new prompt.
+    PromptAdded = "prompt-added", Risky, "a new prompt (it may carry presented data)";
+    /// What a resource's read or a prompt shows changed.
+    ContentEgressChanged = "content-egress-changed", Risky, "what a resource or prompt shows changed (its data schema, its presenters' fields, labels or rules)";
     /// Another schema keyword changed.
     SchemaKeywordChanged = "schema-keyword-changed", Risky, "any other change of a schema (a `default`, an output constraint, …)";
 
     /// A new action.
     ActionAdded = "action-added", Safe, "a new tool or action";
+    /// A prompt's argument may be left out, or a new one may.
+    PromptArgumentRelaxed = "prompt-argument-relaxed", Safe, "a prompt argument added as optional, or made optional";
     /// A new argument that may be left out.
     OptionalArgumentAdded = "optional-argument-added", Safe, "a new optional argument";
     /// A required argument may be left out.

@@ -162,6 +162,33 @@ fn item_view(surface: &mut Surface) -> &mut fusion_lock::PresenterEntry {
         .expect("the base presenter")
 }
 
+fn resource() -> fusion_lock::ResourceEntry {
+    serde_json::from_value(json!({
+        "uri": "shop://items/{id}", "title": null, "description": "One item.",
+        "mime_type": "application/json", "cache": "volatile", "toolset": null,
+        "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+        "output_schema": {"type": "object"},
+        "egress": {"presenter": "ItemView", "presenters": {}, "limit": null, "suggests": [], "ui_kinds": []}
+    }))
+    .expect("a valid resource entry")
+}
+
+fn prompt() -> fusion_lock::PromptEntry {
+    serde_json::from_value(json!({
+        "name": "shop_review", "title": null, "description": "Review an item.", "toolset": null,
+        "arguments": {"id": {"required": true, "description": "The item"}},
+        "presenters": {}
+    }))
+    .expect("a valid prompt entry")
+}
+
+fn with_content(old: &mut Surface, new: &mut Surface) {
+    for surface in [old, new] {
+        surface.resources.insert("shop.item".into(), resource());
+        surface.prompts.insert("shop.review".into(), prompt());
+    }
+}
+
 const CASES: &[Case] = &[
     // Breaking
     Case {
@@ -784,6 +811,83 @@ const CASES: &[Case] = &[
                 .unwrap();
             schema["$defs"]["ItemKind"] = kind;
             schema["properties"]["kind"]["$ref"] = json!("#/$defs/ItemKind");
+        },
+    },
+    // Resources and prompts
+    Case {
+        what: "a resource removed",
+        expected: &[Rule::ResourceRemoved],
+        edit: |old, _| {
+            old.resources.insert("shop.item".into(), resource());
+        },
+    },
+    Case {
+        what: "a resource's MIME type changed",
+        expected: &[Rule::ResourceMimeChanged],
+        edit: |old, new| {
+            with_content(old, new);
+            new.resources.get_mut("shop.item").unwrap().mime_type = "text/plain".into();
+        },
+    },
+    Case {
+        what: "a prompt removed",
+        expected: &[Rule::PromptRemoved],
+        edit: |old, _| {
+            old.prompts.insert("shop.review".into(), prompt());
+        },
+    },
+    Case {
+        what: "a required prompt argument added",
+        expected: &[Rule::PromptArgumentBroken],
+        edit: |old, new| {
+            with_content(old, new);
+            let argument = fusion_lock::PromptArgumentEntry {
+                required: true,
+                description: None,
+            };
+            new.prompts
+                .get_mut("shop.review")
+                .unwrap()
+                .arguments
+                .insert("why".into(), argument);
+        },
+    },
+    Case {
+        what: "a new resource",
+        expected: &[Rule::ResourceAdded],
+        edit: |_, new| {
+            new.resources.insert("shop.item".into(), resource());
+        },
+    },
+    Case {
+        what: "a new prompt",
+        expected: &[Rule::PromptAdded],
+        edit: |_, new| {
+            new.prompts.insert("shop.review".into(), prompt());
+        },
+    },
+    Case {
+        what: "what a resource shows changed",
+        expected: &[Rule::ContentEgressChanged],
+        edit: |old, new| {
+            with_content(old, new);
+            new.resources.get_mut("shop.item").unwrap().egress.limit = Some(5);
+        },
+    },
+    Case {
+        what: "an optional prompt argument added",
+        expected: &[Rule::PromptArgumentRelaxed],
+        edit: |old, new| {
+            with_content(old, new);
+            let argument = fusion_lock::PromptArgumentEntry {
+                required: false,
+                description: None,
+            };
+            new.prompts
+                .get_mut("shop.review")
+                .unwrap()
+                .arguments
+                .insert("why".into(), argument);
         },
     },
 ];

@@ -204,3 +204,55 @@ pub(crate) fn model(errors: Option<Error>, item: syn::ItemStruct) -> TokenStream
     let descriptor = crate::model::descriptor(&item, quote!(#name !));
     quote!(#errors #item #descriptor)
 }
+
+/// `#[resource]` or `#[prompt]` on something that is not a function.
+pub(crate) fn not_a_function_for(noun: &str, item: TokenStream) -> TokenStream {
+    let error = syn::Error::new(
+        Span::call_site(),
+        format!("`#[{noun}]` goes on an `async fn`"),
+    )
+    .to_compile_error();
+    quote!(#error #item)
+}
+
+/// A `#[resource]` or `#[prompt]` with mistakes: the function, and its type with a stub impl, so
+/// that `ServerBuilder::resource::<f>()` elsewhere reports nothing of its own.
+pub(crate) fn surface(
+    kind: crate::surface::Kind,
+    errors: Option<Error>,
+    function: &ItemFn,
+    krate: &Krate,
+) -> TokenStream {
+    let errors = errors.map(Error::write_errors);
+    let private = krate.private();
+    let ident = &function.sig.ident;
+    let vis = &function.vis;
+    let stub = match kind {
+        crate::surface::Kind::Resource => quote! {
+            impl #private::Resource for #ident {
+                fn spec() -> #private::ResourceSpec {
+                    ::core::unimplemented!()
+                }
+            }
+        },
+        crate::surface::Kind::Prompt => quote! {
+            impl #private::Prompt for #ident {
+                fn spec() -> #private::PromptSpec {
+                    ::core::unimplemented!()
+                }
+            }
+        },
+    };
+    let item_type = function.sig.receiver().is_none().then(|| {
+        quote! {
+            #[allow(non_camel_case_types)]
+            #vis struct #ident {}
+
+            #[automatically_derived]
+            #[allow(unused_qualifications)]
+            #stub
+        }
+    });
+    let function = crate::tool::without_param_docs(function.clone());
+    quote!(#errors #function #item_type)
+}

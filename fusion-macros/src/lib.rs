@@ -8,6 +8,7 @@ mod fallback;
 mod model;
 mod paths;
 mod presenter;
+mod surface;
 mod tool;
 mod tool_error;
 
@@ -46,6 +47,24 @@ pub fn __presenter_for_model(input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     debug("tool", tool::expand(args.into(), item.into()))
+}
+
+/// See `fusion::resource`.
+#[proc_macro_attribute]
+pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
+    debug(
+        "resource",
+        surface::expand(surface::Kind::Resource, args.into(), item.into()),
+    )
+}
+
+/// See `fusion::prompt`.
+#[proc_macro_attribute]
+pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
+    debug(
+        "prompt",
+        surface::expand(surface::Kind::Prompt, args.into(), item.into()),
+    )
 }
 
 /// See `fusion::ToolError`.

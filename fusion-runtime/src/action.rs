@@ -38,6 +38,19 @@ impl Verb {
     }
 }
 
+/// What a request runs: a tool's action, a resource read or a prompt. Middleware sees it
+/// through [`ActionInfo::surface`]; a resource read and a prompt are [`Verb::Query`] actions
+/// keyed by the resource's or prompt's canonical key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Surface {
+    /// `tools/call`.
+    Tool,
+    /// `resources/read`.
+    Resource,
+    /// `prompts/get`.
+    Prompt,
+}
+
 /// How long a query's result stays true (SPEC S1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -156,6 +169,53 @@ pub struct ActionFacts {
     pub(crate) exposure: Exposure,
     /// Returns a page and takes a string `cursor` argument: a page's next cursor is given.
     pub(crate) takes_cursor: bool,
+    pub(crate) surface: Surface,
+}
+
+impl ActionFacts {
+    /// What middleware and reports see of a resource or a prompt: a read (`Query`) under its
+    /// key, with the server's default timeout.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn for_content(
+        surface: Surface,
+        key: ToolKey,
+        name: &str,
+        description: &str,
+        title: Option<&str>,
+        toolset: Option<&str>,
+        input_schema: Arc<JsonObject>,
+        presenter: Option<PresenterInfo>,
+        timeout: Option<std::time::Duration>,
+        version: &str,
+    ) -> ActionFacts {
+        let mut annotations = ToolAnnotations::new();
+        annotations.read_only_hint = Some(true);
+        ActionFacts {
+            key,
+            verb: Verb::Query,
+            description: description.to_owned(),
+            title: title.map(str::to_owned),
+            tags: Vec::new(),
+            invalidates: Vec::new(),
+            cache: None,
+            annotations,
+            version: version.to_owned(),
+            input_schema,
+            output_schema: Arc::new(JsonObject::new()),
+            data_schema: Value::Null,
+            presenter,
+            error_actions: &[],
+            concurrency: None,
+            serialization: Serialization::Off,
+            max_bytes: None,
+            timeout,
+            rate_limit: None,
+            toolset: toolset.map(str::to_owned),
+            exposure: Exposure::Tool(Arc::from(name)),
+            takes_cursor: false,
+            surface,
+        }
+    }
 }
 
 /// An action, read back: everything it declares and everything computed from it.
@@ -266,6 +326,13 @@ impl<'s> ActionInfo<'s> {
     /// The toolset the action belongs to, if any.
     pub fn toolset(&self) -> Option<&'s str> {
         self.0.toolset.as_deref()
+    }
+
+    /// Whether this is a tool's action, a resource read or a prompt. For a resource or a
+    /// prompt, [`key`](Self::key) is its canonical key, [`verb`](Self::verb) is
+    /// [`Verb::Query`] and [`exposed_tool`](Self::exposed_tool) its listed name.
+    pub fn surface(&self) -> Surface {
+        self.0.surface
     }
 }
 

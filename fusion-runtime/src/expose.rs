@@ -71,18 +71,6 @@ pub(crate) fn expose(
         .collect()
 }
 
-/// MCP tool names: 1–128 characters of `A-Z a-z 0-9 _ - .`.
-pub(crate) fn check_exposed_name(name: &str, problems: &mut Vec<String>) {
-    let valid_chars = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if name.is_empty() || name.len() > 128 || !valid_chars {
-        problems.push(format!(
-            "`{name}` is not a valid MCP tool name (1 to 128 of A-Z, a-z, 0-9, `_`, `-`, `.`)"
-        ));
-    }
-}
-
 fn single_definition(action: &ActionFacts, name: &str, names: &Names) -> ToolDefinition {
     let mut definition = ToolDefinition::new(
         name.to_owned(),

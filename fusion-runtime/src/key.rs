@@ -122,6 +122,18 @@ impl fmt::Debug for Glob {
     }
 }
 
+/// MCP tool names: 1–128 characters of `A-Z a-z 0-9 _ - .`.
+pub(crate) fn check_exposed_name(name: &str, problems: &mut Vec<String>) {
+    let valid_chars = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if name.is_empty() || name.len() > 128 || !valid_chars {
+        problems.push(format!(
+            "`{name}` is not a valid MCP tool name (1 to 128 of A-Z, a-z, 0-9, `_`, `-`, `.`)"
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

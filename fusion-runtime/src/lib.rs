@@ -6,13 +6,14 @@
 //! generate calls into this crate.
 //!
 //! The modules follow a call:
-//! - what authors declare: [`model`], [`present`], [`spec`] (tools), [`args`] (their
-//!   parameters), [`middleware`], [`router`], [`access`], [`guard`];
+//! - what authors declare: [`model`], [`present`], [`spec`] (tools), [`resource`],
+//!   [`prompt`] and [`complete`] (completions), [`args`] (their parameters), [`middleware`], [`router`], [`access`], [`guard`];
 //! - what a built server is: [`build`] checks and compiles everything once into a
 //!   [`server::Server`], whose actions [`action`] describes, exposed flat or grouped;
 //! - the request path, in order: [`pipeline`] (resolve, access, arguments, middleware,
 //!   guards, handler, present), [`envelope`] (seal), [`observe`] and [`audit`] (report);
 //!   a handler runs its synchronous work off the async workers with [`blocking()`];
+//!   [`content`] is the shorter path of resource reads, prompts and completions;
 //! - on top: the transports in [`serve`] and the in-memory [`testing`] tester;
 //! - around it: the capability lockfile, [`lock`], that makes the surface a reviewed artifact.
 
@@ -22,10 +23,16 @@ pub mod args;
 pub mod audit;
 mod blocking;
 pub mod build;
+mod catalog;
+pub mod complete;
+pub mod content;
 pub mod context;
+pub mod elicit;
 pub mod envelope;
 pub mod error;
 mod expose;
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod guard;
 pub mod hidden;
 pub mod key;
@@ -36,6 +43,9 @@ pub mod observe;
 pub mod pipeline;
 pub mod present;
 pub mod principal;
+pub mod prompt;
+pub mod request_state;
+pub mod resource;
 pub mod router;
 mod schema;
 pub mod serve;
@@ -47,7 +57,7 @@ pub mod wire;
 pub mod xml;
 
 pub use access::AccessPolicy;
-pub use action::{ActionInfo, CacheHint, Exposition, Exposure, Verb};
+pub use action::{ActionInfo, CacheHint, Exposition, Exposure, Surface, Verb};
 pub use args::Params;
 pub use audit::{AuditEntry, AuditRecord, AuditSink};
 pub use blocking::blocking;
@@ -67,6 +77,8 @@ pub use present::{
     PresenterInfo, PresenterOf, Suggestion, ToolOutput, Truncation, UiBlock,
 };
 pub use principal::Principal;
+pub use prompt::{Prompt, PromptInfo, PromptMessages, PromptOutput, PromptSpec};
+pub use resource::{Resource, ResourceInfo, ResourceOutput, ResourceSpec};
 pub use router::Router;
 pub use server::{Server, ToolInfo, UnknownTool};
 pub use spec::{Tool, ToolSpec};

@@ -17,8 +17,8 @@ pub use fusion_lock::Diff;
 pub use fusion_lock::{
     Access, ActionEntry, Annotations, Audit, Cache, Change, Class, Concurrency, DigestMismatch,
     Digests, Egress, Exposition, Exposure, FORMAT, Guards, Lockfile, LockfileError, PresentedField,
-    PresenterEntry, RateLimit, Rule, SERVER, Serialization, ServerEntry, StateSync, Surface, Verb,
-    diff,
+    PresenterEntry, PromptArgumentEntry, PromptEntry, RateLimit, ResourceEntry, Rule, SERVER,
+    Serialization, ServerEntry, StateSync, Surface, Verb, diff,
 };
 
 use crate::action::ActionFacts;
@@ -64,6 +64,62 @@ pub fn surface(server: &Server) -> Surface {
                 )
             })
             .collect(),
+        resources: server
+            .resources()
+            .map(|resource| (resource.key().as_str().to_owned(), resource_entry(resource)))
+            .collect(),
+        prompts: server
+            .prompts()
+            .map(|prompt| (prompt.key().as_str().to_owned(), prompt_entry(prompt)))
+            .collect(),
+    }
+}
+
+fn cache(hint: crate::CacheHint) -> Cache {
+    match hint {
+        crate::CacheHint::Immutable => Cache::Immutable,
+        crate::CacheHint::Volatile => Cache::Volatile,
+    }
+}
+
+fn resource_entry(resource: crate::ResourceInfo<'_>) -> ResourceEntry {
+    ResourceEntry {
+        uri: resource.uri().to_owned(),
+        title: resource.title().map(str::to_owned),
+        description: resource.description().to_owned(),
+        mime_type: resource.mime_type().to_owned(),
+        cache: resource.cache().map(cache),
+        toolset: resource.toolset().map(str::to_owned),
+        input_schema: Value::Object(resource.input_schema().clone()),
+        output_schema: resource.data_schema().clone(),
+        egress: resource.presenter().map(egress).unwrap_or_default(),
+    }
+}
+
+fn prompt_entry(prompt: crate::PromptInfo<'_>) -> PromptEntry {
+    let mut presenters = Presenters::default();
+    for presenter in prompt.presenters() {
+        presenters.collect(presenter.clone());
+    }
+    PromptEntry {
+        name: prompt.name().to_owned(),
+        title: prompt.title().map(str::to_owned),
+        description: prompt.description().to_owned(),
+        toolset: prompt.toolset().map(str::to_owned),
+        arguments: prompt
+            .arguments()
+            .iter()
+            .map(|argument| {
+                (
+                    argument.name.clone(),
+                    PromptArgumentEntry {
+                        required: argument.required.unwrap_or(false),
+                        description: argument.description.clone(),
+                    },
+                )
+            })
+            .collect(),
+        presenters: presenters.entries,
     }
 }
 

@@ -8,6 +8,11 @@
 //! and validated (an invalid call never reaches it). Server middleware runs first, then the
 //! router's, then the action's own, in the order each was added; then the guards, then the
 //! handler. A middleware that rejects stops the chain: nothing after it runs.
+//!
+//! **Resources and prompts.** The server's middleware (not a router's) also runs before every
+//! `resources/read` and `prompts/get`, after the access check and the arguments, with an
+//! [`ActionInfo`] whose [`surface`](ActionInfo::surface) says which, whose verb is
+//! [`Verb::Query`] and whose key is the resource's or prompt's.
 
 use std::any::TypeId;
 use std::future::Future;

@@ -41,8 +41,16 @@ pub(crate) struct ServerInner {
     /// The rate limit of each caller across the server.
     pub(crate) rate_limiter: Option<RateLimiter>,
     pub(crate) span_level: tracing::Level,
+    /// Mounted upstream servers (SPEC R7).
+    #[cfg(feature = "gateway")]
+    pub(crate) gateway: Option<Arc<crate::gateway::Gateway>>,
     /// Grouped definitions per set of visible actions (access policy only).
     pub(crate) grouped_views: GroupedViews,
+    /// Resources and prompts.
+    pub(crate) content: crate::catalog::Content,
+    /// Keys sealing the state of elicitation rounds, and how long a state lives.
+    pub(crate) state_keys: crate::request_state::StateKeys,
+    pub(crate) state_ttl: std::time::Duration,
     /// Calls that measured anything (a clock read, an audit digest): a probe for tests of the
     /// path that measures nothing when nobody listens.
     #[cfg(feature = "bench-hooks")]
@@ -90,6 +98,8 @@ impl GroupedViews {
 pub(crate) struct Audit {
     pub(crate) sink: Arc<dyn AuditSink>,
     pub(crate) required: bool,
+    /// Successful reads (query tools, resource reads, prompts) are recorded too.
+    pub(crate) reads: bool,
 }
 
 /// One MCP tool: a single action, or the actions of a namespace (grouped exposition).
@@ -307,6 +317,76 @@ impl<'s> ToolInfo<'s> {
                 .iter()
                 .map(|&index| self.server.actions[index].info())
                 .collect(),
+        }
+    }
+}
+
+/// Mounted upstreams (SPEC R7): what a server with [`ServerBuilder::mount`] can say of them.
+///
+/// [`ServerBuilder::mount`]: crate::ServerBuilder::mount
+#[cfg(feature = "gateway")]
+impl Server {
+    pub(crate) fn gateway(&self) -> Option<&Arc<crate::gateway::Gateway>> {
+        self.inner.gateway.as_ref()
+    }
+
+    /// Waits until every mounted upstream has tried its first start (and, when it started,
+    /// fetched its catalog): from then on `tools/list` shows what the upstreams offer. Returns
+    /// at once without mounts.
+    pub async fn upstreams_ready(&self) {
+        if let Some(gateway) = self.gateway() {
+            gateway.ready().await;
+        }
+    }
+
+    /// What each mounted upstream is doing, in mount order.
+    pub fn upstreams(&self) -> Vec<crate::gateway::UpstreamStatus> {
+        self.gateway()
+            .map_or_else(Vec::new, |gateway| gateway.statuses())
+    }
+
+    /// The definitions of the proxied tools, as `tools/list` shows them (without an access
+    /// policy).
+    pub fn proxied_tools(&self) -> Vec<ToolDefinition> {
+        self.gateway().map_or_else(Vec::new, |gateway| {
+            gateway
+                .catalog()
+                .proxied()
+                .iter()
+                .map(|tool| tool.definition.clone())
+                .collect()
+        })
+    }
+
+    /// The definition of the proxied tool `name`, if an upstream offers it now.
+    pub fn proxied_tool(&self, name: &str) -> Option<ToolDefinition> {
+        let gateway = self.gateway()?;
+        let catalog = gateway.catalog();
+        catalog.get(name).map(|tool| tool.definition.clone())
+    }
+
+    /// The definitions the caller of `context` may see, built-in and proxied (what
+    /// `tools/list` serves).
+    pub fn listed_tools(&self, context: &CallContext) -> Vec<ToolDefinition> {
+        let mut tools = self.visible_tools(context);
+        if let Some(gateway) = self.gateway() {
+            let catalog = gateway.catalog();
+            tools.extend(
+                catalog
+                    .proxied()
+                    .iter()
+                    .filter(|tool| self.may_call(tool.info(), context))
+                    .map(|tool| tool.definition.clone()),
+            );
+        }
+        tools
+    }
+
+    /// Stops every mounted upstream (children get their stdin closed, then are killed if they
+    /// linger) and waits for them. Calls to proxied tools then fail `UPSTREAM_UNAVAILABLE`.
+    pub async fn shutdown_upstreams(&self) {
+        if let Some(gateway) = self.gateway() {
+            gateway.stop().await;
         }
     }
 }

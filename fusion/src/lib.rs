@@ -81,6 +81,8 @@ pub mod production {}
 
 #[doc = include_str!("docs/replicas.md")]
 pub mod replicas {}
+#[doc = include_str!("docs/resources-prompts.md")]
+pub mod resources_prompts {}
 
 pub mod lock {
     // Inside the module, so that the guide's links resolve to its items.
@@ -98,6 +100,13 @@ pub use fusion_macros::ToolError;
 pub use fusion_macros::model;
 #[doc = include_str!("docs/presenter.md")]
 pub use fusion_macros::presenter;
+/// Declares a prompt: an `async fn` whose typed parameters are the prompt's arguments and
+/// whose result is its messages. See the [resources and prompts guide](crate::resources_prompts).
+pub use fusion_macros::prompt;
+/// Declares a resource: an `async fn` read by URI (fixed, or a template whose variables are its
+/// arguments), whose result goes through a presenter. See the
+/// [resources and prompts guide](crate::resources_prompts).
+pub use fusion_macros::resource;
 #[doc = include_str!("docs/tool.md")]
 pub use fusion_macros::tool;
 
@@ -105,6 +114,8 @@ pub use fusion_macros::tool;
 
 /// Synchronous work (a store, a file) off the async workers.
 pub use fusion_runtime::blocking;
+/// Asking the user during a call, in both protocol eras (SPEC P6).
+pub use fusion_runtime::elicit::{Answer, Elicit};
 /// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
 pub use fusion_runtime::{
     AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
@@ -113,7 +124,8 @@ pub use fusion_runtime::{
 };
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{
-    ActionInfo, Exposition, Exposure, Glob, Server, ServerBuilder, ToolInfo, ToolKey, UnknownTool,
+    ActionInfo, Exposition, Exposure, Glob, Server, ServerBuilder, Surface, ToolInfo, ToolKey,
+    UnknownTool,
 };
 /// Models, hidden values and input profiles (SPEC M1–M4).
 pub use fusion_runtime::{
@@ -126,10 +138,18 @@ pub use fusion_runtime::{
     Nested, NestedPresenter, Page, Plain, Presentation, Presented, PresentedValue, Presenter,
     PresenterInfo, PresenterOf, Suggestion, ToolOutput, Truncation, UiBlock,
 };
+/// Resources, prompts and completions (SPEC P6).
+pub use fusion_runtime::{
+    Prompt, PromptInfo, PromptMessages, PromptOutput, PromptSpec, Resource, ResourceInfo,
+    ResourceOutput, ResourceSpec, complete,
+};
 
 /// The HTTP request a call came in.
 #[cfg(feature = "http")]
 pub use fusion_runtime::HttpRequest;
+/// Upstream MCP servers mounted beside built-in tools (`ServerBuilder::mount`).
+#[cfg(feature = "gateway")]
+pub use fusion_runtime::gateway;
 /// Bearer authentication of the HTTP transport.
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;
@@ -140,7 +160,9 @@ pub use fusion_runtime::upstream::FromUpstream;
 /// The upstream HTTP proxy tools call (feature `http-client`).
 #[cfg(feature = "http-client")]
 pub use fusion_runtime::upstream::HttpUpstream;
-pub use fusion_runtime::{audit, envelope, middleware, observe, serve, testing};
+pub use fusion_runtime::{
+    audit, content, elicit, envelope, middleware, observe, request_state, serve, testing,
+};
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can
 /// name them through `fusion` instead of depending on them itself.
@@ -174,6 +196,7 @@ pub mod __private {
     pub use fusion_runtime::present::{
         PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,
     };
+    pub use fusion_runtime::resource::not_a_variable;
     pub use fusion_runtime::upstream::Upstream;
     pub use fusion_runtime::upstream::kinds as upstream_kinds;
     pub use fusion_runtime::upstream::object as upstream_object;
@@ -187,8 +210,8 @@ pub mod __private {
     pub use fusion_runtime::{
         ArgumentGroup, CacheHint, CallContext, Concurrency, ErrorCatalog, FieldInfo, Fillable,
         Model, ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter,
-        PresenterInfo, RateLimit, Serialization, Suggestion, Tool, ToolError, ToolSpec, UiBlock,
-        Verb,
+        PresenterInfo, Prompt, PromptSpec, RateLimit, Resource, ResourceSpec, Serialization,
+        Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
     };
 
     /// A tool handler's return value taken apart. Implemented for `Result` only, and used by

@@ -63,7 +63,7 @@ fn a_suggestion_or_error_action_naming_a_missing_tool_and_a_glob_matching_nothin
         == "tool `billing.get_invoice`: an error's available actions names `billing.list_invoices`, which is not a tool of this server"), "{problems:#?}");
     assert!(
         problems.iter().any(|problem| problem
-            == "tool `crm.stale` invalidates `inventory.*`, which matches no tool of this server"),
+            == "tool `crm.stale` invalidates `inventory.*`, which matches no tool, resource or prompt of this server"),
         "{problems:#?}"
     );
     assert_eq!(problems.len(), 3, "{problems:#?}");

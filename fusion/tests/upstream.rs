@@ -566,14 +566,24 @@ impl std::io::Write for Logs {
 
 #[tokio::test(flavor = "current_thread")]
 async fn what_the_agent_is_not_shown_is_logged_under_the_error_id() {
+    // One global subscriber for the whole binary: a scoped one (`set_default`) races with the
+    // other tests' threads over tracing's cached callsite interest and lost every line in about
+    // half of the runs of this file. Lines are told apart by their errorId.
+    static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+    let logs = LOGS
+        .get_or_init(|| {
+            let logs = Logs::default();
+            let writer = logs.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(move || writer.clone())
+                .with_ansi(false)
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("the only global subscriber");
+            logs
+        })
+        .clone();
     let (tester, _seen) = tester().await;
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
     for (id, logged) in [
         // An answer that does not fit the model: what did not fit.
         ("malformed", "does not fit at `id`"),

@@ -14,8 +14,9 @@ use std::sync::Arc;
 
 use fusion::audit::{AuditEntry, AuditRecord};
 use fusion::{
-    ActionInfo, CallContext, Create, Filter, Page, Presented, Principal, Provided, Router, Server,
-    ServerBuilder, State, Suggestion, ToolError, UiBlock, Update, Verb, blocking, presenter, tool,
+    AccessPolicy, ActionInfo, CallContext, Create, Elicit, Filter, Page, Presented, Principal,
+    PromptInfo, PromptMessages, Provided, ResourceInfo, Router, Server, ServerBuilder, State,
+    Suggestion, ToolError, UiBlock, Update, Verb, blocking, presenter, prompt, resource, tool,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -174,6 +175,23 @@ pub fn access(call: &CallContext, action: ActionInfo<'_>) -> bool {
         || call
             .principal()
             .is_some_and(|principal| principal.has_scope(WRITE_SCOPE))
+}
+
+/// The billing policy: [`access`] for tools; the invoice resource and the prompts for every
+/// caller bound to a tenant (they only read, and only that tenant's invoices).
+#[derive(Debug, Clone, Copy)]
+pub struct BillingAccess;
+
+impl AccessPolicy for BillingAccess {
+    fn allows(&self, call: &CallContext, action: ActionInfo<'_>) -> bool {
+        access(call, action)
+    }
+    fn allows_resource(&self, call: &CallContext, _: ResourceInfo<'_>) -> bool {
+        tenant_of(call).is_ok()
+    }
+    fn allows_prompt(&self, call: &CallContext, _: PromptInfo<'_>) -> bool {
+        tenant_of(call).is_ok()
+    }
 }
 
 /// The principal of a trusted local session (stdio: the user who started the process), or of
@@ -372,6 +390,11 @@ pub enum BillingError {
     /// An error of the framework (the blocking pool's), passed through.
     #[tool_error(transparent, from)]
     Tool(ToolError),
+    /// The user did not confirm voiding a large invoice.
+    #[tool_error(code = "VoidNotConfirmed", message = "The user did not confirm voiding invoice {0}; it stays as it was.",
+                 recovery = "Do not void it again unless the user asks you to.",
+                 actions = ["billing.get_invoice"])]
+    VoidNotConfirmed(Echoed),
 }
 
 /// A transient store error (locked, busy, full) is `StoreUnavailable`, retryable; any other is
@@ -430,6 +453,34 @@ pub async fn get_invoice(
     found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
 }
 
+/// One invoice of the caller's tenant, as `billing.get_invoice` shows it.
+#[resource(uri = "billing://invoices/{id}", name = "billing.invoice", returns = InvoiceView,
+           cache = volatile, title = "Invoice")]
+pub async fn invoice(
+    store: State<Invoices>,
+    tenant: Tenant,
+    id: String,
+) -> Result<Invoice, BillingError> {
+    let found = store.get(&tenant.0, &id).await?;
+    found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
+}
+
+/// Drafts a payment reminder for one invoice, from what the agent may see of it.
+#[prompt(name = "billing.reminder_draft", title = "Draft a payment reminder", uses = InvoiceView)]
+pub async fn reminder_draft(
+    store: State<Invoices>,
+    tenant: Tenant,
+    /// The invoice id, such as INV-7.
+    id: String,
+) -> Result<PromptMessages, BillingError> {
+    let invoice = invoice(store, tenant, id).await?;
+    Ok(PromptMessages::new()
+        .presented::<InvoiceView, _>(invoice)?
+        .user(
+            "Draft a short, polite payment reminder for this invoice, amounts in currency units.",
+        ))
+}
+
 /// Lists invoices, oldest first, optionally only those with a status.
 #[tool(query, name = "billing.list_invoices", returns = InvoiceList, cache = volatile, title = "List invoices",
        tags = ["invoices"], concurrency(max = 16, queue = 64), max_bytes = 65536)]
@@ -465,10 +516,26 @@ pub async fn void_invoice(
     store: State<Invoices>,
     tenant: Tenant,
     audit: AuditEntry,
+    ask: Elicit,
     /// The invoice id, such as INV-7.
     #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Invoice, BillingError> {
+    // A large invoice is voided only once the user confirmed it. Nothing is changed before the
+    // question: on protocol 2026-07-28 this handler runs again with the answer.
+    let found = store.get(&tenant.0, &id).await?;
+    if let Some(invoice) = found.filter(|invoice| invoice.total_cents > CONFIRM_VOID_ABOVE_CENTS)
+        && !ask
+            .confirm(format!(
+                "Void invoice {} of {} for customer {}? It can no longer be paid.",
+                invoice.id,
+                money(invoice.total_cents),
+                invoice.customer_id
+            ))
+            .await?
+    {
+        return Err(BillingError::VoidNotConfirmed(Echoed::new(&id)));
+    }
     let outcome = store.void(&tenant.0, &id, audit.record()).await?;
     match outcome {
         VoidOutcome::Voided(invoice) => {
@@ -480,6 +547,9 @@ pub async fn void_invoice(
         VoidOutcome::NotFound => Err(BillingError::InvoiceNotFound(Echoed::new(&id))),
     }
 }
+
+/// Voiding an invoice whose total is above this, in cents ($1,000), asks the user to confirm.
+pub const CONFIRM_VOID_ABOVE_CENTS: i64 = 100_000;
 
 /// The largest invoice total accepted, in cents: one billion dollars. It also keeps every sum
 /// of totals far from overflowing.
@@ -670,10 +740,13 @@ pub fn builder_on(invoices: Invoices) -> ServerBuilder {
              `billing.list_invoices` or `billing.get_invoice` before changing them.",
         )
         .state(invoices)
-        .access(access)
+        .access(BillingAccess)
+        // The tenant, for the tools, the invoice resource and the prompt alike.
+        .provide(tenant_of)
+        .resource::<invoice>()
+        .prompt::<reminder_draft>()
         .router(
             Router::new("billing")
-                .provide(tenant_of)
                 .tool::<get_invoice>()
                 .tool::<list_invoices>()
                 .tool::<void_invoice>()

@@ -79,6 +79,8 @@ struct Model {
     created: Vec<String>,
     /// Ids the test voided at least once.
     voided: Vec<String>,
+    /// Totals the test set by updates (the seed's are all under the confirmation threshold).
+    totals: HashMap<String, i64>,
 }
 
 impl Model {
@@ -87,6 +89,7 @@ impl Model {
             changed: HashMap::new(),
             created: Vec::new(),
             voided: Vec::new(),
+            totals: HashMap::new(),
         }
     }
 
@@ -390,13 +393,22 @@ fn next_call(rng: &mut Rng, model: &mut Model) -> Call {
             } else {
                 model.existing_id(rng)
             };
+            // Voiding a large invoice asks the user first, and this client cannot be asked
+            // (it declares no elicitation capability): refused, nothing changes.
+            let needs_confirmation = model
+                .totals
+                .get(&id)
+                .is_some_and(|total| *total > billing::CONFIRM_VOID_ABOVE_CENTS);
             let expect = match model.status(&id) {
                 Some("voided") => Expect::ToolError("AlreadyVoided"),
+                Some(_) if needs_confirmation => Expect::ToolError("ELICITATION_UNSUPPORTED"),
                 Some(_) => Expect::Ok,
                 None => Expect::ToolError("InvoiceNotFound"),
             };
-            model.changed.insert(id.clone(), "voided");
-            model.voided.push(id.clone());
+            if !matches!(expect, Expect::ToolError("ELICITATION_UNSUPPORTED")) {
+                model.changed.insert(id.clone(), "voided");
+                model.voided.push(id.clone());
+            }
             Call::tool("void", "billing_void_invoice", json!({"id": id}), expect)
                 .checked(|data| same("status", &data["status"], "voided"))
         }
@@ -438,6 +450,7 @@ fn next_call(rng: &mut Rng, model: &mut Model) -> Call {
                 let expect = if total < 0 {
                     Expect::ToolError("InvalidAmount")
                 } else if status == "open" {
+                    model.totals.insert(id.clone(), total);
                     Expect::Ok
                 } else {
                     Expect::ToolError("InvoiceNotOpen")

@@ -802,3 +802,91 @@ async fn a_session_answers_only_the_caller_who_opened_it() {
     .await
     .expect("the test did not finish in time");
 }
+
+/// The invoice resource and the reminder prompt take the caller's tenant from the same server
+/// middleware as the tools: each tenant reads only its own invoices, a read is not a change
+/// (nothing lands in the audit trail), and on 2026-07-28 a request whose `Mcp-Name` is not the
+/// URI or prompt it names is refused before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_and_prompts_take_the_tenant_like_tools_and_check_mcp_name() {
+    let data = tempfile::tempdir().expect("a temporary data directory");
+    let data_dir = data.path().to_str().unwrap().to_owned();
+    let server = spawn_with_tokens(&["--data-dir", &data_dir]);
+    let alpha = Caller::new(&server, Some(ALPHA));
+    let beta = Caller::new(&server, Some(BETA));
+    let uri = "billing://invoices/INV-7";
+
+    let read = alpha
+        .request("resources/read", Some(uri), json!({"uri": uri}))
+        .await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    let contents = &read.json()["result"]["contents"];
+    let invoice: Value = serde_json::from_str(contents[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(invoice["id"], "INV-7", "{}", read.body);
+    assert!(invoice.get("tenant_id").is_none(), "{invoice}");
+
+    // Beta has no INV-7: its tenant came from its token, not from the URI.
+    let missing = beta
+        .request("resources/read", Some(uri), json!({"uri": uri}))
+        .await;
+    let body = missing.json();
+    assert_eq!(body["error"]["data"]["code"], "InvoiceNotFound", "{body}");
+
+    let prompt = "billing_reminder_draft";
+    let got = alpha
+        .request(
+            "prompts/get",
+            Some(prompt),
+            json!({"name": prompt, "arguments": {"id": "INV-7"}}),
+        )
+        .await;
+    assert_eq!(got.status, 200, "{}", got.body);
+    let messages = got.json()["result"]["messages"].to_string();
+    assert!(
+        messages.contains("INV-7") && !messages.contains("tenant_id"),
+        "{messages}"
+    );
+    let missing = beta
+        .request(
+            "prompts/get",
+            Some(prompt),
+            json!({"name": prompt, "arguments": {"id": "INV-7"}}),
+        )
+        .await;
+    assert_eq!(missing.json()["error"]["data"]["code"], "InvoiceNotFound");
+
+    // Mcp-Name must name what the body names.
+    for (method, name, params) in [
+        (
+            "resources/read",
+            "billing://invoices/INV-1",
+            json!({"uri": uri}),
+        ),
+        (
+            "prompts/get",
+            "billing_other",
+            json!({"name": prompt, "arguments": {"id": "INV-7"}}),
+        ),
+    ] {
+        let refused = alpha.request(method, Some(name), params).await;
+        assert_eq!(refused.status, 400, "{method}: {}", refused.body);
+        let body = refused.json();
+        assert_eq!(body["error"]["code"], -32020, "{method}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("does not match"),
+            "{body}"
+        );
+    }
+
+    // Reads are not changes: the audit trail holds nothing of them.
+    drop(server);
+    let database = rusqlite::Connection::open(data.path().join("billing.sqlite3"))
+        .expect("the database opens");
+    let audited: i64 = database
+        .query_row("SELECT COUNT(*) FROM audit_events", [], |row| row.get(0))
+        .expect("the audit table");
+    assert_eq!(audited, 0);
+}

@@ -279,7 +279,7 @@ impl SealedParts {
     }
 }
 
-fn rules_block(rules: &[String]) -> String {
+pub(crate) fn rules_block(rules: &[String]) -> String {
     let mut block = String::from("<domain_rules>");
     for rule in rules {
         let _ = write!(block, "\n- {}", xml::escape(rule));

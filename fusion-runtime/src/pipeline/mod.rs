@@ -20,10 +20,12 @@
 //! Unset stages cost nothing: an action without middleware or guards goes from its arguments
 //! straight to its handler, and a span no subscriber wants is never entered.
 
-mod report;
+#[cfg(feature = "gateway")]
+mod proxied;
+pub(crate) mod report;
 mod running;
 
-pub(crate) use running::catch_panic;
+pub(crate) use running::{CatchPanic, Running, catch_panic};
 
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{Value, json};
@@ -38,7 +40,6 @@ use crate::guard::Turn;
 use crate::present::Presentation;
 use crate::server::{CompiledAction, Dispatch, ExposedTool, Server, UnknownTool};
 use report::Report;
-use running::{CatchPanic, Running};
 
 impl Server {
     /// Runs `tools/call` along the request path (see the [module docs](self)).
@@ -66,11 +67,16 @@ impl Server {
     ) -> Result<Sealed, UnknownTool> {
         let inner = &*self.inner;
         // 1. Resolve.
-        let tool = inner
-            .by_name
-            .get(name)
-            .map(|&index| &inner.tools[index])
-            .ok_or_else(|| UnknownTool(name.to_owned()))?;
+        let Some(tool) = inner.by_name.get(name).map(|&index| &inner.tools[index]) else {
+            // Not built in: a tool of a mounted upstream, maybe (SPEC R7).
+            #[cfg(feature = "gateway")]
+            if let Some(gateway) = &inner.gateway
+                && let Some(sealed) = self.call_proxied(gateway, name, arguments, context).await
+            {
+                return Ok(sealed);
+            }
+            return Err(UnknownTool(name.to_owned()));
+        };
         let mut args = arguments.unwrap_or_default();
         let action = match resolve(tool, &mut args) {
             Ok(index) => &inner.actions[index],
@@ -106,7 +112,12 @@ impl Server {
         };
         // 9. Report (a required audit record that is lost turns success into AUDIT_FAILED).
         let sealed = report.audit(inner, action, sealed).await;
-        report.finish(inner, action.tool(), Some(action), &sealed);
+        report.finish(
+            inner,
+            action.tool(),
+            Some(action.facts.key.as_str()),
+            &sealed.outcome,
+        );
         Ok(sealed)
     }
 
@@ -158,10 +169,16 @@ impl Server {
     /// The rate limits of the server and of the action, for the caller of `context` (by
     /// verified subject; anonymous callers share one bucket).
     fn check_rate(&self, action: &CompiledAction, context: &CallContext) -> Result<(), ToolError> {
-        let limiters = [
-            self.inner.rate_limiter.as_ref(),
-            action.rate_limiter.as_ref(),
-        ];
+        self.check_rates(action.rate_limiter.as_ref(), context)
+    }
+
+    /// The rate limits of the server and, if any, of what is called.
+    pub(crate) fn check_rates(
+        &self,
+        own: Option<&crate::guard::RateLimiter>,
+        context: &CallContext,
+    ) -> Result<(), ToolError> {
+        let limiters = [self.inner.rate_limiter.as_ref(), own];
         if limiters.iter().all(Option::is_none) {
             return Ok(());
         }
@@ -190,7 +207,11 @@ impl Server {
 
     /// Whether the access policy lets the caller of `context` call `action`; a denied call is
     /// `FORBIDDEN`, naming the action.
-    fn check_access(&self, action: ActionInfo<'_>, context: &CallContext) -> Result<(), ToolError> {
+    pub(crate) fn check_access(
+        &self,
+        action: ActionInfo<'_>,
+        context: &CallContext,
+    ) -> Result<(), ToolError> {
         if self.allows(action, context)? {
             return Ok(());
         }
@@ -271,7 +292,7 @@ impl Server {
         };
         let parts = SealedParts::for_tool(&tool.name, &inner.version);
         let sealed: Sealed = seal_error(&inner.names, &parts, error);
-        report.finish(inner, &tool.name, None, &sealed);
+        report.finish(inner, &tool.name, None, &sealed.outcome);
         sealed
     }
 
@@ -292,7 +313,7 @@ impl Server {
         let report = Report::start(inner, &tool.name, None, &context, None);
         let parts = SealedParts::for_tool(&tool.name, &inner.version);
         let sealed: Sealed = seal_error(&inner.names, &parts, error);
-        report.finish(inner, &tool.name, None, &sealed);
+        report.finish(inner, &tool.name, None, &sealed.outcome);
         Ok(sealed.result)
     }
 
@@ -401,7 +422,7 @@ async fn around(
 }
 
 /// A call stopped at its timeout: retryable, since the same call may be faster next time.
-fn timed_out(timeout: std::time::Duration) -> ToolError {
+pub(crate) fn timed_out(timeout: std::time::Duration) -> ToolError {
     ToolError::new(
         codes::TIMEOUT,
         format!(

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rmcp::model::JsonObject;
 
-use crate::action::Verb;
+use crate::action::{ActionFacts, Verb};
 use crate::audit::{self, AuditEntry, AuditError, AuditRecord, AuditSink};
 use crate::context::CallContext;
 use crate::envelope::{Outcome, Sealed, seal_error};
@@ -46,7 +46,11 @@ impl Report {
         // Read-only calls are never audited by the sink; a handler that asks for its entry
         // gets one whatever its verb.
         let audited = action.is_some_and(|action| {
-            action.audit_entry || (inner.audit.is_some() && action.facts.verb != Verb::Query)
+            action.audit_entry
+                || inner
+                    .audit
+                    .as_ref()
+                    .is_some_and(|audit| audit.reads || action.facts.verb != Verb::Query)
         });
         if span.is_disabled() && inner.metrics.is_none() && !audited {
             return Report {
@@ -105,31 +109,92 @@ impl Report {
         let (Some(audit), Outcome::Ok { cut }) = (&inner.audit, &sealed.outcome) else {
             return sealed;
         };
-        if action.facts.verb == Verb::Query || entry.is_recorded() {
+        if (action.facts.verb == Verb::Query && !audit.reads) || entry.is_recorded() {
             return sealed;
         }
         let mut record = entry.record();
         record.outcome = if *cut { "ok_truncated" } else { "ok" };
         record.duration = started.elapsed();
-        let recorded = if audit.sink.is_blocking() {
-            let (sink, kept) = (Arc::clone(&audit.sink), record.clone());
-            crate::blocking(move || record_with(&*sink, &kept))
-                .await
-                .unwrap_or_else(|error| Err(AuditError::new(error.to_string())))
-        } else {
-            record_with(&*audit.sink, &record)
-        };
-        let Err(error) = recorded else {
+        let Err(error) = write(inner, audit, record, action.facts.key.as_str()).await else {
             return sealed;
         };
-        audit::log_lost(&record, &error);
-        if let Some(metrics) = &inner.metrics {
-            metrics.audit_failed(action.facts.key.as_str());
-        }
         if audit.required {
             seal_error(&inner.names, &action.sealed, audit_failed(error))
         } else {
             sealed
+        }
+    }
+
+    /// Starts the report of a resource read or a prompt (`method`, the record's `tool`): its
+    /// span and metrics as a call's, and its audit entry when the audit records reads.
+    pub(crate) fn start_read(
+        inner: &ServerInner,
+        method: &'static str,
+        facts: &ActionFacts,
+        context: &CallContext,
+        args: &JsonObject,
+    ) -> Report {
+        let key = facts.key.as_str();
+        let span = observe::call_span(inner.span_level, method, Some(key), context);
+        let audited = inner.audit.as_ref().is_some_and(|audit| audit.reads);
+        if span.is_disabled() && inner.metrics.is_none() && !audited {
+            return Report {
+                span,
+                measured: None,
+            };
+        }
+        let audit = audited.then(|| {
+            let principal = context.principal();
+            AuditEntry::new(
+                method,
+                key,
+                principal.map(|principal| principal.subject.clone()),
+                principal.and_then(|principal| principal.tenant.clone()),
+                audit::arguments_digest_of(args),
+            )
+        });
+        Report {
+            span,
+            measured: Some(Measured {
+                started: audit
+                    .as_ref()
+                    .map_or_else(Instant::now, AuditEntry::started),
+                audit,
+            }),
+        }
+    }
+
+    /// Audits a successful read of a resource or prompt, when the audit records reads. A
+    /// required record that is lost fails the read (nothing changed: it may be retried).
+    pub(crate) async fn audit_read(
+        &self,
+        inner: &ServerInner,
+        facts: &ActionFacts,
+    ) -> Result<(), ToolError> {
+        let (
+            Some(Measured {
+                started,
+                audit: Some(entry),
+            }),
+            Some(audit),
+        ) = (&self.measured, &inner.audit)
+        else {
+            return Ok(());
+        };
+        let mut record = entry.record();
+        record.outcome = "ok";
+        record.duration = started.elapsed();
+        match write(inner, audit, record, facts.key.as_str()).await {
+            Err(error) if audit.required => Err(ToolError::new(
+                codes::AUDIT_FAILED,
+                "The read could not be audited, so its result is withheld.",
+            )
+            .with_recovery(
+                "Nothing was changed: retry later, or report the errorId to the operator.",
+            )
+            .with_retryable(true)
+            .with_internal_source(Box::new(error))),
+            _ => Ok(()),
         }
     }
 
@@ -138,15 +203,14 @@ impl Report {
         self,
         inner: &ServerInner,
         tool: &str,
-        action: Option<&CompiledAction>,
-        sealed: &Sealed,
+        action: Option<&str>,
+        outcome: &Outcome,
     ) {
         let Some(measured) = self.measured else {
             return;
         };
         let latency = measured.started.elapsed();
         let span = &self.span;
-        let outcome = &sealed.outcome;
         if !span.is_disabled() {
             span.record("outcome", outcome.label());
             span.record(
@@ -160,7 +224,7 @@ impl Report {
         if let Some(metrics) = &inner.metrics {
             let report = CallReport {
                 tool,
-                action: action.map(|action| action.facts.key.as_str()),
+                action,
                 outcome: outcome.label(),
                 is_error: matches!(outcome, Outcome::Failed { .. }),
                 latency,
@@ -178,6 +242,31 @@ impl Report {
             }
         }
     }
+}
+
+/// Hands `record` to the audit sink (on the blocking pool for a sink that blocks); a lost
+/// record is logged in full and counted.
+async fn write(
+    inner: &ServerInner,
+    audit: &crate::server::Audit,
+    record: AuditRecord,
+    key: &str,
+) -> Result<(), AuditError> {
+    let recorded = if audit.sink.is_blocking() {
+        let (sink, kept) = (Arc::clone(&audit.sink), record.clone());
+        crate::blocking(move || record_with(&*sink, &kept))
+            .await
+            .unwrap_or_else(|error| Err(AuditError::new(error.to_string())))
+    } else {
+        record_with(&*audit.sink, &record)
+    };
+    if let Err(error) = &recorded {
+        audit::log_lost(&record, error);
+        if let Some(metrics) = &inner.metrics {
+            metrics.audit_failed(key);
+        }
+    }
+    recorded
 }
 
 /// Hands `record` to `sink`; a panicking sink is a failing sink.

@@ -55,10 +55,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, DiscoverResult, ErrorCode, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool as ToolDefinition,
+    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    DiscoverResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
+    ResourcesCapability, ServerCapabilities, ServerConfig, Tool as ToolDefinition,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -68,6 +72,9 @@ use tokio_util::sync::CancellationToken;
 pub mod auth;
 #[cfg(feature = "http")]
 mod connections;
+mod content;
+#[cfg(feature = "gateway")]
+mod gateway;
 #[cfg(feature = "http")]
 mod sessions;
 #[cfg(feature = "stdio")]
@@ -94,7 +101,8 @@ pub struct McpOptions {
     /// Tools per `tools/list` page (default 100).
     pub page_size: usize,
     /// How long a client may reuse a `tools/list` result (`ttlMs`, protocol 2026-07-28).
-    /// The list only changes when the server is rebuilt, so the default is 5 minutes.
+    /// The list only changes when the server is rebuilt, so the default is 5 minutes; with
+    /// mounted upstreams, never longer than their shortest refresh interval.
     pub list_ttl: Duration,
     /// Who may share a cached `tools/list` result (`cacheScope`). `Public` by default: the list
     /// is the same for every caller. Use `Private` when it depends on who asks.
@@ -265,11 +273,47 @@ impl Mcp {
                 page
             })
             .collect();
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                self.server.name(),
-                self.server.version(),
-            ));
+        // Mounted catalogs change while the server runs (SPEC R7): clients are told.
+        #[cfg(feature = "gateway")]
+        let lists_change = self.server.gateway().is_some();
+        #[cfg(not(feature = "gateway"))]
+        let lists_change = false;
+        let mut capabilities = if lists_change {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        let server = &self.server;
+        if server.has_resources() {
+            capabilities.resources = Some(ResourcesCapability::default());
+        }
+        if server.has_prompts() {
+            capabilities.prompts = Some(PromptsCapability::default());
+        }
+        if server.has_completions() {
+            capabilities.completions = Some(Default::default());
+        }
+        // Without an access policy every caller sees the same listings: computed once here.
+        let everyone = server.new_context();
+        let content_listings = if server.has_access_policy() {
+            content::ContentListings::default()
+        } else {
+            content::ContentListings {
+                resources: content::Listing::new(server.visible_resources(&everyone), page_size),
+                templates: content::Listing::new(
+                    server.visible_resource_templates(&everyone),
+                    page_size,
+                ),
+                prompts: content::Listing::new(server.visible_prompts(&everyone), page_size),
+            }
+        };
+        let mut info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            self.server.name(),
+            self.server.version(),
+        ));
         if let Some(instructions) = self.server.instructions() {
             info = info.with_instructions(instructions);
         }
@@ -278,6 +322,8 @@ impl Mcp {
                 server: self.server.clone(),
                 info,
                 pages,
+                content_listings,
+                list_cache_scope,
                 page_size,
                 list_ttl: ttl,
                 discover_cache_scope: self.options.list_cache_scope,
@@ -390,6 +436,9 @@ struct Shared {
     server: Server,
     info: ServerConfig,
     pages: Vec<ListToolsResult>,
+    content_listings: content::ContentListings,
+    /// `Private` under an access policy, the configured scope otherwise.
+    list_cache_scope: CacheScope,
     page_size: usize,
     list_ttl: u64,
     // What discovery says is the same for every caller, whatever the access policy.
@@ -508,6 +557,11 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let cursor = request.and_then(|request| request.cursor);
+        // Built-in and proxied tools, from the gateway's current catalog (SPEC R7).
+        #[cfg(feature = "gateway")]
+        if self.shared.server.gateway().is_some() {
+            return self.list_with_gateway(cursor, context);
+        }
         if self.shared.server.has_access_policy() {
             return self.list_visible(cursor, context);
         }
@@ -522,11 +576,180 @@ impl ServerHandler for McpHandler {
         Ok(self.shared.pages[index].clone())
     }
 
-    fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let page = if self.shared.server.has_access_policy() {
+            let call = self
+                .call_context(context)
+                .map_err(|error| protocol_error("resources/list", error))?;
+            content::page_for_caller(
+                self.shared.server.visible_resources(&call),
+                self.shared.page_size,
+                cursor.as_deref(),
+            )?
+        } else {
+            self.shared
+                .content_listings
+                .resources
+                .page(cursor.as_deref())?
+        };
+        Ok(content::resources_result(
+            page,
+            self.shared.list_ttl,
+            self.shared.list_cache_scope,
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let page = if self.shared.server.has_access_policy() {
+            let call = self
+                .call_context(context)
+                .map_err(|error| protocol_error("resources/templates/list", error))?;
+            content::page_for_caller(
+                self.shared.server.visible_resource_templates(&call),
+                self.shared.page_size,
+                cursor.as_deref(),
+            )?
+        } else {
+            self.shared
+                .content_listings
+                .templates
+                .page(cursor.as_deref())?
+        };
+        Ok(content::templates_result(
+            page,
+            self.shared.list_ttl,
+            self.shared.list_cache_scope,
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("resources/read", error))?;
         self.shared
             .server
+            .read_resource(&request.uri, call)
+            .await
+            .map(ReadResourceResponse::from)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let page = if self.shared.server.has_access_policy() {
+            let call = self
+                .call_context(context)
+                .map_err(|error| protocol_error("prompts/list", error))?;
+            content::page_for_caller(
+                self.shared.server.visible_prompts(&call),
+                self.shared.page_size,
+                cursor.as_deref(),
+            )?
+        } else {
+            self.shared
+                .content_listings
+                .prompts
+                .page(cursor.as_deref())?
+        };
+        Ok(content::prompts_result(
+            page,
+            self.shared.list_ttl,
+            self.shared.list_cache_scope,
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("prompts/get", error))?;
+        self.shared
+            .server
+            .get_prompt(&request.name, request.arguments, call)
+            .await
+            .map(GetPromptResponse::from)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        if !self.shared.server.has_completions() {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "completion/complete: this server completes nothing",
+                None,
+            ));
+        }
+        let call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("completion/complete", error))?;
+        let resolved = request
+            .context
+            .and_then(|context| context.arguments)
+            .unwrap_or_default();
+        self.shared
+            .server
+            .complete(&request.r#ref, &request.argument, resolved, call)
+            .await
+    }
+
+    /// A session or stdio client is told when a mounted catalog changes.
+    #[cfg(feature = "gateway")]
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if let Some(gateway) = self.shared.server.gateway() {
+            gateway.register_client(context.peer);
+        }
+    }
+
+    /// A 2026-07-28 client may listen for changes of the tool list (servers with mounts).
+    #[cfg(feature = "gateway")]
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        self.shared.server.gateway().map(|_| {
+            rmcp::model::SubscriptionFilter::builder()
+                .tools_list_changed()
+                .build()
+        })
+    }
+
+    #[cfg(feature = "gateway")]
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.listen_for_changes(context).await
+    }
+
+    fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
+        let builtin = self
+            .shared
+            .server
             .tool(name)
-            .map(|tool| tool.definition().clone())
+            .map(|tool| tool.definition().clone());
+        #[cfg(feature = "gateway")]
+        let builtin = builtin.or_else(|| self.shared.server.proxied_tool(name));
+        builtin
     }
 
     async fn call_tool(
@@ -535,12 +758,63 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name: Cow<'_, str> = request.name;
+        // Elicitation: over a session the handler asks the client; on 2026-07-28 it asks by
+        // answering `input_required`, and the retry brings the answers under a sealed state.
+        let rounds = context
+            .protocol_version()
+            .is_some_and(|version| !version.has_initialize());
+        let supported = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some());
+        let era = if rounds {
+            None
+        } else {
+            Some(crate::elicit::Era::Session(context.peer.clone()))
+        };
         let outcome = match self.call_context(context) {
-            Ok(call) => {
-                self.shared
-                    .server
-                    .call_tool(&name, request.arguments, call)
-                    .await
+            Ok(mut call) => {
+                let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+                let binding = crate::request_state::Binding::new(
+                    &name,
+                    &arguments,
+                    call.principal().map(|principal| principal.subject.as_str()),
+                );
+                let opened = match era {
+                    Some(era) => {
+                        let supported = match &era {
+                            crate::elicit::Era::Session(peer) => {
+                                supported || crate::elicit::peer_supports(peer)
+                            }
+                            crate::elicit::Era::Rounds(_) => supported,
+                        };
+                        Ok(crate::elicit::Round::new(era, supported))
+                    }
+                    None => self
+                        .open_rounds(&binding, request.request_state, request.input_responses)
+                        .map(|asked| {
+                            crate::elicit::Round::new(crate::elicit::Era::Rounds(asked), supported)
+                        }),
+                };
+                match opened {
+                    Ok(round) => {
+                        let round = Arc::new(round);
+                        call.extensions_mut().insert(Arc::clone(&round));
+                        let outcome = self
+                            .shared
+                            .server
+                            .call_tool(&name, request.arguments, call)
+                            .await;
+                        if let crate::elicit::Era::Rounds(asked) = &round.era
+                            && let Some((key, params)) = round.take_pending()
+                        {
+                            return Ok(CallToolResponse::InputRequired(
+                                self.input_required(&binding, asked, key, params),
+                            ));
+                        }
+                        outcome
+                    }
+                    Err(error) => self.shared.server.refuse_call(&name, error),
+                }
             }
             Err(error) => self.shared.server.refuse_call(&name, error),
         };
@@ -552,6 +826,78 @@ impl ServerHandler for McpHandler {
                 None,
             )),
         }
+    }
+}
+
+impl McpHandler {
+    /// The questions asked and answered in earlier rounds of a 2026-07-28 call: none on a first
+    /// call; on a retry, those of its verified state with the new answers added.
+    fn open_rounds(
+        &self,
+        binding: &crate::request_state::Binding,
+        state: Option<String>,
+        responses: Option<rmcp::model::InputResponses>,
+    ) -> Result<std::collections::BTreeMap<String, crate::elicit::Asked>, ToolError> {
+        let responses = responses.unwrap_or_default();
+        let Some(state) = state else {
+            if responses.is_empty() {
+                return Ok(Default::default());
+            }
+            return Err(ToolError::from(crate::request_state::StateError::Malformed)
+                .with_details(serde_json::json!({"why": "inputResponses without requestState"})));
+        };
+        let data = self.shared.server.inner.state_keys.open(&state, binding)?;
+        let mut asked = crate::elicit::from_state_data(data)
+            .ok_or_else(|| ToolError::from(crate::request_state::StateError::Malformed))?;
+        for (key, answer) in responses {
+            match asked.get_mut(&key) {
+                Some(question) if question.answer.is_none() => question.answer = Some(answer),
+                _ => {
+                    return Err(ToolError::new(
+                        crate::error::codes::VALIDATION_ERROR,
+                        format!("inputResponses.{key} answers no question that is open."),
+                    )
+                    .with_recovery(
+                        "Answer exactly the inputRequests of the last input_required result.",
+                    ));
+                }
+            }
+        }
+        Ok(asked)
+    }
+
+    /// The `input_required` result that asks `params` under `key`, with the sealed state of
+    /// every question so far.
+    fn input_required(
+        &self,
+        binding: &crate::request_state::Binding,
+        asked: &std::collections::BTreeMap<String, crate::elicit::Asked>,
+        key: String,
+        params: rmcp::model::ElicitRequestParams,
+    ) -> rmcp::model::InputRequiredResult {
+        let message = match &params {
+            rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. }
+            | rmcp::model::ElicitRequestParams::UrlElicitationParams { message, .. } => {
+                message.clone()
+            }
+            _ => String::new(),
+        };
+        let mut asked = asked.clone();
+        asked.insert(
+            key.clone(),
+            crate::elicit::Asked {
+                message,
+                answer: None,
+            },
+        );
+        let inner = &self.shared.server.inner;
+        let state =
+            inner
+                .state_keys
+                .seal(binding, &crate::elicit::state_data(&asked), inner.state_ttl);
+        let request =
+            rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(params));
+        rmcp::model::InputRequiredResult::new(Some([(key, request)].into()), Some(state))
     }
 }
 

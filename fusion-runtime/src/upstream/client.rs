@@ -262,7 +262,7 @@ impl HttpUpstreamBuilder {
 
 /// TLS with rustls and the ring provider, verified against the platform's roots; no global
 /// provider is installed.
-fn tls_config() -> Result<rustls::ClientConfig, UpstreamConfigError> {
+pub(crate) fn tls_config() -> Result<rustls::ClientConfig, UpstreamConfigError> {
     use rustls_platform_verifier::BuilderVerifierExt as _;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     rustls::ClientConfig::builder_with_provider(provider)

@@ -19,6 +19,8 @@
 
 #[cfg(feature = "http-client")]
 mod client;
+#[cfg(feature = "gateway")]
+pub(crate) use client::tls_config;
 mod decode;
 #[cfg(not(feature = "http-client"))]
 mod disabled;

@@ -1,0 +1,284 @@
+//! Upstreams from the command line (`--upstream`, `--upstream-header`) or a TOML file:
+//!
+//! ```toml
+//! [upstreams.billing]
+//! stdio = "billing --in-memory"      # a command line, split like a shell's
+//! timeout_secs = 30
+//!
+//! [upstreams.crm]
+//! http = "http://127.0.0.1:9000/mcp"
+//! headers = { Authorization = "Bearer ${CRM_TOKEN}" }   # ${VAR} from the environment
+//! protocol = "session"               # or "stateless" (2026-07-28), "auto" (the default)
+//! refresh_secs = 60                  # for servers that cannot notify list changes
+//! max_active = 8                     # calls at once (16 more may wait)
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use fusion::Concurrency;
+use fusion::gateway::{Upstream, UpstreamProtocol};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    upstreams: BTreeMap<String, Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    stdio: Option<String>,
+    http: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    timeout_secs: Option<u64>,
+    refresh_secs: Option<u64>,
+    max_active: Option<usize>,
+    protocol: Option<String>,
+}
+
+/// The upstreams of a TOML file.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<(String, Upstream)>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("--config {}: {error}", path.display()))?;
+    let file: File =
+        toml::from_str(&text).map_err(|error| format!("--config {}: {error}", path.display()))?;
+    file.upstreams
+        .into_iter()
+        .map(|(name, entry)| {
+            let mut upstream = match (entry.stdio, entry.http) {
+                (Some(command), None) => stdio(&name, &command)?,
+                (None, Some(url)) => Upstream::http(url),
+                _ => {
+                    return Err(format!(
+                        "--config: upstream `{name}` needs exactly one of `stdio` and `http`"
+                    ));
+                }
+            };
+            for (header, value) in entry.headers {
+                upstream = upstream.header(header, expand(&name, &value)?);
+            }
+            if let Some(secs) = entry.timeout_secs {
+                upstream = upstream.timeout(Duration::from_secs(secs));
+            }
+            if let Some(secs) = entry.refresh_secs {
+                upstream = upstream.refresh_every(Duration::from_secs(secs.max(1)));
+            }
+            if let Some(max_active) = entry.max_active {
+                upstream = upstream.concurrency(Concurrency::new(max_active, 16));
+            }
+            if let Some(protocol) = &entry.protocol {
+                upstream = upstream.protocol(protocol_of(&name, protocol)?);
+            }
+            Ok((name, upstream))
+        })
+        .collect()
+}
+
+/// `auto`, `session` (2025-11-25) or `stateless` (2026-07-28).
+fn protocol_of(name: &str, protocol: &str) -> Result<UpstreamProtocol, String> {
+    match protocol {
+        "auto" => Ok(UpstreamProtocol::Auto),
+        "session" | "2025-11-25" => Ok(UpstreamProtocol::Session),
+        "stateless" | "2026-07-28" => Ok(UpstreamProtocol::Stateless),
+        other => Err(format!(
+            "upstream {name}: protocol `{other}` is not auto, session or stateless"
+        )),
+    }
+}
+
+/// The upstreams of `--upstream NAME=stdio:CMD` / `NAME=http:URL`, their
+/// `--upstream-header NAME=Header: value` and `--upstream-protocol NAME=session`.
+pub(crate) fn from_flags(
+    specs: &[String],
+    headers: &[String],
+    protocols: &[String],
+    timeout: Duration,
+) -> Result<Vec<(String, Upstream)>, String> {
+    let mut upstreams: Vec<(String, Upstream)> = Vec::new();
+    for spec in specs {
+        let (name, target) = spec.split_once('=').ok_or_else(|| {
+            format!("--upstream `{spec}`: expected NAME=stdio:COMMAND or NAME=http:URL")
+        })?;
+        let upstream = if let Some(command) = target.strip_prefix("stdio:") {
+            stdio(name, command)?
+        } else if let Some(url) = target.strip_prefix("http:") {
+            Upstream::http(url)
+        } else {
+            return Err(format!(
+                "--upstream {name}: expected stdio:COMMAND or http:URL after `{name}=`"
+            ));
+        };
+        upstreams.push((name.to_owned(), upstream.timeout(timeout)));
+    }
+    for spec in headers {
+        let (name, header) = spec
+            .split_once('=')
+            .ok_or_else(|| "--upstream-header: expected NAME=Header: value".to_owned())?;
+        let (header, value) = header
+            .split_once(':')
+            .ok_or_else(|| format!("--upstream-header {name}: expected Header: value"))?;
+        let value = expand(name, value.trim())?;
+        let Some((_, upstream)) = upstreams.iter_mut().find(|(known, _)| known == name) else {
+            return Err(format!(
+                "--upstream-header {name}: no --upstream is called `{name}`"
+            ));
+        };
+        *upstream = upstream.clone().header(header.trim(), value);
+    }
+    for spec in protocols {
+        let (name, protocol) = spec.split_once('=').ok_or_else(|| {
+            "--upstream-protocol: expected NAME=auto|session|stateless".to_owned()
+        })?;
+        let protocol = protocol_of(name, protocol.trim())?;
+        let Some((_, upstream)) = upstreams.iter_mut().find(|(known, _)| known == name) else {
+            return Err(format!(
+                "--upstream-protocol {name}: no --upstream is called `{name}`"
+            ));
+        };
+        *upstream = upstream.clone().protocol(protocol);
+    }
+    Ok(upstreams)
+}
+
+fn stdio(name: &str, command: &str) -> Result<Upstream, String> {
+    let words = split(command).map_err(|problem| format!("upstream {name}: {problem}"))?;
+    let (program, args) = words
+        .split_first()
+        .ok_or_else(|| format!("upstream {name}: the command is empty"))?;
+    Ok(Upstream::stdio(program.clone()).args(args.iter().cloned()))
+}
+
+/// `${VAR}` replaced by the variable's value: tokens come from the environment, never from a
+/// command line others can read.
+fn expand(name: &str, value: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("upstream {name}: an unclosed `${{` in a header"))?;
+        let variable = &after[..end];
+        let found = std::env::var(variable).map_err(|_| {
+            format!("upstream {name}: the environment variable {variable} is not set")
+        })?;
+        out.push_str(&found);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Splits a command line like a POSIX shell, without expansions: words separated by
+/// whitespace, `'…'` literal, `"…"` with `\"` and `\\`, `\` escaping outside quotes.
+fn split(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err("an unclosed `'`".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err("an unclosed `\"`".into()),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err("an unclosed `\"`".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(c) = chars.next() {
+                    word.push(c);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_split_like_a_shell() {
+        assert_eq!(
+            split(r#"npx -y "@scope/server x" 'a b' c\ d "q\"q""#).unwrap(),
+            ["npx", "-y", "@scope/server x", "a b", "c d", "q\"q"]
+        );
+        assert_eq!(split("  ").unwrap(), Vec::<String>::new());
+        assert!(split("'open").is_err());
+    }
+
+    #[test]
+    fn protocols_are_read_from_flags() {
+        let upstreams = from_flags(
+            &["a=http:http://127.0.0.1:1/mcp".into()],
+            &[],
+            &["a=session".into()],
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert!(format!("{:?}", upstreams[0].1).contains("protocol: Session"));
+        for wrong in ["a=modern", "b=session", "a"] {
+            let error = from_flags(
+                &["a=http:http://127.0.0.1:1/mcp".into()],
+                &[],
+                &[wrong.into()],
+                Duration::from_secs(1),
+            )
+            .unwrap_err();
+            assert!(
+                error.contains("--upstream-protocol") || error.contains("protocol `"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn header_values_read_variables() {
+        let value = expand("x", "Bearer ${PATH}").unwrap();
+        assert!(value.starts_with("Bearer /"), "{value}");
+        assert!(expand("x", "${FUSION_GATEWAY_SURELY_UNSET_VARIABLE}").is_err());
+    }
+}

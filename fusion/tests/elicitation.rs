@@ -1,0 +1,467 @@
+//! Elicitation through rmcp's own client, in-process, in both protocol eras: on 2025-11-25 the
+//! server sends `elicitation/create` and awaits the answer; on 2026-07-28 the call answers
+//! `input_required` and the retry brings the answer under a sealed request state, which is
+//! refused when altered, expired, or replayed for another tool, other arguments or another key.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fusion::request_state::{StateKey, StateKeys};
+use fusion::rmcp;
+use fusion::serve::Mcp;
+use fusion::{Answer, Elicit, ServerBuilder, State, ToolError, tool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, InitializeResult,
+    InputRequiredResult, ProtocolVersion,
+};
+use rmcp::service::{RequestContext, RunningService, serve_directly};
+use rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServiceExt};
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Ledger {
+    voided: AtomicUsize,
+}
+
+/// Voids an invoice after the user confirmed.
+#[tool(mutation, name = "billing.void")]
+async fn void(ledger: State<Ledger>, ask: Elicit, id: String) -> Result<Value, ToolError> {
+    if !ask.confirm(format!("Void invoice {id}?")).await? {
+        return Err(ToolError::new("NOT_CONFIRMED", "The user did not confirm.")
+            .with_recovery("Do not retry without asking the user."));
+    }
+    ledger.voided.fetch_add(1, Ordering::SeqCst);
+    Ok(json!({ "voided": id }))
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Reason {
+    /// Why.
+    reason: String,
+}
+
+/// Asks for a reason, then for a confirmation: two rounds on 2026-07-28.
+#[tool(action, name = "billing.note")]
+async fn note(ask: Elicit, id: String) -> Result<Value, ToolError> {
+    let Answer::Accepted(Reason { reason }) = ask.ask::<Reason>("Why?").await? else {
+        return Ok(json!({ "id": id, "reason": null }));
+    };
+    let sure = ask.confirm("Sure?").await?;
+    Ok(json!({ "id": id, "reason": reason, "sure": sure }))
+}
+
+fn mcp_with(keys: Option<StateKeys>, ttl: Duration) -> Mcp {
+    let mut builder = ServerBuilder::new("elicit", "1.0.0")
+        .tool::<void>()
+        .tool::<note>()
+        .state(Ledger::default())
+        .request_state_ttl(ttl);
+    if let Some(keys) = keys {
+        builder = builder.request_state_keys(keys);
+    }
+    Mcp::new(builder.build().expect("server builds"))
+}
+
+fn mcp() -> Mcp {
+    mcp_with(None, Duration::from_secs(600))
+}
+
+/// A client whose user gives `answers` in turn (`None`: no elicitation capability).
+#[derive(Clone)]
+struct User {
+    answers: Option<Arc<Mutex<Vec<ElicitResult>>>>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl User {
+    fn answering(answers: Vec<ElicitResult>) -> User {
+        User {
+            answers: Some(Arc::new(Mutex::new(answers))),
+            asked: Arc::default(),
+        }
+    }
+    fn without_capability() -> User {
+        User {
+            answers: None,
+            asked: Arc::default(),
+        }
+    }
+    fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+fn accept(content: Value) -> ElicitResult {
+    let mut result = ElicitResult::new(ElicitationAction::Accept);
+    result.content = Some(content);
+    result
+}
+
+fn decline() -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Decline)
+}
+
+impl ClientHandler for User {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        if self.answers.is_some() {
+            let mut capabilities = ClientCapabilities::default();
+            capabilities.elicitation = Some(ElicitationCapability::default());
+            info.capabilities = capabilities;
+        }
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+            self.asked.lock().unwrap().push(message.clone());
+        }
+        let answers = self
+            .answers
+            .as_ref()
+            .expect("a client without the capability is never asked");
+        let mut answers = answers.lock().unwrap();
+        assert!(!answers.is_empty(), "asked more often than expected");
+        Ok(answers.remove(0))
+    }
+}
+
+struct Connected {
+    client: RunningService<RoleClient, User>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Connected {
+    async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments are an object")
+        };
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            self.client
+                .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)),
+        )
+        .await
+        .expect("in time")
+        .expect("the call completes")
+    }
+
+    async fn close(self) {
+        self.client.cancel().await.expect("the client stops");
+        tokio::time::timeout(Duration::from_secs(5), self.server)
+            .await
+            .expect("the server stops")
+            .expect("server task");
+    }
+}
+
+/// 2025-11-25, with the `initialize` handshake.
+async fn session(mcp: &Mcp, user: User) -> Connected {
+    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
+    let handler = mcp.handler();
+    let server = tokio::spawn(async move {
+        let running = handler.serve(server_io).await.expect("server handshake");
+        let _ = running.waiting().await;
+    });
+    let client = user.serve(client_io).await.expect("client handshake");
+    Connected { client, server }
+}
+
+/// 2026-07-28, without a handshake.
+fn rounds(mcp: &Mcp, user: User) -> Connected {
+    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
+    let mut client_info = user.get_info();
+    client_info.protocol_version = ProtocolVersion::V_2026_07_28;
+    let mut server_info = InitializeResult::default();
+    server_info.protocol_version = ProtocolVersion::V_2026_07_28;
+    let running =
+        serve_directly::<RoleServer, _, _, _, _>(mcp.handler(), server_io, Some(client_info));
+    let server = tokio::spawn(async move {
+        let _ = running.waiting().await;
+    });
+    let client =
+        serve_directly::<RoleClient, _, _, _, _>(user, client_io, Some(server_info.into()));
+    Connected { client, server }
+}
+
+async fn connect(era: &str, mcp: &Mcp, user: User) -> Connected {
+    match era {
+        "2025-11-25" => session(mcp, user).await,
+        _ => rounds(mcp, user),
+    }
+}
+
+fn code(result: &CallToolResult) -> Option<String> {
+    result.structured_content.as_ref()?["error"]["code"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn voided(mcp: &Mcp) -> usize {
+    mcp.handler()
+        .server()
+        .new_context()
+        .state::<Ledger>()
+        .expect("ledger")
+        .voided
+        .load(Ordering::SeqCst)
+}
+
+const ERAS: [&str; 2] = ["2025-11-25", "2026-07-28"];
+
+#[tokio::test]
+async fn an_accepted_confirmation_runs_the_tool_in_both_eras() {
+    for era in ERAS {
+        let mcp = mcp();
+        let user = User::answering(vec![accept(json!({ "confirm": true }))]);
+        let connected = connect(era, &mcp, user.clone()).await;
+        let result = connected
+            .call("billing_void", json!({ "id": "INV-1" }))
+            .await;
+        assert_eq!(result.is_error, Some(false), "{era}: {result:?}");
+        assert_eq!(user.asked(), ["Void invoice INV-1?"], "{era}");
+        assert_eq!(voided(&mcp), 1, "{era}");
+        connected.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_declined_or_negative_confirmation_changes_nothing_in_both_eras() {
+    for era in ERAS {
+        for answer in [decline(), accept(json!({ "confirm": false }))] {
+            let mcp = mcp();
+            let user = User::answering(vec![answer]);
+            let connected = connect(era, &mcp, user.clone()).await;
+            let result = connected
+                .call("billing_void", json!({ "id": "INV-1" }))
+                .await;
+            assert_eq!(code(&result).as_deref(), Some("NOT_CONFIRMED"), "{era}");
+            assert_eq!(user.asked().len(), 1, "{era}");
+            assert_eq!(voided(&mcp), 0, "{era}");
+            connected.close().await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_without_the_capability_gets_a_clear_error_and_is_never_asked() {
+    for era in ERAS {
+        let mcp = mcp();
+        let user = User::without_capability();
+        let connected = connect(era, &mcp, user.clone()).await;
+        let result = connected
+            .call("billing_void", json!({ "id": "INV-1" }))
+            .await;
+        assert_eq!(
+            code(&result).as_deref(),
+            Some("ELICITATION_UNSUPPORTED"),
+            "{era}"
+        );
+        let text = serde_json::to_string(&result.structured_content).unwrap();
+        assert!(
+            text.contains("did not declare the elicitation capability"),
+            "{era}: {text}"
+        );
+        assert!(user.asked().is_empty());
+        assert_eq!(voided(&mcp), 0);
+        connected.close().await;
+    }
+}
+
+#[tokio::test]
+async fn typed_questions_and_two_rounds_in_both_eras() {
+    for era in ERAS {
+        let mcp = mcp();
+        let user = User::answering(vec![
+            accept(json!({ "reason": "duplicate" })),
+            accept(json!({ "confirm": true })),
+        ]);
+        let connected = connect(era, &mcp, user.clone()).await;
+        let result = connected
+            .call("billing_note", json!({ "id": "INV-2" }))
+            .await;
+        assert_eq!(result.is_error, Some(false), "{era}: {result:?}");
+        let data = &result.structured_content.as_ref().unwrap()["data"];
+        assert_eq!(data["reason"], "duplicate", "{era}");
+        assert_eq!(data["sure"], true, "{era}");
+        assert_eq!(user.asked(), ["Why?", "Sure?"], "{era}");
+        connected.close().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sealed state, end to end (2026-07-28), driven one round at a time
+
+async fn first_round(connected: &Connected, name: &str, arguments: Value) -> InputRequiredResult {
+    let Value::Object(arguments) = arguments else {
+        panic!()
+    };
+    match connected
+        .client
+        .call_tool_once(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+        .await
+        .expect("answered")
+    {
+        CallToolResponse::InputRequired(result) => result,
+        other => panic!("expected input_required, got {other:?}"),
+    }
+}
+
+async fn retry(
+    connected: &Connected,
+    name: &str,
+    arguments: Value,
+    state: Option<String>,
+    answer: ElicitResult,
+) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!()
+    };
+    let mut params = CallToolRequestParams::new(name.to_owned())
+        .with_arguments(arguments)
+        .with_input_responses([("q1".to_owned(), serde_json::to_value(answer).unwrap())].into());
+    params.request_state = state;
+    match connected
+        .client
+        .call_tool_once(params)
+        .await
+        .expect("answered")
+    {
+        CallToolResponse::Complete(result) => result,
+        other => panic!("expected a result, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_first_round_asks_with_a_sealed_state() {
+    let mcp = mcp();
+    let connected = rounds(&mcp, User::answering(vec![]));
+    let asked = first_round(&connected, "billing_void", json!({ "id": "INV-1" })).await;
+    let requests = asked.input_requests.expect("a question");
+    let wire = serde_json::to_value(&requests).unwrap();
+    assert_eq!(wire["q1"]["method"], "elicitation/create");
+    assert_eq!(wire["q1"]["params"]["message"], "Void invoice INV-1?");
+    assert!(asked.request_state.is_some());
+    assert_eq!(voided(&mcp), 0);
+    // The honest retry completes.
+    let result = retry(
+        &connected,
+        "billing_void",
+        json!({ "id": "INV-1" }),
+        asked.request_state,
+        accept(json!({ "confirm": true })),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(voided(&mcp), 1);
+    connected.close().await;
+}
+
+#[tokio::test]
+async fn a_tampered_transplanted_or_missing_state_is_refused_and_nothing_runs() {
+    let mcp = mcp();
+    let connected = rounds(&mcp, User::answering(vec![]));
+    let asked = first_round(&connected, "billing_void", json!({ "id": "INV-1" })).await;
+    let state = asked.request_state.unwrap();
+    let mut tampered = state.clone().into_bytes();
+    let middle = tampered.len() / 2;
+    tampered[middle] = if tampered[middle] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let yes = || accept(json!({ "confirm": true }));
+    for (name, arguments, state, expected) in [
+        (
+            "billing_void",
+            json!({ "id": "INV-1" }),
+            Some(tampered),
+            "REQUEST_STATE_INVALID",
+        ),
+        (
+            "billing_void",
+            json!({ "id": "INV-2" }),
+            Some(state.clone()),
+            "REQUEST_STATE_MISMATCH",
+        ),
+        (
+            "billing_note",
+            json!({ "id": "INV-1" }),
+            Some(state.clone()),
+            "REQUEST_STATE_MISMATCH",
+        ),
+        (
+            "billing_void",
+            json!({ "id": "INV-1" }),
+            None,
+            "REQUEST_STATE_INVALID",
+        ),
+    ] {
+        let result = retry(&connected, name, arguments, state, yes()).await;
+        assert_eq!(
+            code(&result).as_deref(),
+            Some(expected),
+            "{name}: {result:?}"
+        );
+    }
+    assert_eq!(voided(&mcp), 0);
+    connected.close().await;
+}
+
+#[tokio::test]
+async fn an_expired_state_or_one_from_a_removed_key_is_refused() {
+    let old = StateKey::new("old", [1u8; 32]).unwrap();
+    let new = StateKey::new("new", [2u8; 32]).unwrap();
+    // Expired.
+    let mcp = mcp_with(None, Duration::ZERO);
+    let connected = rounds(&mcp, User::answering(vec![]));
+    let asked = first_round(&connected, "billing_void", json!({ "id": "INV-1" })).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let result = retry(
+        &connected,
+        "billing_void",
+        json!({ "id": "INV-1" }),
+        asked.request_state,
+        accept(json!({ "confirm": true })),
+    )
+    .await;
+    assert_eq!(
+        code(&result).as_deref(),
+        Some("REQUEST_STATE_EXPIRED"),
+        "{result:?}"
+    );
+    assert_eq!(voided(&mcp), 0);
+    connected.close().await;
+    // Sealed under `old`; a replica holding [new, old] accepts it, one holding [new] refuses.
+    let sealing = mcp_with(
+        Some(StateKeys::new([old.clone()])),
+        Duration::from_secs(600),
+    );
+    let connected = rounds(&sealing, User::answering(vec![]));
+    let asked = first_round(&connected, "billing_void", json!({ "id": "INV-1" })).await;
+    connected.close().await;
+    for (keys, expected) in [
+        (StateKeys::new([new.clone(), old.clone()]), None),
+        (
+            StateKeys::new([new.clone()]),
+            Some("REQUEST_STATE_UNKNOWN_KEY"),
+        ),
+    ] {
+        let replica = mcp_with(Some(keys), Duration::from_secs(600));
+        let connected = rounds(&replica, User::answering(vec![]));
+        let result = retry(
+            &connected,
+            "billing_void",
+            json!({ "id": "INV-1" }),
+            asked.request_state.clone(),
+            accept(json!({ "confirm": true })),
+        )
+        .await;
+        assert_eq!(code(&result).as_deref(), expected, "{result:?}");
+        assert_eq!(voided(&replica), usize::from(expected.is_none()));
+        connected.close().await;
+    }
+}
