@@ -76,6 +76,8 @@ pub struct ServerBuilder {
     span_level: tracing::Level,
     /// The reviewed lockfile the built surface must match.
     lock: Option<String>,
+    /// Taken by serialized calls after their in-process turn.
+    serialization_lock: Option<Arc<dyn crate::guard::SerializationLock>>,
     /// Keys sealing the state of elicitation rounds (random per process by default).
     state_keys: Option<crate::request_state::StateKeys>,
     state_ttl: std::time::Duration,
@@ -121,6 +123,7 @@ impl ServerBuilder {
             rate_limit: None,
             span_level: tracing::Level::DEBUG,
             lock: None,
+            serialization_lock: None,
             #[cfg(feature = "gateway")]
             mounts: Vec::new(),
         }
@@ -337,6 +340,16 @@ impl ServerBuilder {
         self
     }
 
+    /// A lock shared by the server's replicas: every serialized call (a destructive write, or
+    /// `serialize = "…"`) takes it after its in-process FIFO turn and holds it until it ends,
+    /// so that the serialization holds across processes (PostgreSQL advisory locks, say). The
+    /// other guards (concurrency limits, rate limits, egress budgets) stay per process.
+    #[must_use]
+    pub fn serialization_lock(mut self, lock: impl crate::guard::SerializationLock) -> Self {
+        self.serialization_lock = Some(Arc::new(lock));
+        self
+    }
+
     /// The timeout of every tool that does not set its own: a call that takes longer is
     /// stopped and answered `TIMEOUT`, retryable.
     #[must_use]
@@ -506,6 +519,7 @@ impl ServerBuilder {
                 server_version: &self.version,
                 max_bytes: self.max_bytes,
                 default_timeout: self.default_timeout,
+                serialization_lock: self.serialization_lock.as_ref(),
             };
             if let Some(action) = compile_action(key, exposure, spec, &context, &mut problems) {
                 actions.push(action);
@@ -610,6 +624,7 @@ struct CompileContext<'a> {
     server_version: &'a str,
     max_bytes: Option<usize>,
     default_timeout: Option<std::time::Duration>,
+    serialization_lock: Option<&'a Arc<dyn crate::guard::SerializationLock>>,
 }
 
 /// How an action is exposed: in grouped exposition, a namespaced key is an action of its
@@ -821,6 +836,9 @@ fn compile_action(
         layout,
         middleware: chain.into(),
         concurrency: concurrency.map(ConcurrencyGuard::new),
+        shared_lock: serial
+            .as_ref()
+            .and(context.serialization_lock.map(Arc::clone)),
         serial,
         rate_limiter: rate_limit.map(RateLimiter::new),
         pages_by_offset,

@@ -52,6 +52,24 @@ pub enum Serialization {
     Off,
 }
 
+/// A lock shared by every replica of a server (a database's advisory lock, say), taken by each
+/// serialized call after its turn of the in-process FIFO lock and held until the call ends.
+///
+/// The in-process lock orders the calls of one process; this one makes the serialization hold
+/// across processes. Install it with
+/// [`ServerBuilder::serialization_lock`](crate::ServerBuilder::serialization_lock).
+pub trait SerializationLock: Send + Sync + 'static {
+    /// Waits until this process holds the lock named `key`, and returns what releases it when
+    /// dropped. `key` is the action's key, a `/`, then its FIFO key: the JSON of the
+    /// serializing argument once validated (`billing.void_invoice/"INV-7"`), or `*` for a
+    /// per-action lock. An error (the lock's store is down, the wait timed out) is the call's
+    /// answer; make it retryable when a later call may succeed.
+    fn acquire<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Box<dyn Send + 'static>, ToolError>>;
+}
+
 /// A rate limit: at most `max` calls per `per`, for each caller (SPEC G1). Beyond it a call gets
 /// `RATE_LIMITED` with the time to wait, before its arguments are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

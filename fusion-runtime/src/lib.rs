@@ -66,7 +66,7 @@ pub use build::ServerBuilder;
 pub use context::HttpRequest;
 pub use context::{CallContext, Ext, FromContext, Progress, Provided, ServerParts, State};
 pub use error::{BuildError, ErrorCatalog, ToolError, codes, echo};
-pub use guard::{Concurrency, RateLimit, Serialization};
+pub use guard::{Concurrency, RateLimit, Serialization, SerializationLock};
 pub use hidden::Hidden;
 pub use key::{Glob, ToolKey};
 pub use middleware::Middleware;

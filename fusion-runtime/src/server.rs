@@ -129,6 +129,8 @@ pub(crate) struct CompiledAction {
     pub(crate) middleware: Box<[Arc<dyn Middleware>]>,
     pub(crate) concurrency: Option<ConcurrencyGuard>,
     pub(crate) serial: Option<SerialGuard>,
+    /// The lock shared by replicas, taken after `serial`'s turn (only when `serial` is set).
+    pub(crate) shared_lock: Option<Arc<dyn crate::guard::SerializationLock>>,
     /// The rate limit of each caller of this action.
     pub(crate) rate_limiter: Option<RateLimiter>,
     /// Takes an integer `offset` and can be cut: the truncation notice names the next offset.

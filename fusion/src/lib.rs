@@ -79,6 +79,8 @@
 #[doc = include_str!("docs/production.md")]
 pub mod production {}
 
+#[doc = include_str!("docs/replicas.md")]
+pub mod replicas {}
 #[doc = include_str!("docs/resources-prompts.md")]
 pub mod resources_prompts {}
 
@@ -118,7 +120,7 @@ pub use fusion_runtime::elicit::{Answer, Elicit};
 pub use fusion_runtime::{
     AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
     Middleware, Params, Principal, Progress, Provided, RateLimit, Router, Serialization,
-    ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes, echo,
+    SerializationLock, ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes, echo,
 };
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{

@@ -7,11 +7,12 @@
 //! plain `async fn`s with a verb; [`server`] puts them together.
 
 pub mod model;
+pub mod pg;
 pub mod store;
 
 use std::sync::Arc;
 
-use fusion::audit::AuditEntry;
+use fusion::audit::{AuditEntry, AuditRecord};
 use fusion::{
     AccessPolicy, ActionInfo, CallContext, Create, Elicit, Filter, Page, Presented, Principal,
     PromptInfo, PromptMessages, Provided, ResourceInfo, Router, Server, ServerBuilder, State,
@@ -22,7 +23,124 @@ use serde::Serialize;
 use serde_json::json;
 
 pub use model::{Invoice, Status};
+pub use pg::{PgAuditSink, PgLock, PgStore};
 pub use store::{Created, NewInvoice, Store, StoreError, VoidOutcome};
+
+/// Where the invoices live: the embedded SQLite [`Store`] (one process) or a [`PgStore`]
+/// (replicas sharing one PostgreSQL database). The tools see only this.
+#[derive(Debug, Clone)]
+pub enum Invoices {
+    /// SQLite; its synchronous calls run on the blocking pool.
+    Sqlite(Arc<Store>),
+    /// PostgreSQL, asynchronous.
+    Postgres(PgStore),
+}
+
+impl Invoices {
+    async fn get(&self, tenant: &str, id: &str) -> Result<Option<Invoice>, BillingError> {
+        match self {
+            Invoices::Sqlite(store) => {
+                let (store, tenant, id) = (store.clone(), tenant.to_owned(), id.to_owned());
+                Ok(blocking(move || store.get(&tenant, &id)).await??)
+            }
+            Invoices::Postgres(store) => Ok(store.get(tenant, id).await?),
+        }
+    }
+
+    async fn page(
+        &self,
+        tenant: &str,
+        status: Option<Status>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Invoice>, u64), BillingError> {
+        match self {
+            Invoices::Sqlite(store) => {
+                let (store, tenant) = (store.clone(), tenant.to_owned());
+                Ok(blocking(move || store.page(&tenant, status, offset, limit)).await??)
+            }
+            Invoices::Postgres(store) => Ok(store.page(tenant, status, offset, limit).await?),
+        }
+    }
+
+    async fn void(
+        &self,
+        tenant: &str,
+        id: &str,
+        audit: AuditRecord,
+    ) -> Result<VoidOutcome, BillingError> {
+        match self {
+            Invoices::Sqlite(store) => {
+                let (store, tenant, id) = (store.clone(), tenant.to_owned(), id.to_owned());
+                Ok(blocking(move || store.void(&tenant, &id, &audit)).await??)
+            }
+            Invoices::Postgres(store) => Ok(store.void(tenant, id, &audit).await?),
+        }
+    }
+
+    async fn create(
+        &self,
+        tenant: &str,
+        customer_id: String,
+        total_cents: i64,
+        idempotency_key: Option<String>,
+        audit: AuditRecord,
+    ) -> Result<Created, BillingError> {
+        match self {
+            Invoices::Sqlite(store) => {
+                let (store, tenant) = (store.clone(), tenant.to_owned());
+                Ok(blocking(move || {
+                    let new = NewInvoice {
+                        customer_id: &customer_id,
+                        total_cents,
+                        idempotency_key: idempotency_key.as_deref(),
+                    };
+                    store.create(&tenant, &new, &audit)
+                })
+                .await??)
+            }
+            Invoices::Postgres(store) => {
+                let new = NewInvoice {
+                    customer_id: &customer_id,
+                    total_cents,
+                    idempotency_key: idempotency_key.as_deref(),
+                };
+                Ok(store.create(tenant, &new, &audit).await?)
+            }
+        }
+    }
+
+    async fn set_total(
+        &self,
+        tenant: &str,
+        id: &str,
+        total_cents: i64,
+        audit: AuditRecord,
+    ) -> Result<Option<Invoice>, BillingError> {
+        match self {
+            Invoices::Sqlite(store) => {
+                let (store, tenant, id) = (store.clone(), tenant.to_owned(), id.to_owned());
+                Ok(blocking(move || store.set_total(&tenant, &id, total_cents, &audit)).await??)
+            }
+            Invoices::Postgres(store) => {
+                Ok(store.set_total(tenant, id, total_cents, &audit).await?)
+            }
+        }
+    }
+
+    async fn totals_by_status(
+        &self,
+        tenant: &str,
+    ) -> Result<Vec<(Status, u64, i64)>, BillingError> {
+        match self {
+            Invoices::Sqlite(store) => {
+                let (store, tenant) = (store.clone(), tenant.to_owned());
+                Ok(blocking(move || store.totals_by_status(&tenant)).await??)
+            }
+            Invoices::Postgres(store) => Ok(store.totals_by_status(tenant).await?),
+        }
+    }
+}
 
 /// The tenant of the demo data.
 pub const DEMO_TENANT: &str = "t_777";
@@ -325,17 +443,13 @@ pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 128;
 /// Gets one invoice by its id (`billing.list_invoices` finds ids).
 #[tool(query, name = "billing.get_invoice", returns = InvoiceView, title = "Get invoice", tags = ["invoices"])]
 pub async fn get_invoice(
-    store: State<Store>,
+    store: State<Invoices>,
     tenant: Tenant,
     /// The invoice id, such as INV-7.
     #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Invoice, BillingError> {
-    let store = State::arc(&store).clone();
-    let found = {
-        let id = id.clone();
-        blocking(move || store.get(&tenant.0, &id)).await??
-    };
+    let found = store.get(&tenant.0, &id).await?;
     found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
 }
 
@@ -343,22 +457,18 @@ pub async fn get_invoice(
 #[resource(uri = "billing://invoices/{id}", name = "billing.invoice", returns = InvoiceView,
            cache = volatile, title = "Invoice")]
 pub async fn invoice(
-    store: State<Store>,
+    store: State<Invoices>,
     tenant: Tenant,
     id: String,
 ) -> Result<Invoice, BillingError> {
-    let store = State::arc(&store).clone();
-    let found = {
-        let id = id.clone();
-        blocking(move || store.get(&tenant.0, &id)).await??
-    };
+    let found = store.get(&tenant.0, &id).await?;
     found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
 }
 
 /// Drafts a payment reminder for one invoice, from what the agent may see of it.
 #[prompt(name = "billing.reminder_draft", title = "Draft a payment reminder", uses = InvoiceView)]
 pub async fn reminder_draft(
-    store: State<Store>,
+    store: State<Invoices>,
     tenant: Tenant,
     /// The invoice id, such as INV-7.
     id: String,
@@ -375,7 +485,7 @@ pub async fn reminder_draft(
 #[tool(query, name = "billing.list_invoices", returns = InvoiceList, cache = volatile, title = "List invoices",
        tags = ["invoices"], concurrency(max = 16, queue = 64), max_bytes = 65536)]
 pub async fn list_invoices(
-    store: State<Store>,
+    store: State<Invoices>,
     tenant: Tenant,
     filter: Filter<Invoice>,
     /// How many invoices to return (default 20; at most 50 are shown).
@@ -386,10 +496,10 @@ pub async fn list_invoices(
 ) -> Result<Page<Invoice>, BillingError> {
     let limit = limit.unwrap_or(20) as usize;
     let offset = offset.unwrap_or(0);
-    let store = State::arc(&store).clone();
     // The count comes from the same snapshot as the page: the agent is told how many exist.
-    let (invoices, total) =
-        blocking(move || store.page(&tenant.0, filter.status, offset as usize, limit)).await??;
+    let (invoices, total) = store
+        .page(&tenant.0, filter.status, offset as usize, limit)
+        .await?;
     Ok(Page::new(invoices)
         .with_total(total)
         .at_offset(u64::from(offset)))
@@ -403,7 +513,7 @@ pub async fn list_invoices(
 #[tool(mutation, name = "billing.void_invoice", returns = InvoiceView, invalidates = "billing.*", title = "Void invoice",
        tags = ["invoices"], serialize = "id", concurrency(max = 64, queue = 64))]
 pub async fn void_invoice(
-    store: State<Store>,
+    store: State<Invoices>,
     tenant: Tenant,
     audit: AuditEntry,
     ask: Elicit,
@@ -411,13 +521,9 @@ pub async fn void_invoice(
     #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Invoice, BillingError> {
-    let store = State::arc(&store).clone();
     // A large invoice is voided only once the user confirmed it. Nothing is changed before the
     // question: on protocol 2026-07-28 this handler runs again with the answer.
-    let found = {
-        let (store, tenant, id) = (store.clone(), tenant.clone(), id.clone());
-        blocking(move || store.get(&tenant.0, &id)).await??
-    };
+    let found = store.get(&tenant.0, &id).await?;
     if let Some(invoice) = found.filter(|invoice| invoice.total_cents > CONFIRM_VOID_ABOVE_CENTS)
         && !ask
             .confirm(format!(
@@ -430,11 +536,7 @@ pub async fn void_invoice(
     {
         return Err(BillingError::VoidNotConfirmed(Echoed::new(&id)));
     }
-    let record = audit.record();
-    let outcome = {
-        let id = id.clone();
-        blocking(move || store.void(&tenant.0, &id, &record)).await??
-    };
+    let outcome = store.void(&tenant.0, &id, audit.record()).await?;
     match outcome {
         VoidOutcome::Voided(invoice) => {
             // Committed with the change: the server's sink must not record it again.
@@ -472,7 +574,7 @@ fn checked_amount(total_cents: i64) -> Result<i64, BillingError> {
 #[tool(mutation, name = "billing.create_invoice", returns = InvoiceView, invalidates = ["billing.list_invoices", "billing.invoice_stats"], destructive = false, title = "Create invoice", tags = ["invoices"],
        concurrency(max = 64, queue = 64))]
 pub async fn create_invoice(
-    store: State<Store>,
+    store: State<Invoices>,
     tenant: Tenant,
     audit: AuditEntry,
     invoice: Create<Invoice>,
@@ -482,18 +584,15 @@ pub async fn create_invoice(
     idempotency_key: Option<String>,
 ) -> Result<Invoice, BillingError> {
     let total_cents = checked_amount(invoice.total_cents)?;
-    let record = audit.record();
-    let store = State::arc(&store).clone();
-    let key = idempotency_key.clone();
-    let created = blocking(move || {
-        let new = NewInvoice {
-            customer_id: &invoice.customer_id,
+    let created = store
+        .create(
+            &tenant.0,
+            invoice.customer_id.clone(),
             total_cents,
-            idempotency_key: key.as_deref(),
-        };
-        store.create(&tenant.0, &new, &record)
-    })
-    .await??;
+            idempotency_key.clone(),
+            audit.record(),
+        )
+        .await?;
     match created {
         Created::New(invoice) | Created::Replayed(invoice) => {
             audit.recorded();
@@ -525,10 +624,10 @@ pub struct StatusTotal {
 
 /// Counts and totals of invoices by status.
 #[tool(query, name = "billing.invoice_stats", cache = volatile, tags = ["reports"], toolset = "reports")]
-pub async fn invoice_stats(store: State<Store>, tenant: Tenant) -> Result<Stats, BillingError> {
-    let store = State::arc(&store).clone();
-    let by_status = blocking(move || store.totals_by_status(&tenant.0))
-        .await??
+pub async fn invoice_stats(store: State<Invoices>, tenant: Tenant) -> Result<Stats, BillingError> {
+    let by_status = store
+        .totals_by_status(&tenant.0)
+        .await?
         .into_iter()
         .map(|(status, count, total_cents)| StatusTotal {
             status,
@@ -573,17 +672,13 @@ pub struct Reminder {
 /// Sends the customer a payment reminder for an open invoice.
 #[tool(action, name = "billing.send_reminder", idempotent, tags = ["invoices"], toolset = "reminders")]
 pub async fn send_reminder(
-    store: State<Store>,
+    store: State<Invoices>,
     tenant: Tenant,
     /// The invoice id, such as INV-7.
     #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Reminder, BillingError> {
-    let store = State::arc(&store).clone();
-    let found = {
-        let id = id.clone();
-        blocking(move || store.get(&tenant.0, &id)).await??
-    };
+    let found = store.get(&tenant.0, &id).await?;
     let invoice = found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))?;
     tracing::info!(invoice = %invoice.id, customer = %invoice.customer_id, "payment reminder sent");
     Ok(Reminder {
@@ -597,7 +692,7 @@ pub async fn send_reminder(
 #[tool(mutation, name = "billing.update_invoice", returns = InvoiceView, invalidates = "billing.*", idempotent,
        tags = ["invoices"], serialize = "id", concurrency(max = 64, queue = 64))]
 pub async fn update_invoice(
-    store: State<Store>,
+    store: State<Invoices>,
     tenant: Tenant,
     audit: AuditEntry,
     /// The invoice id, such as INV-7.
@@ -605,25 +700,17 @@ pub async fn update_invoice(
     id: String,
     changes: Update<Invoice>,
 ) -> Result<Invoice, BillingError> {
-    let store = State::arc(&store).clone();
     let Some(total_cents) = changes.total_cents else {
-        let found = {
-            let id = id.clone();
-            blocking(move || store.get(&tenant.0, &id)).await??
-        };
+        let found = store.get(&tenant.0, &id).await?;
         return found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)));
     };
-    let record = audit.record();
-    let (updated, current) = {
-        let id = id.clone();
-        blocking(move || -> Result<_, StoreError> {
-            match store.set_total(&tenant.0, &id, total_cents, &record)? {
-                Some(updated) => Ok((Some(updated), None)),
-                // Not changed: read why.
-                None => Ok((None, store.get(&tenant.0, &id)?)),
-            }
-        })
-        .await??
+    let updated = store
+        .set_total(&tenant.0, &id, total_cents, audit.record())
+        .await?;
+    // Not changed: read why.
+    let current = match updated {
+        Some(_) => None,
+        None => store.get(&tenant.0, &id).await?,
     };
     if let Some(updated) = updated {
         audit.recorded();
@@ -641,12 +728,18 @@ pub async fn update_invoice(
 /// The billing tools over `store`, with their middleware and access policy: add transport-level
 /// concerns (audit sink, metrics, toolsets, exposition) to the builder, then build it.
 pub fn builder(store: Arc<Store>) -> ServerBuilder {
+    builder_on(Invoices::Sqlite(store))
+}
+
+/// [`builder`] over either store: [`Invoices::Postgres`] for replicas sharing a database
+/// (add their [`PgLock`] with [`ServerBuilder::serialization_lock`]).
+pub fn builder_on(invoices: Invoices) -> ServerBuilder {
     ServerBuilder::new("billing", env!("CARGO_PKG_VERSION"))
         .instructions(
             "Invoices of one tenant. Amounts are integer cents. Look invoices up with \
              `billing.list_invoices` or `billing.get_invoice` before changing them.",
         )
-        .state_arc(store)
+        .state(invoices)
         .access(BillingAccess)
         // The tenant, for the tools, the invoice resource and the prompt alike.
         .provide(tenant_of)

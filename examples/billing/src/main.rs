@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use billing::{Store, WRITE_SCOPE, local_principal};
+use billing::{Invoices, PgAuditSink, PgLock, PgStore, Store, WRITE_SCOPE, local_principal};
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use fusion::Exposition;
 use fusion::audit::{AuditSink, SqliteAuditSink, TracingAuditSink};
@@ -29,6 +29,20 @@ struct Args {
     /// Keep the data in memory only (fresh demo data on every start).
     #[arg(long, conflicts_with = "data_dir")]
     in_memory: bool,
+    /// Keep the invoices in PostgreSQL instead of SQLite (`postgres://user@host:port/db`), so
+    /// that several replicas can serve the same data; migrated and seeded at start-up.
+    /// Serialized writes then take PostgreSQL advisory locks, which hold across replicas.
+    #[arg(long, value_name = "URL", env = "BILLING_DATABASE_URL", hide_env_values = true,
+          conflicts_with_all = ["data_dir", "in_memory"])]
+    database_url: Option<String>,
+    /// PostgreSQL connections of this replica's store pool (its advisory locks have a pool of
+    /// the same size besides).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pool_size: usize,
+    /// On SIGTERM, answer `/readyz` with 503 for this many seconds before closing the listener
+    /// (so that a load balancer stops sending new calls), then let in-flight calls finish.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    drain_seconds: u64,
     /// Expose one `billing` tool with an `action` argument instead of one tool per action.
     #[arg(long)]
     grouped: bool,
@@ -118,6 +132,26 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(url) = &args.database_url {
+        let store = PgStore::connect(url, args.pool_size).await?;
+        tracing::info!(pool = args.pool_size, "billing store ready on PostgreSQL");
+        let stats = Arc::new(CallStats::new());
+        let mut builder = billing::builder_on(Invoices::Postgres(store.clone()))
+            .serialization_lock(PgLock::new(url, args.pool_size)?)
+            .audit(PgAuditSink::new(store.clone()))
+            .metrics(stats.clone());
+        if args.grouped {
+            builder = builder.exposition(Exposition::Grouped);
+        }
+        if let Some(toolsets) = args.toolsets.clone() {
+            builder = builder.enable_toolsets(toolsets);
+        }
+        let server = builder.build()?;
+        let ready = Readiness::new(Some(store));
+        let result = serve(server, &args, ready).await;
+        tracing::info!(stats = ?stats.snapshot(), "billing stopped");
+        return result;
+    }
     let store = if args.in_memory {
         Store::open_in_memory()?
     } else {
@@ -146,11 +180,22 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         })
         .audit(audit)
         .metrics(stats.clone());
-    if let Some(toolsets) = args.toolsets {
+    if let Some(toolsets) = args.toolsets.clone() {
         builder = builder.enable_toolsets(toolsets);
     }
     let server = builder.build()?;
-    let result = match args.http {
+    let result = serve(server, &args, Readiness::new(None)).await;
+    tracing::info!(stats = ?stats.snapshot(), "billing stopped");
+    result
+}
+
+/// Serves `server` over stdio or HTTP, as the arguments say.
+async fn serve(
+    server: fusion::Server,
+    args: &Args,
+    ready: Readiness,
+) -> Result<(), Box<dyn std::error::Error>> {
+    match args.http {
         None => {
             // The process owner is the caller: a trusted local session of the demo tenant.
             let mcp = Mcp::new(server).context(|_request, call| {
@@ -159,18 +204,80 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             mcp.serve_stdio().await.map_err(Into::into)
         }
         Some(address) => {
-            let mut tokens = args.tokens;
+            let mut tokens = args.tokens.clone();
             if let Some(file) = &args.token_file {
                 tokens.extend(read_token_file(file)?);
             }
             let options = HttpOptions::default()
                 .max_connections(args.max_connections)
                 .max_sessions(args.max_sessions, args.max_sessions_per_tenant);
-            serve_http(server, address, options, tokens, args.allow_anonymous).await
+            let drain = std::time::Duration::from_secs(args.drain_seconds);
+            serve_http(
+                server,
+                address,
+                options,
+                tokens,
+                args.allow_anonymous,
+                ready,
+                drain,
+            )
+            .await
         }
-    };
-    tracing::info!(stats = ?stats.snapshot(), "billing stopped");
-    result
+    }
+}
+
+/// What `/healthz` and `/readyz` answer.
+///
+/// `/healthz` is liveness: 200 while the process serves HTTP at all. `/readyz` is readiness:
+/// 200 when the store answers and the replica is not draining, else 503. Both are answered
+/// before authentication and never touch a tool.
+#[derive(Clone)]
+struct Readiness {
+    draining: Arc<std::sync::atomic::AtomicBool>,
+    store: Option<PgStore>,
+}
+
+impl Readiness {
+    fn new(store: Option<PgStore>) -> Self {
+        Readiness {
+            draining: Arc::default(),
+            store,
+        }
+    }
+
+    async fn ready(&self) -> Result<(), String> {
+        if self.draining.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("draining".into());
+        }
+        match &self.store {
+            Some(store) => store.ping().await.map_err(|error| error.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// Answers `/healthz` and `/readyz`; passes every other request on.
+    async fn layer(
+        self,
+        request: axum::extract::Request,
+        next: axum::middleware::Next,
+    ) -> axum::response::Response {
+        use axum::response::IntoResponse as _;
+        match request.uri().path() {
+            "/healthz" => (axum::http::StatusCode::OK, "ok\n").into_response(),
+            "/readyz" => match self.ready().await {
+                Ok(()) => (axum::http::StatusCode::OK, "ready\n").into_response(),
+                Err(why) => {
+                    tracing::debug!(%why, "not ready");
+                    (
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        format!("not ready: {why}\n"),
+                    )
+                        .into_response()
+                }
+            },
+            _ => next.run(request).await,
+        }
+    }
 }
 
 async fn serve_http(
@@ -179,6 +286,8 @@ async fn serve_http(
     options: HttpOptions,
     tokens: Vec<String>,
     allow_anonymous: bool,
+    ready: Readiness,
+    drain: std::time::Duration,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
@@ -193,8 +302,27 @@ async fn serve_http(
             interrupt.recv().await;
             shutdown.cancel();
         });
+        // SIGTERM (systemd, Kubernetes): not ready first, so that the load balancer stops
+        // sending new calls; after the drain delay the listener closes and in-flight calls get
+        // HttpOptions::shutdown_timeout to finish.
+        let shutdown = options.shutdown.clone();
+        let draining = ready.draining.clone();
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::spawn(async move {
+            terminate.recv().await;
+            eprintln!("billing: SIGTERM: draining for {drain:?}");
+            draining.store(true, std::sync::atomic::Ordering::Release);
+            tokio::time::sleep(drain).await;
+            shutdown.cancel();
+        });
     }
-    let mut mcp = Mcp::new(server);
+    let mut mcp = Mcp::new(server).layer(axum::middleware::from_fn_with_state(
+        ready,
+        |axum::extract::State(ready): axum::extract::State<Readiness>, request, next| {
+            ready.layer(request, next)
+        },
+    ));
     if allow_anonymous {
         tracing::warn!(
             "serving HTTP without authentication: every caller acts for the demo tenant"

@@ -211,11 +211,39 @@ pub enum StoreError {
         /// What SQLite said.
         source: rusqlite::Error,
     },
+    /// No PostgreSQL connection could be had within [`BUSY_TIMEOUT`] (all in use, or the
+    /// database unreachable); nothing was sent.
+    Pool {
+        /// The store operation that gave up.
+        operation: &'static str,
+        /// What the pool said.
+        source: String,
+    },
+    /// PostgreSQL failed.
+    Postgres {
+        /// The store operation that failed.
+        operation: &'static str,
+        /// What PostgreSQL (or the connection to it) said.
+        source: tokio_postgres::Error,
+    },
+    /// A value read back is not one the store writes.
+    Corrupt {
+        /// The store operation that read it.
+        operation: &'static str,
+        /// What was wrong.
+        what: &'static str,
+    },
 }
 
 impl StoreError {
     fn sqlite(operation: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
         move |source| StoreError::Sqlite { operation, source }
+    }
+
+    pub(crate) fn postgres(
+        operation: &'static str,
+    ) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
+        move |source| StoreError::Postgres { operation, source }
     }
 
     /// Whether the same call may succeed later: the database stayed locked or busy past
@@ -228,7 +256,13 @@ impl StoreError {
                 source.sqlite_error_code(),
                 Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked | ErrorCode::DiskFull)
             ),
-            StoreError::CreateDir { .. } | StoreError::Permissions { .. } => false,
+            // No connection: nothing was sent.
+            StoreError::Pool { .. } => true,
+            // A lost connection is not transient: a commit in flight may have been applied.
+            StoreError::Postgres { source, .. } => crate::pg::transient(source),
+            StoreError::CreateDir { .. }
+            | StoreError::Permissions { .. }
+            | StoreError::Corrupt { .. } => false,
         }
     }
 }
@@ -253,6 +287,18 @@ impl fmt::Display for StoreError {
             StoreError::Sqlite { operation, source } => {
                 write!(f, "billing store: {operation} failed: {source}")
             }
+            StoreError::Pool { operation, source } => {
+                write!(
+                    f,
+                    "billing store: {operation}: no database connection: {source}"
+                )
+            }
+            StoreError::Postgres { operation, source } => {
+                write!(f, "billing store: {operation} failed: {source}")
+            }
+            StoreError::Corrupt { operation, what } => {
+                write!(f, "billing store: {operation}: {what}")
+            }
         }
     }
 }
@@ -263,8 +309,9 @@ impl std::error::Error for StoreError {
             StoreError::CreateDir { source, .. } | StoreError::Permissions { source, .. } => {
                 Some(source)
             }
-            StoreError::Busy { .. } => None,
+            StoreError::Busy { .. } | StoreError::Pool { .. } | StoreError::Corrupt { .. } => None,
             StoreError::Sqlite { source, .. } => Some(source),
+            StoreError::Postgres { source, .. } => Some(source),
         }
     }
 }
@@ -850,7 +897,7 @@ fn unix_ms(audit: &AuditRecord) -> i64 {
 /// point of a write when `BILLING_FAILPOINT` names it (`between-change-and-audit`,
 /// `after-commit`), so that tests can prove what a crash there leaves behind. Release builds
 /// have no failpoints.
-fn failpoint(point: &str) {
+pub(crate) fn failpoint(point: &str) {
     if !cfg!(debug_assertions) {
         return;
     }
@@ -865,7 +912,7 @@ fn failpoint(point: &str) {
 /// A test hook in debug builds: every write holds the store for `BILLING_WRITE_HOLD_MS`
 /// milliseconds before it commits, so that tests can load the store the way slow disks or
 /// long transactions do. Release builds never wait here.
-fn hold_for_tests() {
+pub(crate) fn hold_for_tests() {
     if !cfg!(debug_assertions) {
         return;
     }

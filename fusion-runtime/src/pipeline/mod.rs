@@ -384,12 +384,15 @@ fn resolve(tool: &ExposedTool, args: &mut JsonObject) -> Result<usize, Unresolve
     }
 }
 
+/// A held lock of the server's [`SerializationLock`](crate::SerializationLock); released on drop.
+type SharedTurn = Box<dyn Send + 'static>;
+
 /// Middleware, in order, then the guards: what is held while the handler runs.
 async fn around(
     action: &CompiledAction,
     context: &mut CallContext,
     key: Option<String>,
-) -> Result<(Option<crate::guard::Slot>, Option<Turn>), ToolError> {
+) -> Result<(Option<crate::guard::Slot>, Option<Turn>, Option<SharedTurn>), ToolError> {
     let info = action.info();
     for middleware in action.middleware.iter() {
         middleware.before(context, info).await?;
@@ -398,11 +401,24 @@ async fn around(
         Some(guard) => Some(guard.enter().await?),
         None => None,
     };
+    let shared_key = action.shared_lock.as_ref().map(|_| {
+        format!(
+            "{}/{}",
+            action.facts.key.as_str(),
+            key.as_deref().unwrap_or("*")
+        )
+    });
     let turn = match &action.serial {
         Some(guard) => Some(guard.turn(key).await),
         None => None,
     };
-    Ok((slot, turn))
+    // Across replicas: the shared lock, once this process's FIFO turn has come, so that a
+    // process waits on it with at most one call per key.
+    let shared = match (&action.shared_lock, shared_key) {
+        (Some(lock), Some(key)) => Some(lock.acquire(&key).await?),
+        _ => None,
+    };
+    Ok((slot, turn, shared))
 }
 
 /// A call stopped at its timeout: retryable, since the same call may be faster next time.

@@ -1,0 +1,581 @@
+//! The PostgreSQL store (issue 16) against a real, temporary PostgreSQL: the same behaviour as
+//! the SQLite store where it applies (seed, tenancy, per-tenant numbers, idempotency keys,
+//! audit in the same transaction), migrations once when replicas start together, and the
+//! serialization of one invoice's voids across three servers on one database.
+//!
+//! Each test starts its own cluster (`initdb` in a temp dir, `pg_ctl` on a free port of
+//! 127.0.0.1, as the `postgres` user when run as root) and stops it when done. PostgreSQL is
+//! installed with apt-get when missing and this runs as root; a test that still finds no
+//! PostgreSQL says so and passes without checking anything.
+#![cfg(unix)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use billing::{Created, Invoices, NewInvoice, PgLock, PgStore, Status, VoidOutcome};
+use fusion::audit::AuditRecord;
+use fusion::testing::Tester;
+use fusion::{Principal, ToolError};
+use serde_json::json;
+
+/// A PostgreSQL cluster in a temp dir, stopped (`pg_ctl stop -m immediate`) on drop.
+struct TempPostgres {
+    bin: PathBuf,
+    data: PathBuf,
+    port: u16,
+    as_postgres: bool,
+    _dir: tempfile::TempDir,
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// The directory of `initdb` and `pg_ctl`: from `pg_config`, else the newest Debian layout.
+fn postgres_bin() -> Option<PathBuf> {
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
+        && out.status.success()
+    {
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if dir.join("initdb").exists() {
+            return Some(dir);
+        }
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path().join("bin"))
+        .filter(|bin| bin.join("initdb").exists())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// Installs PostgreSQL with apt-get once per process, as root only.
+fn install() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if postgres_bin().is_some() || !is_root() {
+            return;
+        }
+        eprintln!("postgres: not installed; apt-get install -y postgresql");
+        let _ = Command::new("sh")
+            .args([
+                "-c",
+                "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql",
+            ])
+            .status();
+    });
+}
+
+impl TempPostgres {
+    /// A started cluster, or `None` (with the reason on stderr) when PostgreSQL cannot be had.
+    fn start() -> Option<TempPostgres> {
+        install();
+        let Some(bin) = postgres_bin() else {
+            eprintln!("SKIPPED: PostgreSQL is not installed and could not be installed");
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let as_postgres = is_root();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).expect("the data dir");
+        if as_postgres {
+            // initdb refuses to run as root: the cluster belongs to `postgres`.
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+                .expect("chmod");
+            let chown = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&data)
+                .status()
+                .expect("chown");
+            assert!(chown.success());
+        }
+        let port = free_port();
+        let mut cluster = TempPostgres {
+            bin,
+            data,
+            port,
+            as_postgres,
+            _dir: dir,
+        };
+        let data = cluster.data.to_string_lossy().into_owned();
+        cluster.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        );
+        let options = format!(
+            "-p {port} -c listen_addresses=127.0.0.1 -k {data} -c fsync=off -c max_connections=200"
+        );
+        let log = format!("{data}/log");
+        cluster.run(
+            "pg_ctl",
+            &["-D", &data, "-o", &options, "-l", &log, "-w", "start"],
+        );
+        cluster.port = port;
+        Some(cluster)
+    }
+
+    fn run(&mut self, tool: &str, args: &[&str]) {
+        let program = self.bin.join(tool);
+        let mut command = if self.as_postgres {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(program);
+            command
+        } else {
+            Command::new(program)
+        };
+        let out = command.args(args).output().expect("run a PostgreSQL tool");
+        assert!(
+            out.status.success(),
+            "{tool} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A fresh database of its own.
+    async fn database(&self, name: &str) -> String {
+        let admin = self.url("postgres");
+        let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+            .await
+            .expect("connect as postgres");
+        let driver = tokio::spawn(connection);
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create the database");
+        drop(client);
+        let _ = driver.await;
+        self.url(name)
+    }
+
+    fn url(&self, database: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
+    }
+}
+
+impl Drop for TempPostgres {
+    fn drop(&mut self) {
+        let data = self.data.to_string_lossy().into_owned();
+        let program = self.bin.join("pg_ctl");
+        let mut command = if self.as_postgres {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(program);
+            command
+        } else {
+            Command::new(program)
+        };
+        let _ = command
+            .args(["-D", &data, "-m", "immediate", "-w", "stop"])
+            .output();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port")
+}
+
+fn audit(action: &str, tenant: &str) -> AuditRecord {
+    AuditRecord {
+        at: std::time::SystemTime::now(),
+        tool: action.replace('.', "_"),
+        action: action.to_owned(),
+        principal: Some(format!("token:{tenant}")),
+        tenant: Some(tenant.to_owned()),
+        arguments_digest: "digest".into(),
+        outcome: "ok",
+        duration: std::time::Duration::from_millis(1),
+    }
+}
+
+async fn audit_count(url: &str, action: &str, outcome: &str) -> i64 {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+        .query_one(
+            "SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = $2",
+            &[&action, &outcome],
+        )
+        .await
+        .expect("count audit records")
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_migrate_and_seed_once_and_tenants_stay_apart() {
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database("seed").await;
+    // Three replicas start at once: one migrates and seeds, the others find it done.
+    let (a, b, c) = tokio::join!(
+        PgStore::connect(&url, 4),
+        PgStore::connect(&url, 4),
+        PgStore::connect(&url, 4)
+    );
+    let (a, _b, _c) = (a.unwrap(), b.unwrap(), c.unwrap());
+    let (page, total) = a.page("t_777", None, 0, 3).await.unwrap();
+    assert_eq!(total, 1000);
+    let ids: Vec<&str> = page.iter().map(|invoice| invoice.id.as_str()).collect();
+    assert_eq!(ids, ["INV-1", "INV-2", "INV-3"]);
+    // The SQLite seed's formula.
+    let seven = a.get("t_777", "INV-7").await.unwrap().unwrap();
+    assert_eq!(seven.customer_id, "C-7");
+    assert_eq!(seven.total_cents, 55_433, "(7 * 7919) % 100000");
+    assert_eq!(seven.status, Status::Paid);
+    assert_eq!(seven.webhook_secret.expose(), "whsec_7");
+    let (open, open_total) = a.page("t_777", Some(Status::Open), 0, 1).await.unwrap();
+    assert_eq!(open_total, 333);
+    assert_eq!(open[0].id, "INV-3");
+    let totals = a.totals_by_status("t_777").await.unwrap();
+    assert_eq!(totals.iter().map(|t| t.1).sum::<u64>(), 1000);
+    // Another tenant sees none of it, and cannot change it.
+    assert_eq!(a.get("t_other", "INV-7").await.unwrap(), None);
+    assert_eq!(a.page("t_other", None, 0, 10).await.unwrap().1, 0);
+    assert!(
+        a.totals_by_status("t_other")
+            .await
+            .unwrap()
+            .iter()
+            .all(|t| t.1 == 0)
+    );
+    assert_eq!(
+        a.void(
+            "t_other",
+            "INV-3",
+            &audit("billing.void_invoice", "t_other")
+        )
+        .await
+        .unwrap(),
+        VoidOutcome::NotFound
+    );
+    assert_eq!(
+        a.set_total(
+            "t_other",
+            "INV-3",
+            1,
+            &audit("billing.update_invoice", "t_other")
+        )
+        .await
+        .unwrap(),
+        None
+    );
+    assert_eq!(
+        a.get("t_777", "INV-3").await.unwrap().unwrap().status,
+        Status::Open
+    );
+    // A restart keeps every write and seeds nothing again.
+    a.void("t_777", "INV-3", &audit("billing.void_invoice", "t_777"))
+        .await
+        .unwrap();
+    let again = PgStore::connect(&url, 2).await.unwrap();
+    assert_eq!(again.page("t_777", None, 0, 1).await.unwrap().1, 1000);
+    assert_eq!(
+        again.get("t_777", "INV-3").await.unwrap().unwrap().status,
+        Status::Voided
+    );
+    assert_eq!(audit_count(&url, "billing.void_invoice", "ok").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creates_number_per_tenant_replay_keys_and_audit_in_the_same_transaction() {
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database("creates").await;
+    let store = PgStore::connect(&url, 8).await.unwrap();
+    let other = PgStore::connect(&url, 8).await.unwrap();
+    let new = |key| NewInvoice {
+        customer_id: "C-1",
+        total_cents: 500,
+        idempotency_key: key,
+    };
+    let Created::New(first) = store
+        .create(
+            "t_777",
+            &new(None),
+            &audit("billing.create_invoice", "t_777"),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("a new invoice")
+    };
+    assert_eq!(first.id, "INV-1001");
+    assert_eq!(first.status, Status::Open);
+    let Created::New(theirs) = other
+        .create(
+            "t_other",
+            &new(None),
+            &audit("billing.create_invoice", "t_other"),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("a new invoice")
+    };
+    assert_eq!(theirs.id, "INV-1", "numbers are per tenant");
+
+    // 40 creates of one tenant on two "replicas" at once: 40 distinct consecutive numbers.
+    let mut tasks = Vec::new();
+    for n in 0..40 {
+        let store = if n % 2 == 0 {
+            store.clone()
+        } else {
+            other.clone()
+        };
+        tasks.push(tokio::spawn(async move {
+            let key = format!("k-{n}");
+            match store
+                .create(
+                    "t_777",
+                    &NewInvoice {
+                        customer_id: "C-2",
+                        total_cents: n,
+                        idempotency_key: Some(&key),
+                    },
+                    &audit("billing.create_invoice", "t_777"),
+                )
+                .await
+                .unwrap()
+            {
+                Created::New(invoice) => invoice.id,
+                other => panic!("{other:?}"),
+            }
+        }));
+    }
+    let mut ids = Vec::new();
+    for task in tasks {
+        ids.push(task.await.unwrap());
+    }
+    ids.sort_by_key(|id| id[4..].parse::<u32>().unwrap());
+    let expected: Vec<String> = (1002..1042).map(|n| format!("INV-{n}")).collect();
+    assert_eq!(ids, expected);
+
+    // The same key and request, again, on the other replica: the same invoice, nothing new.
+    let key = "k-7";
+    let replay = other
+        .create(
+            "t_777",
+            &NewInvoice {
+                customer_id: "C-2",
+                total_cents: 7,
+                idempotency_key: Some(key),
+            },
+            &audit("billing.create_invoice", "t_777"),
+        )
+        .await
+        .unwrap();
+    let Created::Replayed(replayed) = replay else {
+        panic!("{replay:?}")
+    };
+    assert_eq!(replayed.total_cents, 7);
+    // The same key with another request: refused, nothing written.
+    assert_eq!(
+        store
+            .create(
+                "t_777",
+                &NewInvoice {
+                    customer_id: "C-2",
+                    total_cents: 8,
+                    idempotency_key: Some(key),
+                },
+                &audit("billing.create_invoice", "t_777"),
+            )
+            .await
+            .unwrap(),
+        Created::KeyReused
+    );
+    // Keys are per tenant: the other tenant's k-7 is a new invoice.
+    assert!(matches!(
+        other
+            .create(
+                "t_other",
+                &NewInvoice {
+                    customer_id: "C-2",
+                    total_cents: 8,
+                    idempotency_key: Some(key),
+                },
+                &audit("billing.create_invoice", "t_other"),
+            )
+            .await
+            .unwrap(),
+        Created::New(_)
+    ));
+    assert_eq!(store.page("t_777", None, 0, 1).await.unwrap().1, 1041);
+    assert_eq!(other.page("t_other", None, 0, 1).await.unwrap().1, 2);
+    // One record per invoice created (1 + 40 + 2), one per replay, none for the refusal.
+    assert_eq!(audit_count(&url, "billing.create_invoice", "ok").await, 43);
+    assert_eq!(
+        audit_count(&url, "billing.create_invoice", "ok_replayed").await,
+        1
+    );
+    // The trail is append-only.
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let refused = client.execute("DELETE FROM audit_events", &[]).await;
+    assert!(refused.is_err(), "audit_events must refuse deletes");
+    // A total changes on open invoices only, with its record.
+    let changed = store
+        .set_total(
+            "t_777",
+            &first.id,
+            900,
+            &audit("billing.update_invoice", "t_777"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.map(|invoice| invoice.total_cents), Some(900));
+    assert_eq!(
+        store
+            .set_total(
+                "t_777",
+                "INV-7",
+                900,
+                &audit("billing.update_invoice", "t_777")
+            )
+            .await
+            .unwrap(),
+        None,
+        "INV-7 is paid"
+    );
+    assert_eq!(audit_count(&url, "billing.update_invoice", "ok").await, 1);
+}
+
+/// Counts the shared lock's acquisitions and passes them to PostgreSQL's.
+struct Counted {
+    lock: PgLock,
+    keys: Arc<std::sync::Mutex<Vec<String>>>,
+    held: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+struct CountedHeld {
+    _inner: Box<dyn Send>,
+    held: Arc<AtomicUsize>,
+}
+
+impl Drop for CountedHeld {
+    fn drop(&mut self) {
+        self.held.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl fusion::SerializationLock for Counted {
+    fn acquire<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Box<dyn Send + 'static>, ToolError>> {
+        Box::pin(async move {
+            let inner = self.lock.acquire(key).await?;
+            self.keys.lock().unwrap().push(key.to_owned());
+            let now = self.held.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            Ok(Box::new(CountedHeld {
+                _inner: inner,
+                held: self.held.clone(),
+            }) as Box<dyn Send>)
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_voids_across_three_servers_on_one_database_one_succeeds() {
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database("voids").await;
+    let keys = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let held = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut testers = Vec::new();
+    for _ in 0..3 {
+        // Three replicas: each with its own pools, as three processes would have.
+        let store = PgStore::connect(&url, 8).await.unwrap();
+        let lock = Counted {
+            lock: PgLock::new(&url, 8).unwrap(),
+            keys: keys.clone(),
+            held: held.clone(),
+            most: most.clone(),
+        };
+        let server = billing::builder_on(Invoices::Postgres(store.clone()))
+            .serialization_lock(lock)
+            .audit(billing::PgAuditSink::new(store))
+            .build()
+            .unwrap();
+        testers.push(Tester::new(server).with_context(|call| {
+            call.extensions_mut().insert(
+                Principal::new("token:t_777")
+                    .with_tenant("t_777")
+                    .with_scopes([billing::WRITE_SCOPE.to_owned()]),
+            );
+        }));
+    }
+    let mut calls = Vec::new();
+    for n in 0..50 {
+        let tester = testers[n % 3].clone();
+        calls.push(tokio::spawn(async move {
+            tester
+                .call("billing.void_invoice", json!({"id": "INV-3"}))
+                .await
+        }));
+    }
+    let mut voided = 0;
+    let mut already = 0;
+    for call in calls {
+        let result = call.await.unwrap();
+        if result.is_error() {
+            assert_eq!(
+                result.error_code(),
+                Some("AlreadyVoided"),
+                "{}",
+                result.raw_text()
+            );
+            already += 1;
+        } else {
+            assert_eq!(result.data()["status"], "voided");
+            voided += 1;
+        }
+    }
+    assert_eq!((voided, already), (1, 49));
+    // Every call took the shared lock under the FIFO key, and never two at once.
+    let keys = keys.lock().unwrap().clone();
+    assert_eq!(keys.len(), 50);
+    assert!(
+        keys.iter()
+            .all(|key| key == "billing.void_invoice/\"INV-3\""),
+        "{keys:?}"
+    );
+    assert_eq!(most.load(Ordering::SeqCst), 1);
+    assert_eq!(held.load(Ordering::SeqCst), 0);
+    // Exactly one audit record: the acknowledged void's.
+    assert_eq!(audit_count(&url, "billing.void_invoice", "ok").await, 1);
+    // Reads agree on every replica.
+    for tester in &testers {
+        let got = tester
+            .call("billing.get_invoice", json!({"id": "INV-3"}))
+            .await;
+        assert_eq!(got.data()["status"], "voided");
+    }
+}
