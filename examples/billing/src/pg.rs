@@ -16,7 +16,7 @@
 //!   invoice on any replicas, exactly one changes the row.
 //!
 //! Connections come from a [`deadpool_postgres`] pool; a call waits at most
-//! [`BUSY_TIMEOUT`](crate::store::BUSY_TIMEOUT) for one, then fails with a transient error.
+//! [`BUSY_TIMEOUT`] for one, then fails with a transient error.
 //! [`PgLock`] is the [`SerializationLock`](fusion::SerializationLock) of the replicas.
 
 use std::str::FromStr as _;
