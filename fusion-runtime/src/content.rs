@@ -177,14 +177,24 @@ impl Server {
         }
     }
 
-    /// The fixed resources the caller of `context` may read, as `resources/list` shows them.
-    pub fn visible_resources(&self, context: &CallContext) -> Vec<ResourceDefinition> {
+    /// The definitions (fixed and templated) of the resources the caller of `context` may read:
+    /// the one access filter both resource listings share.
+    fn readable_definitions<'a>(
+        &'a self,
+        context: &'a CallContext,
+    ) -> impl Iterator<Item = &'a Definition> + 'a {
         self.inner
             .content
             .resources
             .iter()
-            .filter(|resource| self.may_read(ResourceInfo(&resource.facts), context))
-            .filter_map(|resource| match &resource.definition {
+            .filter(move |resource| self.may_read(ResourceInfo(&resource.facts), context))
+            .map(|resource| &resource.definition)
+    }
+
+    /// The fixed resources the caller of `context` may read, as `resources/list` shows them.
+    pub fn visible_resources(&self, context: &CallContext) -> Vec<ResourceDefinition> {
+        self.readable_definitions(context)
+            .filter_map(|definition| match definition {
                 Definition::Fixed(definition) => Some(definition.clone()),
                 Definition::Template(_) => None,
             })
@@ -194,12 +204,8 @@ impl Server {
     /// The resource templates the caller of `context` may read, as
     /// `resources/templates/list` shows them.
     pub fn visible_resource_templates(&self, context: &CallContext) -> Vec<ResourceTemplate> {
-        self.inner
-            .content
-            .resources
-            .iter()
-            .filter(|resource| self.may_read(ResourceInfo(&resource.facts), context))
-            .filter_map(|resource| match &resource.definition {
+        self.readable_definitions(context)
+            .filter_map(|definition| match definition {
                 Definition::Template(definition) => Some(definition.clone()),
                 Definition::Fixed(_) => None,
             })
