@@ -276,16 +276,15 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
             current_dir,
         } => {
             let mut command = tokio::process::Command::new(program);
-            command.args(args).kill_on_drop(true);
+            command.args(args);
             for (name, value) in env {
                 command.env(name, value);
             }
             if let Some(dir) = current_dir {
                 command.current_dir(dir);
             }
-            let (process, _) = rmcp::transport::TokioChildProcess::builder(command)
-                .stderr(std::process::Stdio::inherit())
-                .spawn()
+            // Its stderr is the gateway's.
+            let process = super::child::ChildTransport::spawn(command)
                 .map_err(|error| format!("starting `{program}`: {error}"))?;
             let pid = process.id();
             let connection = match state.config.protocol {
@@ -298,10 +297,12 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
             Ok((connection, pid))
         }
         UpstreamTransport::Http { url, headers } => {
+            let http = http_client().map_err(|error| format!("connecting to {url}: {error}"))?;
             let transport = || {
-                rmcp::transport::StreamableHttpClientTransport::from_config(http_config(
-                    url, headers,
-                ))
+                rmcp::transport::StreamableHttpClientTransport::with_client(
+                    http.clone(),
+                    http_config(url, headers),
+                )
             };
             let lifecycle = match state.config.protocol {
                 UpstreamProtocol::Session => ClientLifecycleMode::Initialize,
@@ -340,6 +341,19 @@ fn stateless() -> ClientLifecycleMode {
     ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     }
+}
+
+/// The HTTP client of an upstream's connection. rmcp's default opens a TCP connection per
+/// request (it keeps none idle): 0.4 ms more per proxied call on loopback, measured. This one
+/// keeps them alive (our servers set `TCP_NODELAY`, and so does it, so a reused connection
+/// does not wait on delayed ACKs), and follows no redirect: a redirected POST is an error, not
+/// a message replayed elsewhere with the upstream's credentials.
+fn http_client() -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(60))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
 }
 
 /// The configuration of rmcp's Streamable HTTP client for `url` with these headers.
