@@ -453,9 +453,10 @@ fn present_one(
 }
 
 /// A list of invoices, presented: at most 50, a table, a chart, rules and one suggestion.
-fn present_list(tool: &str, invoices: &[Invoice], offset: u32) -> CallToolResult {
-    let total = invoices.len();
-    let shown = &invoices[..total.min(LIST_LIMIT)];
+/// A page of invoices: `invoices` fetched at `offset`, of `total` that match.
+fn present_list(tool: &str, invoices: &[Invoice], offset: u32, total: u64) -> CallToolResult {
+    let shown = &invoices[..invoices.len().min(LIST_LIMIT)];
+    let total = usize::try_from(total).unwrap_or(usize::MAX);
     let views: Vec<InvoiceOut<'_>> = shown.iter().map(InvoiceOut::from).collect();
     let data_text = serde_json::to_string(&views).unwrap_or_default();
     let data = serde_json::to_value(&views).unwrap_or(Value::Null);
@@ -464,14 +465,16 @@ fn present_list(tool: &str, invoices: &[Invoice], offset: u32) -> CallToolResult
     let mut content = Vec::with_capacity(6);
     content.push(ContentBlock::text(data_text));
     if total > shown.len() {
+        // As the connector tells it: the page the store fetched, of how many there are.
         let (shown, hidden) = (shown.len(), total - shown.len());
         let next = u64::from(offset) + shown as u64;
         content.push(ContentBlock::text(format!(
-            "<truncation shown=\"{shown}\" total=\"{total}\" hidden=\"{hidden}\" reason=\"limit\" next_offset=\"{next}\">Only {shown} of {total} items are shown; {hidden} are hidden. Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones, or narrow the request with filters.</truncation>"
+            "<truncation shown=\"{shown}\" total=\"{total}\" hidden=\"{hidden}\" reason=\"page\" offset=\"{offset}\" next_offset=\"{next}\">Only {shown} of {total} items are shown; {hidden} are hidden. They are items {} to {next}. Cut by the page the tool fetched ({shown} items). Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones.</truncation>",
+            u64::from(offset) + 1
         )));
         meta.insert(
             "truncated".into(),
-            json!({"shown": shown, "total": total, "hidden": hidden, "reason": "limit", "nextOffset": next}),
+            json!({"shown": shown, "total": total, "hidden": hidden, "reason": "page", "offset": offset, "nextOffset": next}),
         );
     }
     if shown.is_empty() {
@@ -650,8 +653,8 @@ impl RawBilling {
                     Ok(args) => {
                         let limit = args.limit.unwrap_or(20) as usize;
                         let offset = args.offset.unwrap_or(0);
-                        match store.list_from(tenant, args.status, offset as usize, limit) {
-                            Ok(invoices) => present_list(LIST, &invoices, offset),
+                        match store.page(tenant, args.status, offset as usize, limit) {
+                            Ok((invoices, total)) => present_list(LIST, &invoices, offset, total),
                             Err(error) => Failure::store(LIST, &error).into_result(meta),
                         }
                     }
@@ -757,7 +760,14 @@ impl ServerHandler for RawBilling {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        match self.call(&request.name, request.arguments) {
+        // The store is synchronous: its calls run on the blocking pool, as the connector's do
+        // (`fusion::blocking`), so that a locked database never holds an async worker.
+        let this = self.clone();
+        let name = request.name.clone();
+        let called = tokio::task::spawn_blocking(move || this.call(&name, request.arguments))
+            .await
+            .map_err(|_| ErrorData::internal_error("the call panicked", None))?;
+        match called {
             Some(result) => Ok(CallToolResponse::Complete(result)),
             None => Err(ErrorData::new(
                 ErrorCode::INVALID_PARAMS,
