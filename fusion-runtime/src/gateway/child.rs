@@ -172,9 +172,7 @@ impl Transport<RoleClient> for ChildTransport {
 fn parse(tool_calls: &Mutex<HashSet<RequestId>>, line: &[u8]) -> Option<ServerJsonRpcMessage> {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let mut reader = serde_json::Deserializer::from_slice(line);
-    let seed = ToolAnswer {
-        tool_calls,
-    };
+    let seed = ToolAnswer { tool_calls };
     if let Ok(Some((id, result))) = seed.deserialize(&mut reader)
         && reader.end().is_ok()
     {
