@@ -71,7 +71,8 @@
 //! described once, in `meta.truncated` (`shown`, `total`, `hidden`, `reason`, `offset`,
 //! `nextOffset`, `nextCursor`) and in the notice.
 //!
-//! [`production`] describes middleware, authentication, guards, access, audit and tracing.
+//! [`production`] describes middleware, authentication, guards, access, audit and tracing;
+//! `gateway` (feature `gateway`) mounts other MCP servers' tools beside your own.
 #![doc(test(attr(deny(warnings))))]
 
 #[doc = include_str!("docs/production.md")]
@@ -115,9 +116,11 @@ pub use fusion_runtime::{
 /// The HTTP request a call came in.
 #[cfg(feature = "http")]
 pub use fusion_runtime::HttpRequest;
-/// Upstream MCP servers mounted beside built-in tools (`ServerBuilder::mount`).
 #[cfg(feature = "gateway")]
-pub use fusion_runtime::gateway;
+#[doc = include_str!("docs/gateway.md")]
+pub mod gateway {
+    pub use fusion_runtime::gateway::*;
+}
 /// Bearer authentication of the HTTP transport.
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;
