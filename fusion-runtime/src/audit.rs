@@ -312,10 +312,14 @@ pub(crate) fn arguments_digest_of(arguments: &serde_json::Map<String, Value>) ->
 
 fn sha256_hex(text: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(text.as_bytes());
+    let mut hex = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    hex
 }
 
 fn write_object(object: &serde_json::Map<String, Value>, out: &mut String) {
@@ -506,5 +510,10 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a.len(), 64);
         assert_ne!(a, arguments_digest(&json!({"id": "INV-2"})));
+        // SHA-256 of `{}`, lower-case hex.
+        assert_eq!(
+            arguments_digest(&json!({})),
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
     }
 }

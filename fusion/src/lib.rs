@@ -74,6 +74,7 @@
 //! [`production`] describes middleware, authentication, guards, access, audit and tracing;
 //! [`lock`] makes the surface agents see a reviewed artifact, `fusion.lock`, checked in tests
 //! and at start-up.
+//! `gateway` (feature `gateway`) mounts other MCP servers' tools beside your own.
 #![doc(test(attr(deny(warnings))))]
 
 #[doc = include_str!("docs/production.md")]
@@ -147,9 +148,11 @@ pub use fusion_runtime::{
 /// The HTTP request a call came in.
 #[cfg(feature = "http")]
 pub use fusion_runtime::HttpRequest;
-/// Upstream MCP servers mounted beside built-in tools (`ServerBuilder::mount`).
 #[cfg(feature = "gateway")]
-pub use fusion_runtime::gateway;
+#[doc = include_str!("docs/gateway.md")]
+pub mod gateway {
+    pub use fusion_runtime::gateway::*;
+}
 /// Bearer authentication of the HTTP transport.
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;

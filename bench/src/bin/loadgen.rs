@@ -13,6 +13,9 @@
 //! hidden column in the data, `isError` agreeing with `ok`, the first text block being the
 //! data. Every response is at least parsed for its JSON-RPC id and error.
 //!
+//! `--tool-prefix acct_` calls the same tools under a prefix (`acct_billing_get_invoice`), for
+//! billing mounted in a gateway; responses are checked as billing's own.
+//!
 //! Over stdio the driver spawns the server (`sh -c 'exec COMMAND'`, so the child is the server
 //! itself), runs `initialize` (protocol 2025-11-25) or sends self-contained requests (2026-07-28),
 //! and keeps `--concurrency` requests in flight on the one pipe. Over HTTP each of `--clients`
@@ -105,6 +108,10 @@ struct Args {
     /// stdio: let the server's stderr through (default: discarded).
     #[arg(long)]
     server_stderr: bool,
+    /// Call the tools under this prefix (`acct_` calls `acct_billing_get_invoice`): billing
+    /// mounted in a gateway. Responses are checked as billing's own (`meta.tool` unprefixed).
+    #[arg(long, value_name = "PREFIX", default_value = "")]
+    tool_prefix: String,
 }
 
 fn main() -> ExitCode {
@@ -200,17 +207,17 @@ impl Call {
         }
     }
 
-    /// Appends the JSON-RPC request (no newline).
-    fn write(self, id: u64, meta: &str, out: &mut Vec<u8>) {
+    /// Appends the JSON-RPC request (no newline), calling the tool under `prefix`.
+    fn write(self, id: u64, meta: &str, prefix: &str, out: &mut Vec<u8>) {
         let tool = self.tool();
         let _ = match self {
             Call::Get(n) | Call::Void(n) => write!(
                 out,
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"id":"INV-{n}"}}{meta}}}}}"#
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{prefix}{tool}","arguments":{{"id":"INV-{n}"}}{meta}}}}}"#
             ),
             Call::List => write!(
                 out,
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"limit":20}}{meta}}}}}"#
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{prefix}{tool}","arguments":{{"limit":20}}{meta}}}}}"#
             ),
         };
     }
@@ -555,6 +562,7 @@ struct Config {
     protocol: String,
     mix: Mix,
     meta: String,
+    prefix: String,
     check_every: u64,
     invoices: u32,
     seed: u64,
@@ -565,6 +573,7 @@ async fn run(args: Args) -> Result<(String, u64), BoxError> {
     let seed = args.seed.unwrap_or_else(|| fastrand::u64(..));
     let config = Config {
         meta: request_meta(&args.protocol),
+        prefix: args.tool_prefix.clone(),
         protocol: args.protocol.clone(),
         mix: args.mix,
         check_every: args.check_every,
@@ -811,7 +820,7 @@ impl Pipe {
                     let mut batch = Vec::with_capacity(concurrency);
                     while pending.len() + batch.len() < concurrency {
                         let call = Call::pick(&mut rng, config.mix, config.invoices);
-                        call.write(next_id, &config.meta, &mut request);
+                        call.write(next_id, &config.meta, &config.prefix, &mut request);
                         request.push(b'\n');
                         batch.push((next_id, call));
                         next_id += 1;
@@ -1122,18 +1131,18 @@ impl HttpClient {
         };
         let mut next_id = 1u64;
         let mut body = Vec::with_capacity(1024);
+        let mut name = String::new();
         while Instant::now() < window.end {
             let call = Call::pick(&mut rng, config.mix, config.invoices);
             body.clear();
-            call.write(next_id, &config.meta, &mut body);
+            call.write(next_id, &config.meta, &config.prefix, &mut body);
             next_id += 1;
+            name.clear();
+            name.push_str(&config.prefix);
+            name.push_str(call.tool());
             let sent = Instant::now();
             match self
-                .post(
-                    Bytes::copy_from_slice(&body),
-                    "tools/call",
-                    Some(call.tool()),
-                )
+                .post(Bytes::copy_from_slice(&body), "tools/call", Some(&name))
                 .await
             {
                 Ok(reply) if reply.status == StatusCode::OK => {

@@ -54,6 +54,7 @@
 //! never wait for each other.
 
 pub(crate) mod call;
+mod child;
 mod upstream;
 
 use std::collections::{HashMap, HashSet};

@@ -276,16 +276,15 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
             current_dir,
         } => {
             let mut command = tokio::process::Command::new(program);
-            command.args(args).kill_on_drop(true);
+            command.args(args);
             for (name, value) in env {
                 command.env(name, value);
             }
             if let Some(dir) = current_dir {
                 command.current_dir(dir);
             }
-            let (process, _) = rmcp::transport::TokioChildProcess::builder(command)
-                .stderr(std::process::Stdio::inherit())
-                .spawn()
+            // Its stderr is the gateway's.
+            let process = super::child::ChildTransport::spawn(command)
                 .map_err(|error| format!("starting `{program}`: {error}"))?;
             let pid = process.id();
             let connection = match state.config.protocol {
@@ -298,7 +297,7 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
             Ok((connection, pid))
         }
         UpstreamTransport::Http { url, headers } => {
-            let http = http_client()?;
+            let http = http_client().map_err(|error| format!("connecting to {url}: {error}"))?;
             let transport = || {
                 rmcp::transport::StreamableHttpClientTransport::with_client(
                     http.clone(),
@@ -344,13 +343,21 @@ fn stateless() -> ClientLifecycleMode {
     }
 }
 
-/// The configuration of rmcp's Streamable HTTP client for `url` with these headers.
-/// The HTTP client of an upstream MCP server. With fusion's `http-client` feature reqwest is
-/// built without a default crypto provider (cargo shares that feature with this client), so
-/// the client brings the proxy verb's own TLS (rustls on ring) instead of relying on a
-/// process-wide provider, which would panic when none is installed.
+/// The HTTP client of an upstream's connection. rmcp's default opens a TCP connection per
+/// request (it keeps none idle): 0.4 ms more per proxied call on loopback, measured. This one
+/// keeps them alive (our servers set `TCP_NODELAY`, and so does it, so a reused connection
+/// does not wait on delayed ACKs), and follows no redirect: a redirected POST is an error, not
+/// a message replayed elsewhere with the upstream's credentials.
+///
+/// With fusion's `http-client` feature reqwest is built without a default crypto provider
+/// (cargo shares that feature with this client), so the client brings the proxy verb's own TLS
+/// (rustls on ring) instead of relying on a process-wide provider, which would panic when none
+/// is installed.
 fn http_client() -> Result<reqwest::Client, String> {
-    let builder = reqwest::Client::builder();
+    let builder = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(60))
+        .redirect(reqwest::redirect::Policy::none());
     #[cfg(feature = "http-client")]
     let builder = builder.tls_backend_preconfigured(
         crate::upstream::tls_config().map_err(|error| error.to_string())?,
@@ -360,6 +367,7 @@ fn http_client() -> Result<reqwest::Client, String> {
         .map_err(|error| format!("the HTTP client could not be built: {error}"))
 }
 
+/// The configuration of rmcp's Streamable HTTP client for `url` with these headers.
 fn http_config(url: &str, headers: &[(String, String)]) -> StreamableHttpClientTransportConfig {
     let mut custom = HashMap::new();
     let mut bearer = None;

@@ -70,8 +70,11 @@ impl Server {
         let Some(tool) = inner.by_name.get(name).map(|&index| &inner.tools[index]) else {
             // Not built in: a tool of a mounted upstream, maybe (SPEC R7).
             #[cfg(feature = "gateway")]
+            // Boxed: the proxied path's future is large, and inline it would make every call's
+            // future as large, copied whole each time a request task is spawned.
             if let Some(gateway) = &inner.gateway
-                && let Some(sealed) = self.call_proxied(gateway, name, arguments, context).await
+                && let Some(sealed) =
+                    Box::pin(self.call_proxied(gateway, name, arguments, context)).await
             {
                 return Ok(sealed);
             }

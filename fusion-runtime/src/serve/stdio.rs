@@ -8,14 +8,19 @@
 //! an oversized line too), the error carries it, so a client waiting on that id is not left
 //! waiting forever. Notifications, which have no id, are never answered (JSON-RPC 2.0).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::ServiceExt;
-use rmcp::model::RequestId;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcVersion2_0,
+    RequestId, RequestMetaObject,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
@@ -245,6 +250,9 @@ fn parse(line: &[u8]) -> Parsed {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Parsed::Blank;
     }
+    if let Some(message) = tool_call(line) {
+        return Parsed::Message(Box::new(message));
+    }
     let error = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
         Ok(message) => return Parsed::Message(Box::new(message)),
         Err(error) => error,
@@ -269,6 +277,117 @@ fn parse(line: &[u8]) -> Parsed {
         ErrorData::invalid_request("Invalid request: not a JSON-RPC 2.0 message.", None),
         id,
     )
+}
+
+/// A `tools/call` request, read in one pass; `None` for anything else (read rmcp's way).
+///
+/// rmcp reads a client message as an untagged enum of every request type: the message is
+/// buffered as a generic tree, then tried against each type until one fits, an error built for
+/// each miss (a dozen before `tools/call`). Here the `method`, when it comes before `params` as
+/// every SDK writes it, says what `params` are. The result is what rmcp's reading gives: the
+/// `_meta` of the params in the request's extensions.
+fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+    let mut reader = serde_json::Deserializer::from_slice(line);
+    let message = ToolCall.deserialize(&mut reader).ok().flatten()?;
+    reader.end().ok()?;
+    Some(message)
+}
+
+struct ToolCall;
+
+impl<'de> DeserializeSeed<'de> for ToolCall {
+    type Value = Option<RxJsonRpcMessage<RoleServer>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ToolCall {
+    type Value = Option<RxJsonRpcMessage<RoleServer>>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC request")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut version = None;
+        let mut id = None;
+        let mut is_tool_call = false;
+        let mut request = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "jsonrpc" if version.is_none() => {
+                    version = Some(map.next_value::<JsonRpcVersion2_0>()?);
+                }
+                "id" if id.is_none() => id = Some(map.next_value::<RequestId>()?),
+                "method" if !is_tool_call => {
+                    if map.next_value::<Cow<'de, str>>()? != "tools/call" {
+                        return Ok(None);
+                    }
+                    is_tool_call = true;
+                }
+                "params" if is_tool_call && request.is_none() => {
+                    request = Some(map.next_value_seed(ToolCallParams)?);
+                }
+                // `params` before `method`, a repeated key, or anything else.
+                _ => return Ok(None),
+            }
+        }
+        let (Some(_), Some(id), Some(request)) = (version, id, request) else {
+            return Ok(None);
+        };
+        Ok(Some(RxJsonRpcMessage::<RoleServer>::request(
+            ClientRequest::CallToolRequest(request),
+            id,
+        )))
+    }
+}
+
+/// The `params` of a `tools/call`, with their `_meta` moved to the request's extensions.
+struct ToolCallParams;
+
+impl<'de> DeserializeSeed<'de> for ToolCallParams {
+    type Value = CallToolRequest;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ToolCallParams {
+    type Value = CallToolRequest;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("tool call parameters")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut name: Option<String> = None;
+        let mut params = CallToolRequestParams::default();
+        let mut meta: Option<JsonObject> = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "name" if name.is_none() => name = Some(map.next_value()?),
+                "arguments" => params.arguments = map.next_value()?,
+                "_meta" => meta = map.next_value()?,
+                "inputResponses" => params.input_responses = map.next_value()?,
+                "requestState" => params.request_state = map.next_value()?,
+                "name" => return Err(serde::de::Error::duplicate_field("name")),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        params.name = name
+            .ok_or_else(|| serde::de::Error::missing_field("name"))?
+            .into();
+        let mut request = CallToolRequest::new(params);
+        if let Some(meta) = meta {
+            request.extensions.insert(RequestMetaObject::from(meta));
+        }
+        Ok(request)
+    }
 }
 
 fn request_id(value: &Value) -> Option<RequestId> {
@@ -359,6 +478,47 @@ mod tests {
         assert_eq!(id_at_start(value), Some(RequestId::Number(3)));
         assert_eq!(id_at_start(br#"{"id":"unterminated"#), None);
         assert_eq!(id_at_start(b"not json at all"), None);
+    }
+
+    /// A tool call read in one pass is what rmcp's reading gives, `_meta` included.
+    #[test]
+    fn tool_calls_read_fast_are_read_as_rmcp_reads_them() {
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"billing_get_invoice","arguments":{"id":"INV-7"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"x","arguments":{"n":[1,{"k":null}]},"_meta":{"progressToken":3,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},"extra":1}}"#,
+            r#"{"method":"tools/call","params":{"name":"no_arguments"},"jsonrpc":"2.0","id":0}"#,
+        ];
+        for line in lines {
+            let fast = tool_call(line.as_bytes()).expect("read fast");
+            let generic: RxJsonRpcMessage<RoleServer> = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                serde_json::to_value(&fast).unwrap(),
+                serde_json::to_value(&generic).unwrap(),
+                "{line}"
+            );
+            let meta = |message: &RxJsonRpcMessage<RoleServer>| match message {
+                rmcp::model::JsonRpcMessage::Request(request) => match &request.request {
+                    ClientRequest::CallToolRequest(call) => (
+                        call.extensions.get::<RequestMetaObject>().cloned(),
+                        call.params.clone(),
+                    ),
+                    other => panic!("not a tool call: {other:?}"),
+                },
+                other => panic!("not a request: {other:?}"),
+            };
+            assert_eq!(meta(&fast), meta(&generic), "{line}");
+        }
+        // Anything else is left to rmcp.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"params":{"name":"x"},"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}} trailing"#,
+        ] {
+            assert!(tool_call(line.as_bytes()).is_none(), "{line}");
+        }
     }
 
     #[test]

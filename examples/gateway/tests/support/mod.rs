@@ -35,26 +35,102 @@ pub(crate) fn gateway_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_gateway"))
 }
 
-/// The `billing` binary of this build (beside `gateway`), built once if missing: cargo only
-/// builds the binaries of the package under test.
+/// The `billing` binary the tests drive, beside `gateway` in the same target directory and
+/// profile.
+///
+/// Cargo builds only the binaries of the packages under test, and a binary of another package
+/// cannot be a dependency on stable Rust. So: `cargo test --workspace` builds it (billing's own
+/// tests need it), and it is used as it is; `cargo test -p gateway` alone finds it missing, or
+/// older than the sources it is built from, and builds it here with the same cargo, into the
+/// same target directory and profile (`.ci/run` runs that path from a fresh clone). Cargo does
+/// not hold its build lock while tests run, so this nested build does not wait on the outer one.
 pub(crate) fn billing_bin() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let path = gateway_bin().with_file_name("billing");
-            if !path.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let status = std::process::Command::new(cargo)
-                    .args(["build", "-q", "-p", "billing", "--bin", "billing"])
-                    .current_dir(workspace_root())
-                    .status()
-                    .expect("running cargo build -p billing");
-                assert!(status.success(), "cargo build -p billing failed");
+            let gateway = gateway_bin();
+            let path = gateway.with_file_name(format!("billing{}", std::env::consts::EXE_SUFFIX));
+            if !path.exists() || older_than_its_sources(&path) {
+                build_billing(&gateway);
             }
             assert!(path.exists(), "no billing binary at {}", path.display());
             path
         })
         .clone()
+}
+
+/// Whether a source of the billing binary (its crate, the SDK's crates, the lock file) changed
+/// after it was built.
+fn older_than_its_sources(binary: &Path) -> bool {
+    fn newest(path: &Path) -> Option<std::time::SystemTime> {
+        let metadata = std::fs::metadata(path).ok()?;
+        if metadata.is_file() {
+            return metadata.modified().ok();
+        }
+        std::fs::read_dir(path)
+            .ok()?
+            .filter_map(Result::ok)
+            .filter_map(|entry| newest(&entry.path()))
+            .max()
+    }
+    let Some(built) = std::fs::metadata(binary).and_then(|m| m.modified()).ok() else {
+        return true;
+    };
+    let root = workspace_root();
+    [
+        "examples/billing/src",
+        "examples/billing/Cargo.toml",
+        "fusion/src",
+        "fusion-runtime/src",
+        "fusion-macros/src",
+        "fusion-names/src",
+        "Cargo.lock",
+    ]
+    .iter()
+    .filter_map(|source| newest(&root.join(source)))
+    .any(|changed| changed > built)
+}
+
+/// `cargo build -p billing --bin billing` into the target directory and profile of `gateway`
+/// (`<target>/<profile>/gateway`, or `<target>/<triple>/<profile>/gateway` when built with
+/// `--target`).
+fn build_billing(gateway: &Path) {
+    let profile_dir = gateway.parent().expect("a profile directory");
+    let profile = profile_dir
+        .file_name()
+        .and_then(|name| name.to_str())
+        .expect("a profile name");
+    let mut target_dir = profile_dir.parent().expect("a target directory");
+    let mut triple = None;
+    // The target directory holds `CACHEDIR.TAG`; a directory in between is a target triple.
+    if !target_dir.join("CACHEDIR.TAG").exists()
+        && let Some(parent) = target_dir.parent()
+        && parent.join("CACHEDIR.TAG").exists()
+    {
+        triple = target_dir.file_name().and_then(|name| name.to_str());
+        target_dir = parent;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command
+        .args(["build", "--quiet", "-p", "billing", "--bin", "billing"])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(workspace_root());
+    match profile {
+        "debug" => {}
+        "release" => {
+            command.arg("--release");
+        }
+        other => {
+            command.args(["--profile", other]);
+        }
+    }
+    if let Some(triple) = triple {
+        command.args(["--target", triple]);
+    }
+    let status = command.status().expect("running cargo build -p billing");
+    assert!(status.success(), "cargo build -p billing failed");
 }
 
 pub(crate) fn object(value: Value) -> JsonObject {

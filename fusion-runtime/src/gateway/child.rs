@@ -1,0 +1,454 @@
+//! The transport to a stdio upstream: its child process, one JSON-RPC message per line.
+//!
+//! Ours rather than rmcp's `TokioChildProcess` for the cost of reading answers. rmcp reads every
+//! message as a `ServerJsonRpcMessage`, whose result is an untagged enum of every result type:
+//! the whole message is buffered as a generic tree, then tried against each variant in turn
+//! (an error built for each miss) until one fits. A gateway reads mostly tool results, which can
+//! be large. This transport knows which of its requests were `tools/call`, and reads their
+//! answers straight as a `CallToolResult`; anything else takes rmcp's path. Stopping follows the
+//! MCP stdio sequence: stdin closed, then `SIGTERM`, then `SIGKILL`, a few seconds apart.
+
+use std::collections::HashSet;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::{
+    CallToolResult, ClientJsonRpcMessage, ClientRequest, ContentBlock, RequestId, ResultType,
+    ServerJsonRpcMessage, ServerResult, TextContent,
+};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// How long a child may take to exit after each step of stopping it.
+const EXIT_WAIT: Duration = Duration::from_secs(3);
+
+/// Request ids remembered at most (answers to forgotten ones are read the generic way).
+const MAX_PENDING: usize = 4096;
+
+/// A running child process, spoken to over its stdin and stdout.
+pub(crate) struct ChildTransport {
+    child: Child,
+    read: BufReader<ChildStdout>,
+    /// Shared by concurrent sends; `None` once closed.
+    write: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    /// The line being read, kept across cancelled reads (`receive` runs in a `select!`).
+    line: Vec<u8>,
+    /// Ids of `tools/call` requests sent and not answered yet.
+    tool_calls: Arc<Mutex<HashSet<RequestId>>>,
+}
+
+impl ChildTransport {
+    /// Starts `command` with piped stdin and stdout (stderr as configured by the caller).
+    pub(crate) fn spawn(mut command: Command) -> std::io::Result<ChildTransport> {
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(std::io::Error::other("the child has no stdin or stdout"));
+        };
+        Ok(ChildTransport {
+            child,
+            read: BufReader::with_capacity(64 * 1024, stdout),
+            write: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
+            line: Vec::new(),
+            tool_calls: Arc::default(),
+        })
+    }
+
+    pub(crate) fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Closes stdin and waits; then `SIGTERM`; then kills.
+    async fn stop(&mut self) -> std::io::Result<()> {
+        if let Some(mut stdin) = self.write.lock().await.take() {
+            let _ = stdin.shutdown().await;
+        }
+        if tokio::time::timeout(EXIT_WAIT, self.child.wait())
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        #[cfg(unix)]
+        if let Some(pid) = self
+            .child
+            .id()
+            .and_then(|pid| i32::try_from(pid).ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            if tokio::time::timeout(EXIT_WAIT, self.child.wait())
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+        }
+        self.child.kill().await
+    }
+}
+
+impl Transport<RoleClient> for ChildTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let ClientJsonRpcMessage::Request(request) = &item
+            && matches!(request.request, ClientRequest::CallToolRequest(_))
+        {
+            let mut calls = self
+                .tool_calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            // Ids of calls never answered (the upstream lost them) are not kept forever.
+            if calls.len() >= MAX_PENDING {
+                calls.clear();
+            }
+            calls.insert(request.id.clone());
+        }
+        let bytes = serde_json::to_vec(&item).map(|mut bytes| {
+            bytes.push(b'\n');
+            bytes
+        });
+        let write = Arc::clone(&self.write);
+        async move {
+            let bytes = bytes.map_err(std::io::Error::other)?;
+            let mut write = write.lock().await;
+            let stdin = write
+                .as_mut()
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+            stdin.write_all(&bytes).await?;
+            stdin.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            // Cancel-safe: bytes read before a cancellation stay in `self.line`.
+            match self.read.read_until(b'\n', &mut self.line).await {
+                Ok(0) => return None,
+                Ok(_) if self.line.last() != Some(&b'\n') => return None,
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::debug!(%error, "reading an upstream's stdout failed");
+                    return None;
+                }
+            }
+            let mut line = std::mem::take(&mut self.line);
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            let parsed = (!line.iter().all(u8::is_ascii_whitespace))
+                .then(|| parse(&self.tool_calls, &line))
+                .flatten();
+            line.clear();
+            if line.capacity() <= 256 * 1024 {
+                self.line = line;
+            }
+            if let Some(message) = parsed {
+                return Some(message);
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.stop().await
+    }
+}
+
+/// Reads one message: a tool call's answer straight as a tool result, anything else
+/// as rmcp reads it. `None` for a line that is not a message (logged and skipped).
+fn parse(tool_calls: &Mutex<HashSet<RequestId>>, line: &[u8]) -> Option<ServerJsonRpcMessage> {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let mut reader = serde_json::Deserializer::from_slice(line);
+    let seed = ToolAnswer { tool_calls };
+    if let Ok(Some((id, result))) = seed.deserialize(&mut reader)
+        && reader.end().is_ok()
+    {
+        return Some(ServerJsonRpcMessage::response(
+            ServerResult::CallToolResult(result),
+            id,
+        ));
+    }
+    match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
+        Ok(message) => {
+            // An answer read this way (an error, say) is no longer awaited.
+            if let ServerJsonRpcMessage::Response(rmcp::model::JsonRpcResponse { id, .. })
+            | ServerJsonRpcMessage::Error(rmcp::model::JsonRpcError { id: Some(id), .. }) =
+                &message
+            {
+                tool_calls
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(id);
+            }
+            Some(message)
+        }
+        Err(error) => {
+            tracing::debug!(%error, "an upstream wrote a line that is not a message");
+            None
+        }
+    }
+}
+
+/// Reads a message in one pass as the answer to one of our tool calls: `Some` when its `id`
+/// (before its `result`, as every SDK writes them) is one, `None` (or an error) for anything
+/// else, which is then read again the generic way.
+struct ToolAnswer<'s> {
+    tool_calls: &'s Mutex<HashSet<RequestId>>,
+}
+
+impl<'de> DeserializeSeed<'de> for ToolAnswer<'_> {
+    type Value = Option<(RequestId, CallToolResult)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ToolAnswer<'_> {
+    type Value = Option<(RequestId, CallToolResult)>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut id: Option<RequestId> = None;
+        let mut answer = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "id" if id.is_none() => id = Some(map.next_value()?),
+                "result" if answer.is_none() => {
+                    let ours = id.as_ref().is_some_and(|id| {
+                        self.tool_calls
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .contains(id)
+                    });
+                    if !ours {
+                        return Ok(None);
+                    }
+                    answer = Some(map.next_value_seed(FastResult)?);
+                }
+                "jsonrpc" => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                // `error`, `method`, a repeated key: not a tool result.
+                _ => return Ok(None),
+            }
+        }
+        let (Some(id), Some(answer)) = (id, answer) else {
+            return Ok(None);
+        };
+        self.tool_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        Ok(Some((id, answer)))
+    }
+}
+
+/// A `CallToolResult` as rmcp reads it (unknown keys ignored, `content` defaulting to none,
+/// at least one known field, `resultType` complete), but with its text blocks read in place:
+/// rmcp's `ContentBlock` is tagged by `type`, which serde reads by buffering each block (its
+/// text copied twice). A block whose `type` is not its first key, or is not `text`, fails the
+/// fast read, and the whole message is read again the generic way.
+struct FastResult;
+
+impl<'de> DeserializeSeed<'de> for FastResult {
+    type Value = CallToolResult;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FastResult {
+    type Value = CallToolResult;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a tool result")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error as _;
+        let mut result = CallToolResult::default();
+        result.result_type = None;
+        let mut known = false;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "resultType" => {
+                    let result_type: ResultType = map.next_value()?;
+                    if !result_type.is_complete() {
+                        return Err(A::Error::custom("not a complete tool result"));
+                    }
+                    result.result_type = Some(result_type);
+                }
+                "content" => {
+                    result.content = map.next_value_seed(FastBlocks)?;
+                    known = true;
+                }
+                "structuredContent" => {
+                    result.structured_content = Some(map.next_value()?);
+                    known = true;
+                }
+                "isError" => {
+                    result.is_error = map.next_value()?;
+                    known = true;
+                }
+                "_meta" => result.meta = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if !known {
+            return Err(A::Error::custom("not a tool result"));
+        }
+        Ok(result)
+    }
+}
+
+/// The `content` of a tool result, text blocks only (see [`FastResult`]).
+struct FastBlocks;
+
+impl<'de> DeserializeSeed<'de> for FastBlocks {
+    type Value = Vec<ContentBlock>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FastBlocks {
+    type Value = Vec<ContentBlock>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("content blocks")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(4).min(64));
+        while let Some(block) = seq.next_element_seed(TextBlock)? {
+            blocks.push(block);
+        }
+        Ok(blocks)
+    }
+}
+
+/// One `{"type": "text", …}` block, read in place.
+struct TextBlock;
+
+impl<'de> DeserializeSeed<'de> for TextBlock {
+    type Value = ContentBlock;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextBlock {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a text block")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error as _;
+        let first = map.next_key::<std::borrow::Cow<'de, str>>()?;
+        let kind = match first.as_deref() {
+            Some("type") => map.next_value::<std::borrow::Cow<'de, str>>()?,
+            _ => return Err(A::Error::custom("`type` is not first")),
+        };
+        if kind != "text" {
+            return Err(A::Error::custom("not a text block"));
+        }
+        let mut text = None;
+        let mut meta = None;
+        let mut annotations = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "text" => text = Some(map.next_value::<String>()?),
+                "_meta" => meta = map.next_value()?,
+                "annotations" => annotations = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let mut block = TextContent::new(text.ok_or_else(|| A::Error::missing_field("text"))?);
+        block.meta = meta;
+        block.annotations = annotations;
+        Ok(ContentBlock::Text(block))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast read gives what rmcp's own read gives, for tool results of every shape.
+    #[test]
+    fn tool_answers_read_fast_are_read_as_rmcp_reads_them() {
+        let results = [
+            r#"{"content":[{"type":"text","text":"{\"id\":\"INV-7\"}"}],"structuredContent":{"ok":true,"data":{"id":"INV-7","n":[1,2.5,null]}},"isError":false}"#,
+            r#"{"content":[{"type":"text","text":"a\nb","annotations":{"audience":["user"],"priority":0.5},"_meta":{"k":1}},{"type":"text","text":"c","extra":true}],"_meta":{"m":"x"},"resultType":"complete"}"#,
+            r#"{"content":[],"structuredContent":null}"#,
+            r#"{"isError":true,"unknown":{"deep":[1]}}"#,
+            // Not text first, or not text: read the generic way.
+            r#"{"content":[{"text":"t","type":"text"}]}"#,
+            r#"{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}]}"#,
+        ];
+        for (index, result) in results.iter().enumerate() {
+            let id = RequestId::Number(i64::try_from(index).unwrap());
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{index},"result":{result}}}"#);
+            let calls = Mutex::new(HashSet::from([id.clone()]));
+            let fast = parse(&calls, line.as_bytes()).expect("a message");
+            let generic: ServerJsonRpcMessage = serde_json::from_str(&line).unwrap();
+            assert_eq!(
+                serde_json::to_value(&fast).unwrap(),
+                serde_json::to_value(&generic).unwrap(),
+                "{result}"
+            );
+            let ServerJsonRpcMessage::Response(response) = fast else {
+                panic!("not a response: {result}");
+            };
+            assert!(
+                matches!(response.result, ServerResult::CallToolResult(_)),
+                "{result}"
+            );
+            assert!(calls.lock().unwrap().is_empty(), "{result}: still awaited");
+        }
+        // Not one of our tool calls: rmcp's reading, whatever it fits.
+        let calls = Mutex::new(HashSet::new());
+        let line = r#"{"jsonrpc":"2.0","id":9,"result":{"tools":[]}}"#;
+        let message = parse(&calls, line.as_bytes()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&message).unwrap(),
+            serde_json::to_value(serde_json::from_str::<ServerJsonRpcMessage>(line).unwrap())
+                .unwrap()
+        );
+        // An error answers a call too.
+        let calls = Mutex::new(HashSet::from([RequestId::Number(3)]));
+        let line = r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad"}}"#;
+        assert!(matches!(
+            parse(&calls, line.as_bytes()),
+            Some(ServerJsonRpcMessage::Error(_))
+        ));
+        assert!(calls.lock().unwrap().is_empty());
+        assert!(parse(&calls, b"not json").is_none());
+    }
+}
