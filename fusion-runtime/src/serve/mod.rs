@@ -773,12 +773,18 @@ impl ServerHandler for McpHandler {
         };
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
-                let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-                let binding = crate::request_state::Binding::new(
-                    &name,
-                    &arguments,
-                    call.principal().map(|principal| principal.subject.as_str()),
-                );
+                // What a sealed request state is bound to: only rounds (2026-07-28) seal one,
+                // and only a state that comes in or goes out needs it, so it is computed then.
+                let bound = era.is_none().then(|| {
+                    (
+                        Value::Object(request.arguments.clone().unwrap_or_default()),
+                        call.principal().map(|principal| principal.subject.clone()),
+                    )
+                });
+                let binding = || {
+                    let (arguments, subject) = bound.as_ref().expect("rounds keep what binds");
+                    crate::request_state::Binding::new(&name, arguments, subject.as_deref())
+                };
                 let opened = match era {
                     Some(era) => {
                         let supported = match &era {
@@ -790,7 +796,7 @@ impl ServerHandler for McpHandler {
                         Ok(crate::elicit::Round::new(era, supported))
                     }
                     None => self
-                        .open_rounds(&binding, request.request_state, request.input_responses)
+                        .open_rounds(binding, request.request_state, request.input_responses)
                         .map(|asked| {
                             crate::elicit::Round::new(crate::elicit::Era::Rounds(asked), supported)
                         }),
@@ -807,9 +813,12 @@ impl ServerHandler for McpHandler {
                         if let crate::elicit::Era::Rounds(asked) = &round.era
                             && let Some((key, params)) = round.take_pending()
                         {
-                            return Ok(CallToolResponse::InputRequired(
-                                self.input_required(&binding, asked, key, params),
-                            ));
+                            return Ok(CallToolResponse::InputRequired(self.input_required(
+                                &binding(),
+                                asked,
+                                key,
+                                params,
+                            )));
                         }
                         outcome
                     }
@@ -834,7 +843,7 @@ impl McpHandler {
     /// call; on a retry, those of its verified state with the new answers added.
     fn open_rounds(
         &self,
-        binding: &crate::request_state::Binding,
+        binding: impl FnOnce() -> crate::request_state::Binding,
         state: Option<String>,
         responses: Option<rmcp::model::InputResponses>,
     ) -> Result<std::collections::BTreeMap<String, crate::elicit::Asked>, ToolError> {
@@ -846,7 +855,12 @@ impl McpHandler {
             return Err(ToolError::from(crate::request_state::StateError::Malformed)
                 .with_details(serde_json::json!({"why": "inputResponses without requestState"})));
         };
-        let data = self.shared.server.inner.state_keys.open(&state, binding)?;
+        let data = self
+            .shared
+            .server
+            .inner
+            .state_keys
+            .open(&state, &binding())?;
         let mut asked = crate::elicit::from_state_data(data)
             .ok_or_else(|| ToolError::from(crate::request_state::StateError::Malformed))?;
         for (key, answer) in responses {
