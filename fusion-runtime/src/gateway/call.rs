@@ -6,13 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, JsonObject,
-    RequestId, RequestMetaObject, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, ErrorData,
+    JsonObject, ProgressToken, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
+use super::http::{Call, HttpCalls, Sent};
+use super::progress::Relay;
 use super::upstream::UpstreamState;
 use super::{ProxiedTool, codes as gateway_codes};
 use crate::context::CallContext;
@@ -31,16 +33,43 @@ impl std::fmt::Display for Cause {
 
 impl std::error::Error for Cause {}
 
+/// Why an exchange with the upstream did not give a tool result.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// A JSON-RPC error answered the call.
+    Rpc(ErrorData),
+    /// The exchange failed: not connected, refused, reset, an HTTP error status.
+    Unreachable(String),
+    /// Answered, but not with a tool result.
+    Unexpected(String),
+    /// rmcp's own request timeout.
+    Timeout(Duration),
+}
+
+impl From<ServiceError> for Failure {
+    fn from(error: ServiceError) -> Self {
+        match error {
+            ServiceError::McpError(data) => Failure::Rpc(data),
+            ServiceError::Timeout { timeout } => Failure::Timeout(timeout),
+            ServiceError::UnexpectedResponse => Failure::Unexpected(
+                "tools/call answered with something else than a tool result".into(),
+            ),
+            other => Failure::Unreachable(other.to_string()),
+        }
+    }
+}
+
 /// Forwards the call and waits for the upstream's answer, the caller's cancellation or the
-/// end of the connection.
+/// end of the connection. Over HTTP the call goes on the gateway's own path
+/// ([`super::http`]); otherwise, or when that path hands it back, through rmcp's client.
 pub(crate) async fn send(
     upstream: &Arc<UpstreamState>,
     tool: &ProxiedTool,
     args: JsonObject,
     context: &CallContext,
 ) -> Result<CallToolResult, ToolError> {
-    let peer = upstream
-        .peer()
+    let link = upstream
+        .link()
         .ok_or_else(|| unavailable(&upstream.prefix, "the upstream is not connected".into()))?;
     // The caller's trace context goes on: the upstream's spans join the same trace.
     let mut meta = RequestMetaObject::default();
@@ -50,41 +79,118 @@ pub(crate) async fn send(
     if let Some(tracestate) = context.meta().get_tracestate() {
         meta.set_tracestate(tracestate);
     }
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(args),
-    ));
-    let options = PeerRequestOptions::no_options().with_meta(meta);
-    // Progress goes back only to a caller that asked for it. rmcp picks the upstream request's
-    // progress token when it sends it, and the upstream may report progress before the send
-    // returns: its notifications wait for the route (see `UpstreamState::route_of`), which is
-    // in place before the gate opens again.
-    let (handle, _route) = match (&context.request.peer, context.progress_token()) {
-        (Some(caller), Some(token)) => {
-            let _gate = upstream.routing().lock().await;
-            let handle = peer
-                .send_request_with_option(request, options)
-                .await
-                .map_err(|error| failed(upstream, error))?;
-            let route =
-                upstream.route_progress(handle.progress_token.clone(), caller.clone(), token);
-            (handle, Some(route))
+    // Progress goes back only to a caller that asked for it.
+    let mut relay = match (&context.request.peer, context.progress_token()) {
+        (Some(caller), Some(token)) => Some(Relay::new(caller.clone(), token)),
+        _ => None,
+    };
+    // Each path's future is boxed: inline, they would make every proxied call's future as
+    // large as both, and futures are copied whole at each level they are awaited through.
+    if let Some(http) = &link.http
+        && tool.plain_headers
+    {
+        let sent = Box::pin(over_http(
+            upstream,
+            http,
+            &link.peer,
+            tool,
+            &args,
+            &meta,
+            relay.as_mut(),
+            context,
+        ))
+        .await?;
+        match sent {
+            Sent::Done(outcome) => return outcome.map_err(|failure| failed(upstream, failure)),
+            Sent::SessionExpired => {
+                tracing::debug!(upstream = %upstream.prefix,
+                    "the upstream's session expired; the call goes through rmcp's client");
+            }
         }
-        _ => {
-            let handle = peer
-                .send_request_with_option(request, options)
-                .await
-                .map_err(|error| failed(upstream, error))?;
-            (handle, None)
+    }
+    Box::pin(over_rmcp(
+        upstream, &link.peer, tool, args, meta, relay, context,
+    ))
+    .await
+}
+
+/// The call on the gateway's own HTTP path.
+#[allow(clippy::too_many_arguments)]
+async fn over_http(
+    upstream: &Arc<UpstreamState>,
+    http: &HttpCalls,
+    peer: &Peer<RoleClient>,
+    tool: &ProxiedTool,
+    args: &JsonObject,
+    meta: &RequestMetaObject,
+    mut relay: Option<&mut Relay>,
+    context: &CallContext,
+) -> Result<Sent, ToolError> {
+    let id = http.next_id();
+    // Its progress token is its id.
+    if let Some(relay) = &mut relay {
+        relay.route(upstream.routes(), ProgressToken(id.clone()));
+    }
+    // A call that ends here before its answer (cancelled, timed out, dropped) is cancelled
+    // upstream too: over a session with `notifications/cancelled`, on 2026-07-28 by the
+    // request's connection closing.
+    let mut abandon = Abandon {
+        peer: peer.clone(),
+        id: Some(id.clone()),
+    };
+    let exchange = http.call(Call {
+        upstream,
+        peer,
+        id: &id,
+        name: &tool.upstream_name,
+        arguments: args,
+        trace: meta,
+        progress: relay.as_ref().map(|relay| relay.queue().clone()),
+    });
+    let exchange = std::pin::pin!(exchange);
+    let sent = tokio::select! {
+        sent = relayed(relay, exchange) => sent,
+        _ = context.cancellation().cancelled() => {
+            return Err(ToolError::new(codes::CANCELLED, "The request was cancelled."));
         }
     };
-    // A call that ends here before its answer (cancelled, timed out, dropped) is cancelled
-    // upstream too.
+    abandon.id = None;
+    Ok(sent)
+}
+
+/// The call through rmcp's client.
+async fn over_rmcp(
+    upstream: &Arc<UpstreamState>,
+    peer: &Peer<RoleClient>,
+    tool: &ProxiedTool,
+    args: JsonObject,
+    meta: RequestMetaObject,
+    mut relay: Option<Relay>,
+    context: &CallContext,
+) -> Result<CallToolResult, ToolError> {
+    let mut request = CallToolRequest::new(
+        CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(args),
+    );
+    // The transport routes the request's progress to the relay as it sends it, under the
+    // token rmcp picks: none can come before its route.
+    if let Some(relay) = &relay {
+        request.extensions.insert(relay.sink());
+    }
+    let options = PeerRequestOptions::no_options().with_meta(meta);
+    let handle = peer
+        .send_request_with_option(ClientRequest::CallToolRequest(request), options)
+        .await
+        .map_err(|error| failed(upstream, error.into()))?;
+    if let Some(relay) = &mut relay {
+        relay.route(upstream.routes(), handle.progress_token.clone());
+    }
     let mut abandon = Abandon {
         peer: peer.clone(),
         id: Some(handle.id.clone()),
     };
+    let waiting = std::pin::pin!(handle.await_response());
     let response = tokio::select! {
-        response = handle.await_response() => response,
+        response = relayed(relay.as_mut(), waiting) => response,
         _ = context.cancellation().cancelled() => {
             return Err(ToolError::new(codes::CANCELLED, "The request was cancelled."));
         }
@@ -96,7 +202,18 @@ pub(crate) async fn send(
             &upstream.prefix,
             format!("tools/call answered with something else than a tool result: {other:?}"),
         )),
-        Err(error) => Err(failed(upstream, error)),
+        Err(error) => Err(failed(upstream, error.into())),
+    }
+}
+
+/// `exchange`, with the call's progress forwarded around it when the caller asked for it.
+async fn relayed<T>(
+    relay: Option<&mut Relay>,
+    exchange: std::pin::Pin<&mut impl Future<Output = T>>,
+) -> T {
+    match relay {
+        Some(relay) => relay.around(exchange).await,
+        None => exchange.await,
     }
 }
 
@@ -157,9 +274,9 @@ pub(crate) fn passed(mut result: CallToolResult) -> Sealed {
 
 /// What a failed exchange with the upstream becomes for the agent: never the upstream's raw
 /// text, except a short echo of why it rejected the arguments.
-fn failed(upstream: &UpstreamState, error: ServiceError) -> ToolError {
-    match error {
-        ServiceError::McpError(data) if data.code == ErrorCode::INVALID_PARAMS => {
+fn failed(upstream: &UpstreamState, failure: Failure) -> ToolError {
+    match failure {
+        Failure::Rpc(data) if data.code == ErrorCode::INVALID_PARAMS => {
             let unknown =
                 data.message.contains("nknown tool") || data.message.contains("not found");
             if unknown {
@@ -173,22 +290,19 @@ fn failed(upstream: &UpstreamState, error: ServiceError) -> ToolError {
             .with_recovery("Check the arguments against the tool's input schema, then call again.")
             .with_details(json!({ "upstream": echo(&data.message, 300) }))
         }
-        ServiceError::McpError(data) if data.code == ErrorCode::METHOD_NOT_FOUND => {
+        Failure::Rpc(data) if data.code == ErrorCode::METHOD_NOT_FOUND => {
             upstream.request_refresh();
             unknown_tool(&upstream.prefix)
         }
-        ServiceError::McpError(data) => upstream_error(
+        Failure::Rpc(data) => upstream_error(
             &upstream.prefix,
             format!("JSON-RPC error {}: {}", data.code.0, data.message),
         ),
-        ServiceError::Timeout { timeout } => timed_out(&upstream.prefix, timeout),
-        ServiceError::UnexpectedResponse => upstream_error(
-            &upstream.prefix,
-            "tools/call answered with something else than a tool result".into(),
-        ),
-        other => {
+        Failure::Timeout(timeout) => timed_out(&upstream.prefix, timeout),
+        Failure::Unexpected(cause) => upstream_error(&upstream.prefix, cause),
+        Failure::Unreachable(cause) => {
             upstream.connection_failed();
-            unavailable(&upstream.prefix, other.to_string())
+            unavailable(&upstream.prefix, cause)
         }
     }
 }

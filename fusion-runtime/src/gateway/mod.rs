@@ -55,6 +55,9 @@
 
 pub(crate) mod call;
 mod child;
+mod http;
+mod progress;
+mod read;
 mod upstream;
 
 use std::collections::{HashMap, HashSet};
@@ -345,6 +348,9 @@ pub(crate) struct ProxiedTool {
     pub(crate) upstream: usize,
     /// The name the upstream knows it by.
     pub(crate) upstream_name: String,
+    /// No argument of it travels in an `Mcp-Param-*` header (SEP-2243): it can be called on the
+    /// gateway's own HTTP path, which does not write them.
+    pub(crate) plain_headers: bool,
     pub(crate) definition: ToolDefinition,
     /// What the access policy and middleware see.
     pub(crate) facts: ActionFacts,
@@ -655,10 +661,24 @@ fn proxy(
     Some(ProxiedTool {
         upstream: index,
         upstream_name: tool.name.to_string(),
+        plain_headers: !tool.input_schema.values().any(names_header_params)
+            && !tool.input_schema.contains_key("x-mcp-header"),
         definition,
         sealed: SealedParts::new(&facts),
         facts,
     })
+}
+
+/// Whether a schema has an `x-mcp-header` annotation anywhere (rmcp's client then sends some
+/// arguments as headers too).
+fn names_header_params(schema: &Value) -> bool {
+    match schema {
+        Value::Object(object) => object
+            .iter()
+            .any(|(key, value)| key == "x-mcp-header" || names_header_params(value)),
+        Value::Array(items) => items.iter().any(names_header_params),
+        _ => false,
+    }
 }
 
 fn annotations_or_default(annotations: Option<&ToolAnnotations>) -> ToolAnnotations {

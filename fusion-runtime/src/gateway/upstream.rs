@@ -5,24 +5,34 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    ClientConfig, ClientRequest, Implementation, ListToolsRequest, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerNotification, ServerResult,
-    SubscriptionFilter, Tool as ToolDefinition,
+    ClientConfig, ClientJsonRpcMessage, ClientRequest, Implementation, ListToolsRequest,
+    PaginatedRequestParams, ProtocolVersion, RequestId, ServerNotification, ServerRequest,
+    ServerResult, SubscriptionFilter, Tool as ToolDefinition,
 };
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, NotificationContext,
-    RunningService, Subscription,
+    RequestContext, RunningService, Subscription,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, RoleClient, RoleServer, ServiceExt as _};
+use rmcp::{ClientHandler, Peer, RoleClient, Service as _, ServiceExt as _};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::http::{HttpCalls, SessionId, Snoop};
+use super::progress::{Routed, Routes};
 use super::{Gateway, Upstream, UpstreamProtocol, UpstreamStatus, UpstreamTransport};
+
+/// A live connection to an upstream.
+pub(crate) struct Link {
+    /// rmcp's client.
+    pub(crate) peer: Peer<RoleClient>,
+    /// The gateway's own path for tool calls, to an HTTP upstream.
+    pub(crate) http: Option<HttpCalls>,
+}
 
 /// The shared state of one mounted upstream.
 pub(crate) struct UpstreamState {
@@ -30,15 +40,13 @@ pub(crate) struct UpstreamState {
     pub(crate) config: Upstream,
     pub(crate) concurrency: Option<crate::guard::ConcurrencyGuard>,
     /// The connection, while there is one.
-    peer: RwLock<Option<Peer<RoleClient>>>,
+    link: RwLock<Option<Arc<Link>>>,
     /// The last catalog the upstream gave.
     tools: RwLock<Arc<Vec<ToolDefinition>>>,
     server_version: RwLock<Option<String>>,
-    /// Where each in-flight call's progress goes: the upstream's token → the caller and the
-    /// caller's token.
-    progress: Mutex<HashMap<ProgressToken, (Peer<RoleServer>, ProgressToken)>>,
-    /// Held while a call that wants progress is sent and its route put in place.
-    routing: tokio::sync::Mutex<()>,
+    /// Where each in-flight call's progress goes, by the upstream's token (read by the
+    /// transport, in order: see [`super::progress`]).
+    routes: Routes,
     /// Set when the upstream says its tools changed.
     refresh: Notify,
     /// Set when a call found the upstream gone (HTTP upstreams do not end by themselves).
@@ -55,11 +63,10 @@ impl UpstreamState {
             concurrency: config.concurrency.map(crate::guard::ConcurrencyGuard::new),
             prefix,
             config,
-            peer: RwLock::new(None),
+            link: RwLock::new(None),
             tools: RwLock::new(Arc::new(Vec::new())),
             server_version: RwLock::new(None),
-            progress: Mutex::new(HashMap::new()),
-            routing: tokio::sync::Mutex::new(()),
+            routes: Routes::default(),
             refresh: Notify::new(),
             reconnect: Notify::new(),
             starts: AtomicU64::new(0),
@@ -69,11 +76,15 @@ impl UpstreamState {
     }
 
     /// The connection, if the upstream is up.
-    pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
-        self.peer
+    pub(crate) fn link(&self) -> Option<Arc<Link>> {
+        self.link
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.link().map(|link| link.peer.clone())
     }
 
     pub(crate) fn tools(&self) -> Arc<Vec<ToolDefinition>> {
@@ -107,44 +118,9 @@ impl UpstreamState {
         let _ = attempted.wait_for(|done| *done).await;
     }
 
-    /// The gate a call holds from sending its request to routing its progress.
-    pub(crate) fn routing(&self) -> &tokio::sync::Mutex<()> {
-        &self.routing
-    }
-
-    /// Where the progress with the upstream's `token` goes. A token not routed yet may belong
-    /// to a request being sent right now: it is looked up again once that send is routed.
-    async fn route_of(&self, token: &ProgressToken) -> Option<(Peer<RoleServer>, ProgressToken)> {
-        let lookup = || {
-            self.progress
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(token)
-                .cloned()
-        };
-        if let Some(route) = lookup() {
-            return Some(route);
-        }
-        let _gate = self.routing.lock().await;
-        lookup()
-    }
-
-    /// Routes the progress of the upstream request with `token` to the caller, until the
-    /// returned route is dropped.
-    pub(crate) fn route_progress(
-        self: &Arc<Self>,
-        token: ProgressToken,
-        caller: Peer<RoleServer>,
-        caller_token: ProgressToken,
-    ) -> ProgressRoute {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(token.clone(), (caller, caller_token));
-        ProgressRoute {
-            state: Arc::clone(self),
-            token,
-        }
+    /// Where the progress of calls in flight goes.
+    pub(crate) fn routes(&self) -> &Routes {
+        &self.routes
     }
 
     /// The upstream no longer knows a tool it listed: its catalog is fetched again.
@@ -158,24 +134,8 @@ impl UpstreamState {
     }
 
     fn set_down(&self) {
-        *self.peer.write().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.link.write().unwrap_or_else(PoisonError::into_inner) = None;
         self.pid.store(0, Ordering::Release);
-    }
-}
-
-/// Forwards an upstream request's progress while it lives.
-pub(crate) struct ProgressRoute {
-    state: Arc<UpstreamState>,
-    token: ProgressToken,
-}
-
-impl Drop for ProgressRoute {
-    fn drop(&mut self) {
-        self.state
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.token);
     }
 }
 
@@ -229,25 +189,9 @@ struct UpstreamClient {
     state: Weak<UpstreamState>,
 }
 
+// Progress is not handled here: the transport routes it to its call (`super::progress`); what
+// reaches the handler belongs to no call in flight any more.
 impl ClientHandler for UpstreamClient {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let Some(state) = self.state.upgrade() else {
-            return;
-        };
-        let Some((caller, caller_token)) = state.route_of(&params.progress_token).await else {
-            return;
-        };
-        let mut forwarded = params;
-        forwarded.progress_token = caller_token;
-        if let Err(error) = caller.notify_progress(forwarded).await {
-            tracing::debug!(%error, upstream = %state.prefix, "progress not delivered");
-        }
-    }
-
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(state) = self.state.upgrade() {
             state.refresh.notify_one();
@@ -263,8 +207,31 @@ impl ClientHandler for UpstreamClient {
 
 type Connection = RunningService<RoleClient, UpstreamClient>;
 
-/// Starts the upstream and its rmcp client.
-async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>), String> {
+/// What rmcp's client answers to a request the upstream sent on a call's stream, to be sent
+/// back on the gateway's own HTTP path.
+pub(crate) async fn answer_request(
+    state: &Arc<UpstreamState>,
+    peer: &Peer<RoleClient>,
+    id: RequestId,
+    request: ServerRequest,
+) -> ClientJsonRpcMessage {
+    let client = UpstreamClient {
+        state: Arc::downgrade(state),
+    };
+    match client
+        .handle_request(request, RequestContext::new(id.clone(), peer.clone()))
+        .await
+    {
+        Ok(result) => ClientJsonRpcMessage::response(result, id),
+        Err(error) => ClientJsonRpcMessage::error(error, Some(id)),
+    }
+}
+
+/// Starts the upstream and its rmcp client (and the gateway's own path for tool calls to an
+/// HTTP upstream).
+async fn connect(
+    state: &Arc<UpstreamState>,
+) -> Result<(Connection, Option<u32>, Option<HttpCalls>), String> {
     let client = UpstreamClient {
         state: Arc::downgrade(state),
     };
@@ -287,6 +254,7 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
             let process = super::child::ChildTransport::spawn(command)
                 .map_err(|error| format!("starting `{program}`: {error}"))?;
             let pid = process.id();
+            let process = Routed::new(process, Arc::clone(&state.routes));
             let connection = match state.config.protocol {
                 UpstreamProtocol::Auto | UpstreamProtocol::Session => client.serve(process).await,
                 UpstreamProtocol::Stateless => {
@@ -294,14 +262,21 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
                 }
             }
             .map_err(|error| format!("the MCP handshake with `{program}` failed: {error}"))?;
-            Ok((connection, pid))
+            Ok((connection, pid, None))
         }
         UpstreamTransport::Http { url, headers } => {
             let http = http_client().map_err(|error| format!("connecting to {url}: {error}"))?;
+            let session = Arc::new(SessionId::default());
             let transport = || {
-                rmcp::transport::StreamableHttpClientTransport::with_client(
-                    http.clone(),
-                    http_config(url, headers),
+                Routed::new(
+                    rmcp::transport::StreamableHttpClientTransport::with_client(
+                        Snoop {
+                            client: http.clone(),
+                            session: Arc::clone(&session),
+                        },
+                        http_config(url, headers),
+                    ),
+                    Arc::clone(&state.routes),
                 )
             };
             let lifecycle = match state.config.protocol {
@@ -332,7 +307,23 @@ async fn connect(state: &Arc<UpstreamState>) -> Result<(Connection, Option<u32>)
                 other => other,
             };
             let connection = connected.map_err(|error| format!("connecting to {url}: {error}"))?;
-            Ok((connection, None))
+            let info = connection
+                .peer()
+                .peer_info()
+                .ok_or_else(|| format!("connecting to {url}: no handshake"))?;
+            let version = &info.protocol_version;
+            let calls = HttpCalls::new(
+                http,
+                url,
+                headers,
+                version,
+                // rmcp's client sends its facts with every request from 2026-07-28 on.
+                *version >= ProtocolVersion::V_2026_07_28,
+                &ClientHandler::get_info(connection.service()),
+                session,
+            )
+            .map_err(|error| format!("connecting to {url}: {error}"))?;
+            Ok((connection, None, Some(calls)))
         }
     }
 }
@@ -353,7 +344,7 @@ fn stateless() -> ClientLifecycleMode {
 /// (cargo shares that feature with this client), so the client brings the proxy verb's own TLS
 /// (rustls on ring) instead of relying on a process-wide provider, which would panic when none
 /// is installed.
-fn http_client() -> Result<reqwest::Client, String> {
+pub(crate) fn http_client() -> Result<reqwest::Client, String> {
     let builder = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(60))
@@ -474,7 +465,7 @@ pub(crate) async fn supervise(
 
 /// One start: the connection, its change stream (2026-07-28), and the catalog, published.
 async fn start(state: &Arc<UpstreamState>) -> Result<(Connection, Option<Subscription>), String> {
-    let (connection, pid) = connect(state).await?;
+    let (connection, pid, http) = connect(state).await?;
     // Listening first: a change after the catalog is fetched is not missed.
     let changes = listen(state, connection.peer()).await;
     let tools = fetch_tools(connection.peer()).await?;
@@ -488,7 +479,10 @@ async fn start(state: &Arc<UpstreamState>) -> Result<(Connection, Option<Subscri
             .map(|server| server.version.clone())
     });
     *state.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
-    *state.peer.write().unwrap_or_else(PoisonError::into_inner) = Some(connection.peer().clone());
+    *state.link.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(Link {
+        peer: connection.peer().clone(),
+        http,
+    }));
     state.pid.store(pid.unwrap_or(0), Ordering::Release);
     state.starts.fetch_add(1, Ordering::AcqRel);
     Ok((connection, changes))

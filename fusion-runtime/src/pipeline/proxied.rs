@@ -105,7 +105,8 @@ impl Server {
         self.check_access(tool.info(), &context)?;
         self.check_server_rate(&context)?;
         let upstream = gateway.upstream(tool.upstream);
-        let rest = async move {
+        // Boxed: held inline by the timeout, it would be copied into it whole.
+        let rest = Box::pin(async move {
             for middleware in gateway.middleware() {
                 std::panic::AssertUnwindSafe(middleware.before(&mut context, tool.info()))
                     .catch_unwind()
@@ -122,7 +123,7 @@ impl Server {
                 None => None,
             };
             send(upstream, tool, args, &context).await
-        };
+        });
         let timeout = upstream.config.timeout;
         tokio::time::timeout(timeout, rest)
             .await
