@@ -488,25 +488,25 @@ impl Endpoint {
 
     async fn handle(&self, request: axum::extract::Request) -> axum::response::Response {
         use http_body::Body as _;
-        if request.body().is_end_stream() {
-            return self
-                .service
-                .handle(request)
-                .await
-                .map(axum::body::Body::new);
-        }
-        let timed_out = Arc::new(AtomicBool::new(false));
-        let deadline = deadline_after(self.body_read_timeout);
-        let request = request.map(|body| {
-            axum::body::Body::new(DeadlineBody {
-                body,
-                deadline,
-                timer: None,
-                timed_out: Arc::clone(&timed_out),
-            })
-        });
-        let response = self.service.handle(request).await;
-        if timed_out.load(Ordering::Acquire) {
+        let (request, timed_out) = if request.body().is_end_stream() {
+            (request, None)
+        } else {
+            let timed_out = Arc::new(AtomicBool::new(false));
+            let deadline = deadline_after(self.body_read_timeout);
+            let request = request.map(|body| {
+                axum::body::Body::new(DeadlineBody {
+                    body,
+                    deadline,
+                    timer: None,
+                    timed_out: Arc::clone(&timed_out),
+                })
+            });
+            (request, Some(timed_out))
+        };
+        // Boxed, and awaited in one place: rmcp's future is large, and inline (once per
+        // path) it made every request's future 13 kB, copied whole at each level.
+        let response = Box::pin(self.service.handle(request)).await;
+        if timed_out.is_some_and(|timed_out| timed_out.load(Ordering::Acquire)) {
             tracing::debug!("closing a connection whose request body did not arrive in time");
             return (
                 StatusCode::REQUEST_TIMEOUT,
