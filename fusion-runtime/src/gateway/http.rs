@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use futures::FutureExt as _;
 use futures::stream::BoxStream;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
@@ -318,10 +317,11 @@ impl HttpCalls {
         })
     }
 
-    /// A request id of this path: a string, never one of rmcp's numbers on the same session.
+    /// A request id of this path: negative, never one of rmcp's (which count up from 0 on
+    /// the same session).
     pub(crate) fn next_id(&self) -> RequestId {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        NumberOrString::String(format!("fusion-{n}").into())
+        NumberOrString::Number(-i64::try_from(n).unwrap_or(i64::MAX))
     }
 
     /// Sends the call and reads its answer.
@@ -387,11 +387,13 @@ impl HttpCalls {
         serde_json::to_writer(&mut body, call.2)?;
         body.extend_from_slice(br#","_meta":{"#);
         body.extend_from_slice(self.meta.as_bytes());
-        let more = members(meta);
-        if !self.meta.is_empty() && !more.is_empty() {
-            body.push(b',');
+        if !meta.0.0.is_empty() {
+            let more = members(meta);
+            if !self.meta.is_empty() {
+                body.push(b',');
+            }
+            body.extend_from_slice(more.as_bytes());
         }
-        body.extend_from_slice(more.as_bytes());
         body.extend_from_slice(b"}}}");
         Ok(body)
     }
@@ -427,7 +429,7 @@ impl HttpCalls {
                         if let Some(answer) =
                             self.read_stream(call, &mut response, &mut events).await
                         {
-                            finish(response);
+                            finish(response).await;
                             return answer;
                         }
                     }
@@ -683,20 +685,22 @@ fn too_large() -> Failure {
     Failure::Unexpected(format!("an answer is larger than {MAX_MESSAGE} bytes"))
 }
 
-/// Reads what is left of an answered stream, so that its connection goes back to the pool:
-/// at once when its end is there already (it follows the answer), else in the background for
-/// a moment.
-fn finish(mut response: reqwest::Response) {
-    match response.chunk().now_or_never() {
-        Some(Ok(None) | Err(_)) => {}
-        Some(Ok(Some(_))) | None => {
-            tokio::spawn(async move {
-                let _ = tokio::time::timeout(Duration::from_millis(100), async {
-                    while let Ok(Some(_)) = response.chunk().await {}
-                })
-                .await;
-            });
-        }
+/// Reads what is left of an answered stream, so that its connection goes back to the pool.
+/// Its end follows the answer at once (rmcp's servers end the stream there): it is awaited
+/// here, briefly, which costs less than a task; a stream that goes on is drained in the
+/// background, for a moment.
+async fn finish(mut response: reqwest::Response) {
+    let ended = tokio::time::timeout(Duration::from_millis(5), async {
+        while let Ok(Some(_)) = response.chunk().await {}
+    })
+    .await;
+    if ended.is_err() {
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_millis(100), async {
+                while let Ok(Some(_)) = response.chunk().await {}
+            })
+            .await;
+        });
     }
 }
 
@@ -928,6 +932,24 @@ mod tests {
         r#"{"content":[{"text":"t","type":"text"}]}"#,
         r#"{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"text","text":"x"}]}"#,
         r#"{"content":[{"type":"resource","resource":{"uri":"file:///a","text":"b"}}]}"#,
+        // Every escape, raw UTF-8, whitespace everywhere, nulls.
+        r#" { "content" : [ { "type" : "text" , "text" : "q\" s\\ l\/ \b\f\n\r\t \u00e9\u20AC \ud83d\ude00 é😀" , "annotations" : null , "_meta" : null } ] , "isError" : null , "_meta" : { "a" : [ 1 , { } ] } } "#,
+        r#"{"content":[{"type":"text","text":""},{"type":"text","text":"\\\\\"\""}],"structuredContent":{"s":"\u0000x"}}"#,
+    ];
+
+    /// Answers neither reader takes: the same failure either way.
+    const BROKEN: &[&str] = &[
+        // Duplicate keys, a control character, lone surrogates, a bad escape, a truncation,
+        // another version, trailing bytes.
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"content":[],"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"content":[{"type":"text","text":"a","text":"b"}]}}"#,
+        "{\"jsonrpc\":\"2.0\",\"id\":\"fusion-7\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"a\u{1}b\"}]}}",
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"content":[{"type":"text","text":"\ud800"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"content":[{"type":"text","text":"\ude00"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"content":[{"type":"text","text":"\x"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"content":[{"type":"text","text":"a"}]"#,
+        r#"{"jsonrpc":"1.0","id":"fusion-7","result":{"content":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"content":[]}} x"#,
     ];
 
     /// A JSON body: the same result, or the same failure, as rmcp's read gives, for every
@@ -947,6 +969,10 @@ mod tests {
                 fast,
                 "{result}"
             );
+        }
+        for broken in BROKEN {
+            assert!(rmcp_reads(broken.as_bytes()).is_err(), "{broken}");
+            assert!(fast_reads(broken.as_bytes()).is_err(), "{broken}");
         }
         let error = br#"{"jsonrpc":"2.0","id":"fusion-7","error":{"code":-32602,"message":"Unknown tool: x","data":{"n":1}}}"#;
         assert!(fast_reads(error).unwrap_err().starts_with("rpc "));

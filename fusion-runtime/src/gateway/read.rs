@@ -4,12 +4,15 @@
 //! rmcp reads every message as a `ServerJsonRpcMessage`, whose result is an untagged enum of
 //! every result type: the whole message is buffered as a generic tree, then tried against each
 //! variant in turn (an error built for each miss) until one fits. A gateway reads mostly tool
-//! results, which can be large. The readers here know the message answers a tool call, and read
-//! it as one; anything they do not expect makes them give up, and the message is then read the
-//! generic way, so that what comes out is always what rmcp would read.
+//! results, which can be large. The reader here knows the message answers a tool call and reads
+//! it as one: its structure by hand, text blocks unescaped in one pass over their bytes (most
+//! of a tool result, and serde_json's string reader costs three times as much on the escaped
+//! JSON they usually hold), every other value with serde_json. Anything it does not expect
+//! makes it give up, and the message is then read the generic way, so that what comes out is
+//! always what rmcp would read.
 
 use rmcp::model::{CallToolResult, ContentBlock, RequestId, ResultType, TextContent};
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, IgnoredAny};
 
 /// `bytes` (one JSON-RPC message) read as the answer to one of our tool calls, those whose id
 /// `ours` accepts; `None` when it is not one, or not in the shape read here: the caller then
@@ -19,194 +22,333 @@ pub(crate) fn tool_answer(
     ours: impl Fn(&RequestId) -> bool,
 ) -> Option<(RequestId, CallToolResult)> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let mut reader = serde_json::Deserializer::from_slice(bytes);
-    match (ToolAnswer { ours }).deserialize(&mut reader) {
-        Ok(Some(answer)) if reader.end().is_ok() => Some(answer),
-        _ => None,
-    }
+    let mut cursor = Cursor { bytes, at: 0 };
+    let answer = cursor.message(ours)?;
+    cursor.space();
+    (cursor.at == bytes.len()).then_some(answer)
 }
 
-/// Reads a message in one pass as the answer to one of our tool calls: `Some` when its `id`
-/// (before its `result`, as every SDK writes them) is one, `None` (or an error) for anything
-/// else, which is then read again the generic way.
-struct ToolAnswer<F> {
-    /// Whether a message with this id answers one of our tool calls.
-    ours: F,
+/// A position in a message. Every reader returns `None` at anything unexpected.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
 }
 
-impl<'de, F: Fn(&RequestId) -> bool> DeserializeSeed<'de> for ToolAnswer<F> {
-    type Value = Option<(RequestId, CallToolResult)>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de, F: Fn(&RequestId) -> bool> Visitor<'de> for ToolAnswer<F> {
-    type Value = Option<(RequestId, CallToolResult)>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON-RPC message")
+impl<'a> Cursor<'a> {
+    fn space(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut id: Option<RequestId> = None;
-        let mut answer = None;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match &*key {
-                "id" if id.is_none() => id = Some(map.next_value()?),
-                "result" if answer.is_none() => {
-                    if !id.as_ref().is_some_and(&self.ours) {
-                        return Ok(None);
-                    }
-                    answer = Some(map.next_value_seed(FastResult)?);
-                }
-                "jsonrpc" => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-                // `error`, `method`, a repeated key: not a tool result.
-                _ => return Ok(None),
+    /// The next byte after whitespace, consumed.
+    fn next(&mut self) -> Option<u8> {
+        self.space();
+        let byte = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.next()? == byte).then_some(())
+    }
+
+    /// One value, read by serde_json.
+    fn value<T: Deserialize<'a>>(&mut self) -> Option<T> {
+        self.space();
+        let mut values =
+            serde_json::Deserializer::from_slice(&self.bytes[self.at..]).into_iter::<T>();
+        let value = values.next()?.ok()?;
+        self.at += values.byte_offset();
+        Some(value)
+    }
+
+    /// An object's members: `member` is called with each key, positioned at its value.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+        self.expect(b'{')?;
+        self.space();
+        if self.bytes.get(self.at) == Some(&b'}') {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.key()?;
+            self.expect(b':')?;
+            member(self, key)?;
+            match self.next()? {
+                b',' => {}
+                b'}' => return Some(()),
+                _ => return None,
             }
         }
-        let (Some(id), Some(answer)) = (id, answer) else {
-            return Ok(None);
-        };
-        Ok(Some((id, answer)))
-    }
-}
-
-/// A `CallToolResult` as rmcp reads it (unknown keys ignored, `content` defaulting to none,
-/// at least one known field, `resultType` complete), but with its text blocks read in place:
-/// rmcp's `ContentBlock` is tagged by `type`, which serde reads by buffering each block (its
-/// text copied twice). A block whose `type` is not its first key, or is not `text`, fails the
-/// fast read, and the whole message is read again the generic way.
-pub(crate) struct FastResult;
-
-impl<'de> DeserializeSeed<'de> for FastResult {
-    type Value = CallToolResult;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for FastResult {
-    type Value = CallToolResult;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a tool result")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        use serde::de::Error as _;
+    /// A key: its bytes, when it has no escape (else the reader gives up).
+    fn key(&mut self) -> Option<&'a [u8]> {
+        self.expect(b'"')?;
+        let rest = &self.bytes[self.at..];
+        let end = memchr::memchr2(b'"', b'\\', rest)?;
+        if rest[end] != b'"' {
+            return None;
+        }
+        let key = &rest[..end];
+        // serde_json refuses what is not UTF-8 or holds a control character.
+        if has_control(key) || (!key.is_ascii() && std::str::from_utf8(key).is_err()) {
+            return None;
+        }
+        self.at += end + 1;
+        Some(key)
+    }
+
+    /// `{"jsonrpc": "2.0", "id": …, "result": {…}}`, the id first of the two.
+    fn message(
+        &mut self,
+        ours: impl Fn(&RequestId) -> bool,
+    ) -> Option<(RequestId, CallToolResult)> {
+        let mut id = None;
+        let mut result = None;
+        let mut version = false;
+        self.object(|cursor, key| match key {
+            b"jsonrpc" if !version => {
+                version = true;
+                (cursor.value::<&str>()? == "2.0").then_some(())
+            }
+            b"id" if id.is_none() => {
+                id = Some(cursor.value::<RequestId>()?);
+                Some(())
+            }
+            b"result" if result.is_none() && id.as_ref().is_some_and(&ours) => {
+                result = Some(cursor.result()?);
+                Some(())
+            }
+            // `error`, `method`, a repeated key, a result before the id.
+            _ => None,
+        })?;
+        if !version {
+            return None;
+        }
+        Some((id?, result?))
+    }
+
+    /// A `CallToolResult` as rmcp reads it: unknown keys ignored, `content` defaulting to none,
+    /// at least one known field, `resultType` complete.
+    fn result(&mut self) -> Option<CallToolResult> {
         let mut result = CallToolResult::default();
         result.result_type = None;
-        let mut known = false;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match &*key {
-                "resultType" => {
-                    let result_type: ResultType = map.next_value()?;
-                    if !result_type.is_complete() {
-                        return Err(A::Error::custom("not a complete tool result"));
-                    }
+        let mut seen = [false; 5];
+        let mut first = |index: usize| !std::mem::replace(&mut seen[index], true);
+        self.object(|cursor, key| {
+            match key {
+                b"resultType" if first(0) => {
+                    let result_type = cursor.value::<ResultType>()?;
+                    result_type.is_complete().then_some(())?;
                     result.result_type = Some(result_type);
                 }
-                "content" => {
-                    result.content = map.next_value_seed(FastBlocks)?;
-                    known = true;
+                b"content" if first(1) => result.content = cursor.blocks()?,
+                // `null` is kept, as rmcp keeps it.
+                b"structuredContent" if first(2) => {
+                    result.structured_content = Some(cursor.value()?);
                 }
-                "structuredContent" => {
-                    result.structured_content = Some(map.next_value()?);
-                    known = true;
+                b"isError" if first(3) => result.is_error = cursor.value()?,
+                b"_meta" if first(4) => result.meta = cursor.value()?,
+                b"resultType" | b"content" | b"structuredContent" | b"isError" | b"_meta" => {
+                    return None;
                 }
-                "isError" => {
-                    result.is_error = map.next_value()?;
-                    known = true;
-                }
-                "_meta" => result.meta = map.next_value()?,
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    cursor.value::<IgnoredAny>()?;
                 }
             }
+            Some(())
+        })?;
+        (seen[1] || seen[2] || seen[3]).then_some(result)
+    }
+
+    /// `content`: text blocks only.
+    fn blocks(&mut self) -> Option<Vec<ContentBlock>> {
+        self.expect(b'[')?;
+        let mut blocks = Vec::with_capacity(8);
+        self.space();
+        if self.bytes.get(self.at) == Some(&b']') {
+            self.at += 1;
+            return Some(blocks);
         }
-        if !known {
-            return Err(A::Error::custom("not a tool result"));
+        loop {
+            blocks.push(self.text_block()?);
+            match self.next()? {
+                b',' => {}
+                b']' => return Some(blocks),
+                _ => return None,
+            }
         }
-        Ok(result)
-    }
-}
-
-/// The `content` of a tool result, text blocks only (see [`FastResult`]).
-struct FastBlocks;
-
-impl<'de> DeserializeSeed<'de> for FastBlocks {
-    type Value = Vec<ContentBlock>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for FastBlocks {
-    type Value = Vec<ContentBlock>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("content blocks")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(4).min(64));
-        while let Some(block) = seq.next_element_seed(TextBlock)? {
-            blocks.push(block);
-        }
-        Ok(blocks)
-    }
-}
-
-/// One `{"type": "text", …}` block, read in place.
-struct TextBlock;
-
-impl<'de> DeserializeSeed<'de> for TextBlock {
-    type Value = ContentBlock;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TextBlock {
-    type Value = ContentBlock;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a text block")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        use serde::de::Error as _;
-        let first = map.next_key::<std::borrow::Cow<'de, str>>()?;
-        let kind = match first.as_deref() {
-            Some("type") => map.next_value::<std::borrow::Cow<'de, str>>()?,
-            _ => return Err(A::Error::custom("`type` is not first")),
-        };
-        if kind != "text" {
-            return Err(A::Error::custom("not a text block"));
-        }
+    /// `{"type": "text", "text": …}`, `type` first.
+    fn text_block(&mut self) -> Option<ContentBlock> {
         let mut text = None;
         let mut meta = None;
         let mut annotations = None;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match &*key {
-                "text" => text = Some(map.next_value::<String>()?),
-                "_meta" => meta = map.next_value()?,
-                "annotations" => annotations = map.next_value()?,
+        let mut typed = false;
+        self.object(|cursor, key| {
+            match key {
+                b"type" if !typed => {
+                    typed = true;
+                    cursor.expect(b'"')?;
+                    let rest = &cursor.bytes[cursor.at..];
+                    rest.starts_with(b"text\"").then_some(())?;
+                    cursor.at += 5;
+                }
+                _ if !typed => return None,
+                b"text" if text.is_none() => text = Some(cursor.string()?),
+                b"_meta" if meta.is_none() => meta = Some(cursor.value()?),
+                b"annotations" if annotations.is_none() => annotations = Some(cursor.value()?),
+                b"type" | b"text" | b"_meta" | b"annotations" => return None,
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    cursor.value::<IgnoredAny>()?;
                 }
             }
+            Some(())
+        })?;
+        let mut block = TextContent::new(text?);
+        block.meta = meta.flatten();
+        block.annotations = annotations.flatten();
+        Some(ContentBlock::Text(block))
+    }
+
+    /// A string, unescaped: its plain runs copied whole, found with `memchr`.
+    fn string(&mut self) -> Option<String> {
+        self.expect(b'"')?;
+        let mut out = Vec::with_capacity((self.bytes.len() - self.at).min(512));
+        loop {
+            let rest = &self.bytes[self.at..];
+            let end = memchr::memchr2(b'"', b'\\', rest)?;
+            let run = &rest[..end];
+            // A control character must be escaped (serde_json refuses it).
+            if has_control(run) {
+                return None;
+            }
+            out.extend_from_slice(run);
+            self.at += end + 1;
+            if rest[end] == b'"' {
+                // Runs end at ASCII bytes, so they are whole characters: the text is valid
+                // UTF-8 if every run is.
+                return String::from_utf8(out).ok();
+            }
+            let escape = *self.bytes.get(self.at)?;
+            self.at += 1;
+            let byte = match escape {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                b'/' => b'/',
+                b'b' => 0x08,
+                b'f' => 0x0c,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'u' => {
+                    let c = self.unicode()?;
+                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                    continue;
+                }
+                _ => return None,
+            };
+            out.push(byte);
         }
-        let mut block = TextContent::new(text.ok_or_else(|| A::Error::missing_field("text"))?);
-        block.meta = meta;
-        block.annotations = annotations;
-        Ok(ContentBlock::Text(block))
+    }
+
+    /// The character of a `\u` escape (a surrogate pair in two), positioned after the `u`.
+    fn unicode(&mut self) -> Option<char> {
+        let first = self.hex4()?;
+        match first {
+            0xD800..=0xDBFF => {
+                self.bytes[self.at..].starts_with(b"\\u").then_some(())?;
+                self.at += 2;
+                let second = self.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&second) {
+                    return None;
+                }
+                char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
+            }
+            // A lone trailing surrogate.
+            0xDC00..=0xDFFF => None,
+            _ => char::from_u32(first),
+        }
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = self.bytes.get(self.at..self.at + 4)?;
+        let mut value = 0;
+        for &digit in digits {
+            value = value * 16 + char::from(digit).to_digit(16)?;
+        }
+        self.at += 4;
+        Some(value)
+    }
+}
+
+/// Whether `bytes` holds a control character (below 0x20), eight bytes at a time: a byte
+/// below 0x20 borrows when 0x20 is taken from it, setting its high bit where it had none.
+fn has_control(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::MAX / 255;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut eight = [0; 8];
+        eight.copy_from_slice(word);
+        let word = u64::from_le_bytes(eight);
+        if word.wrapping_sub(ONES * 0x20) & !word & (ONES << 7) != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&byte| byte < 0x20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_found_wherever_they_are() {
+        for length in 0..20 {
+            let plain = vec![b'a'; length];
+            assert!(!has_control(&plain));
+            for at in 0..length {
+                for control in [0u8, 0x1f, b'\n'] {
+                    let mut bytes = plain.clone();
+                    bytes[at] = control;
+                    assert!(has_control(&bytes), "{bytes:?}");
+                }
+                let mut bytes = plain.clone();
+                bytes[at] = 0x20;
+                bytes.push(0xff);
+                assert!(!has_control(&bytes), "{bytes:?}");
+            }
+        }
+    }
+
+    /// The shapes of tool results that SDKs write are read here, not handed back to the
+    /// generic reader (whose result is the same: see the tests of `http` and `child`).
+    #[test]
+    fn common_tool_results_are_read_in_one_pass() {
+        let ours = |id: &RequestId| *id == RequestId::Number(-3);
+        for result in [
+            r#"{"content":[{"type":"text","text":"{\"id\":\"INV-3\"}"}],"structuredContent":{"ok":true},"isError":false}"#,
+            r#"{"content":[],"isError":true,"_meta":{"k":1},"resultType":"complete"}"#,
+            r#"{"structuredContent":null,"extra":[1,{"a":"\""}]}"#,
+            r#"{"content":[{"type":"text","text":"é\u00e9","annotations":{"priority":1},"_meta":{"k":"v"},"x":1}]}"#,
+        ] {
+            let message = format!(r#"{{"jsonrpc":"2.0","id":-3,"result":{result}}}"#);
+            assert!(tool_answer(message.as_bytes(), ours).is_some(), "{result}");
+        }
+        for other in [
+            // Not ours; not a result; not text; `type` not first; the result before the id.
+            r#"{"jsonrpc":"2.0","id":4,"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"result":{"content":[{"type":"image","data":"","mimeType":"image/png"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"result":{"content":[{"text":"t","type":"text"}]}}"#,
+            r#"{"jsonrpc":"2.0","result":{"content":[]},"id":-3}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"result":{"resultType":"input_required"}}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"result":{"unknown":1}}"#,
+        ] {
+            assert!(tool_answer(other.as_bytes(), ours).is_none(), "{other}");
+        }
     }
 }
