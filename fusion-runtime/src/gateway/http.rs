@@ -935,6 +935,9 @@ mod tests {
         // Every escape, raw UTF-8, whitespace everywhere, nulls.
         r#" { "content" : [ { "type" : "text" , "text" : "q\" s\\ l\/ \b\f\n\r\t \u00e9\u20AC \ud83d\ude00 é😀" , "annotations" : null , "_meta" : null } ] , "isError" : null , "_meta" : { "a" : [ 1 , { } ] } } "#,
         r#"{"content":[{"type":"text","text":""},{"type":"text","text":"\\\\\"\""}],"structuredContent":{"s":"\u0000x"}}"#,
+        // Values of every kind in structuredContent: numbers read by serde_json, keys with
+        // escapes, a repeated key (the last wins), empty containers, nesting, whitespace.
+        r#"{"structuredContent":{"n":[0,-0,1,-1,1.5,-2.5e-3,1E10,18446744073709551615,-9223372036854775808,123456789012345678901234567890],"k\"ey\u00e9":{"a":[],"b":{},"c":[[[{"d":null}]]]},"t":true,"f":false,"z":null,"r":1,"r":2, "w" : [ 1 , "x" , { } ] }}"#,
     ];
 
     /// Answers neither reader takes: the same failure either way.
@@ -950,6 +953,10 @@ mod tests {
         r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"content":[{"type":"text","text":"a"}]"#,
         r#"{"jsonrpc":"1.0","id":"fusion-7","result":{"content":[]}}"#,
         r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"content":[]}} x"#,
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"structuredContent":{"a":tru}}}"#,
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"structuredContent":{"a":1x}}}"#,
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"structuredContent":{"a":[1,]}}}"#,
+        r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"structuredContent":{"a":1e400}}}"#,
     ];
 
     /// A JSON body: the same result, or the same failure, as rmcp's read gives, for every
@@ -969,6 +976,22 @@ mod tests {
                 fast,
                 "{result}"
             );
+        }
+        // Nesting past serde_json's limit is refused by both; within it, read by both.
+        for depth in [100, 126, 127, 128, 129, 200] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":"fusion-7","result":{{"structuredContent":{}1{}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            assert_eq!(
+                fast_reads(body.as_bytes()).is_ok(),
+                rmcp_reads(body.as_bytes()).is_ok(),
+                "depth {depth}"
+            );
+            if let Ok(value) = rmcp_reads(body.as_bytes()) {
+                assert_eq!(fast_reads(body.as_bytes()), Ok(value), "depth {depth}");
+            }
         }
         for broken in BROKEN {
             assert!(rmcp_reads(broken.as_bytes()).is_err(), "{broken}");

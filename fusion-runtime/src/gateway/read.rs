@@ -147,7 +147,7 @@ impl<'a> Cursor<'a> {
                 b"content" if first(1) => result.content = cursor.blocks()?,
                 // `null` is kept, as rmcp keeps it.
                 b"structuredContent" if first(2) => {
-                    result.structured_content = Some(cursor.value()?);
+                    result.structured_content = Some(cursor.json(0)?);
                 }
                 b"isError" if first(3) => result.is_error = cursor.value()?,
                 b"_meta" if first(4) => result.meta = cursor.value()?,
@@ -214,10 +214,75 @@ impl<'a> Cursor<'a> {
         Some(ContentBlock::Text(block))
     }
 
+    /// Any value, built as serde_json builds a `Value` (a repeated key keeps its last value),
+    /// its strings read as text blocks are; numbers are read by serde_json itself. Past a
+    /// depth well within serde_json's limit, the reader gives up and serde_json decides.
+    fn json(&mut self, depth: usize) -> Option<serde_json::Value> {
+        use serde_json::Value;
+        if depth > 100 {
+            return None;
+        }
+        self.space();
+        let value = match *self.bytes.get(self.at)? {
+            b'"' => Value::String(self.string()?),
+            b'{' => {
+                self.at += 1;
+                let mut object = serde_json::Map::new();
+                self.space();
+                if self.bytes.get(self.at) == Some(&b'}') {
+                    self.at += 1;
+                } else {
+                    loop {
+                        self.space();
+                        let key = self.string()?;
+                        self.expect(b':')?;
+                        let value = self.json(depth + 1)?;
+                        object.insert(key, value);
+                        match self.next()? {
+                            b',' => {}
+                            b'}' => break,
+                            _ => return None,
+                        }
+                    }
+                }
+                Value::Object(object)
+            }
+            b'[' => {
+                self.at += 1;
+                let mut items = Vec::new();
+                self.space();
+                if self.bytes.get(self.at) == Some(&b']') {
+                    self.at += 1;
+                } else {
+                    loop {
+                        items.push(self.json(depth + 1)?);
+                        match self.next()? {
+                            b',' => {}
+                            b']' => break,
+                            _ => return None,
+                        }
+                    }
+                }
+                Value::Array(items)
+            }
+            b't' => self.literal(b"true", Value::Bool(true))?,
+            b'f' => self.literal(b"false", Value::Bool(false))?,
+            b'n' => self.literal(b"null", Value::Null)?,
+            _ => self.value()?,
+        };
+        Some(value)
+    }
+
+    fn literal(&mut self, word: &[u8], value: serde_json::Value) -> Option<serde_json::Value> {
+        self.bytes[self.at..].starts_with(word).then_some(())?;
+        self.at += word.len();
+        Some(value)
+    }
+
     /// A string, unescaped: its plain runs copied whole, found with `memchr`.
     fn string(&mut self) -> Option<String> {
         self.expect(b'"')?;
-        let mut out = Vec::with_capacity((self.bytes.len() - self.at).min(512));
+        let mut out: Option<Vec<u8>> = None;
         loop {
             let rest = &self.bytes[self.at..];
             let end = memchr::memchr2(b'"', b'\\', rest)?;
@@ -226,12 +291,23 @@ impl<'a> Cursor<'a> {
             if has_control(run) {
                 return None;
             }
-            out.extend_from_slice(run);
             self.at += end + 1;
-            if rest[end] == b'"' {
+            let closed = rest[end] == b'"';
+            let out = match (&mut out, closed) {
+                // No escape at all (most keys and short values): copied once, at its size.
+                (None, true) => return std::str::from_utf8(run).ok().map(str::to_owned),
+                (Some(out), _) => out,
+                // Escaped text (JSON in a text block, say) is often long: room for most of
+                // it at once (under 1 kB, which glibc serves from its quick bins).
+                (None, false) => {
+                    out.insert(Vec::with_capacity((self.bytes.len() - self.at).min(1000)))
+                }
+            };
+            out.extend_from_slice(run);
+            if closed {
                 // Runs end at ASCII bytes, so they are whole characters: the text is valid
                 // UTF-8 if every run is.
-                return String::from_utf8(out).ok();
+                return String::from_utf8(std::mem::take(out)).ok();
             }
             let escape = *self.bytes.get(self.at)?;
             self.at += 1;
