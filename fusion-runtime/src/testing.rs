@@ -16,6 +16,7 @@
 //!     .build()
 //!     .unwrap();
 //! let tester = Tester::new(server);
+//! assert_eq!(tester.list_tools()[0].name, "demo_echo");
 //! let result = tester.call("demo.echo", serde_json::json!({"text": "hi"})).await;
 //! assert!(!result.is_error());
 //! assert_eq!(result.data()["text"], "hi");
@@ -29,7 +30,7 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::model::{CallToolResult, JsonObject, Tool as ToolDefinition};
 use serde_json::Value;
 
 use crate::context::CallContext;
@@ -85,6 +86,18 @@ impl Tester {
             setup(&mut context);
         }
         context
+    }
+
+    /// The tools `tools/list` shows the tester's caller (the context of
+    /// [`Tester::with_context`]), its pages together: the built-in tools it may see, then
+    /// the tools of mounted upstreams it may call, as their upstreams list them now.
+    pub fn list_tools(&self) -> Vec<ToolDefinition> {
+        let context = self.context();
+        #[cfg(feature = "gateway")]
+        let tools = self.server.listed_tools(&context);
+        #[cfg(not(feature = "gateway"))]
+        let tools = self.server.visible_tools(&context);
+        tools
     }
 
     /// Calls the tool with canonical key `key` (`billing.get_invoice`) through its exposed
