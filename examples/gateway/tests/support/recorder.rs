@@ -24,6 +24,8 @@ use tokio_util::sync::CancellationToken;
 /// What one `tools/call` brought.
 #[derive(Debug, Clone)]
 pub(crate) struct SeenCall {
+    /// The request's JSON-RPC id.
+    pub(crate) id: rmcp::model::RequestId,
     pub(crate) tool: String,
     pub(crate) arguments: Value,
     pub(crate) traceparent: Option<String>,
@@ -72,7 +74,8 @@ fn schema(properties: Value) -> Arc<rmcp::model::JsonObject> {
 }
 
 /// `echo` (read-only), `wait` (until cancelled, or `ms`), `progress` (`steps` notifications
-/// sent at once, then the result after `then_ms`) and `delete` (destructive).
+/// sent at once, then the result after `then_ms`), `progress_header` (the same, its `steps`
+/// also sent as an `Mcp-Param-Steps` header, SEP-2243) and `delete` (destructive).
 pub(crate) fn default_tools() -> Vec<Tool> {
     vec![
         Tool::new(
@@ -91,6 +94,12 @@ pub(crate) fn default_tools() -> Vec<Tool> {
             "progress",
             "Reports `steps` progress notifications at once, then answers.",
             schema(json!({"steps": {"type": "integer"}})),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(true)),
+        Tool::new(
+            "progress_header",
+            "Reports `steps` progress notifications at once, then answers.",
+            schema(json!({"steps": {"type": "integer", "x-mcp-header": "Steps"}})),
         )
         .with_annotations(ToolAnnotations::new().read_only(true)),
         Tool::new(
@@ -244,6 +253,7 @@ impl ServerHandler for Handler {
             })
             .unwrap_or_default();
         self.0.seen.calls.lock().unwrap().push(SeenCall {
+            id: context.id.clone(),
             tool: request.name.to_string(),
             arguments: arguments.clone(),
             traceparent: context.meta.get_traceparent().map(str::to_owned),
@@ -266,7 +276,7 @@ impl ServerHandler for Handler {
                     _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(text("waited".into())),
                 }
             }
-            "progress" => {
+            "progress" | "progress_header" => {
                 let steps = arguments["steps"].as_u64().unwrap_or(3);
                 if let Some(token) = context.meta.get_progress_token() {
                     for step in 1..=steps {
@@ -301,6 +311,18 @@ pub(crate) struct Options {
     pub(crate) legacy_discover: bool,
 }
 
+fn state(legacy_only: bool, legacy_discover: bool) -> Arc<State> {
+    Arc::new(State {
+        legacy_only,
+        legacy_discover,
+        tools: Mutex::new(default_tools()),
+        changes: tokio::sync::watch::channel(0).0,
+        listens: AtomicUsize::new(0),
+        seen: Seen::default(),
+        sessions: Mutex::new(Vec::new()),
+    })
+}
+
 /// The running recorder.
 pub(crate) struct Recorder {
     state: Arc<State>,
@@ -330,21 +352,25 @@ impl Recorder {
         .await
     }
 
+    /// Serves [`default_tools`] on this process's stdin and stdout until stdin closes (a
+    /// 2025-11-25 session, as stdio servers speak).
+    pub(crate) async fn serve_stdio() {
+        use rmcp::ServiceExt as _;
+        let handler = Handler(state(false, false));
+        let running = handler
+            .serve(rmcp::transport::stdio())
+            .await
+            .expect("stdio handshake");
+        let _ = running.waiting().await;
+    }
+
     pub(crate) async fn start_with(options: Options) -> Recorder {
         let Options {
             required_header: required,
             legacy_only,
             legacy_discover,
         } = options;
-        let state = Arc::new(State {
-            legacy_only,
-            legacy_discover,
-            tools: Mutex::new(default_tools()),
-            changes: tokio::sync::watch::channel(0).0,
-            listens: AtomicUsize::new(0),
-            seen: Seen::default(),
-            sessions: Mutex::new(Vec::new()),
-        });
+        let state = state(legacy_only, legacy_discover);
         let stop = CancellationToken::new();
         let handler = Handler(Arc::clone(&state));
         let service = StreamableHttpService::new(
