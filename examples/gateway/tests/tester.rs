@@ -45,8 +45,8 @@ async fn the_tester_lists_mounted_tools_as_tools_list_serves_them() {
             let served = client.peer().list_all_tools().await.unwrap();
             assert_eq!(listed, served, "{who}");
             let names: Vec<&str> = listed.iter().map(|tool| tool.name.as_ref()).collect();
-            // The upstream's five tools and the built-in one, less what the caller may not call.
-            assert_eq!(names.len(), 6 - hidden, "{who}: {names:?}");
+            // The upstream's six tools and the built-in one, less what the caller may not call.
+            assert_eq!(names.len(), 7 - hidden, "{who}: {names:?}");
             assert!(names.contains(&"up_echo"), "{who}: {names:?}");
             assert_eq!(
                 names.contains(&"up_delete"),
@@ -74,7 +74,7 @@ async fn the_tester_lists_mounted_tools_as_tools_list_serves_them() {
         let client = connect(&open, Principal::new("carol"), ()).await;
         assert_eq!(listed, client.peer().list_all_tools().await.unwrap());
         assert_eq!(listed[0].name, "health_ping");
-        assert_eq!(listed.len(), 6);
+        assert_eq!(listed.len(), 7);
         client.cancel().await.unwrap();
         server.shutdown_upstreams().await;
         open.shutdown_upstreams().await;

@@ -61,6 +61,20 @@ struct State {
     seen: Seen,
     /// Session peers, told when the catalog changes.
     sessions: Mutex<Vec<Peer<RoleServer>>>,
+    /// How `tools/call` requests are refused now, if they are.
+    refusal: Mutex<Option<Refusal>>,
+}
+
+/// How the recorder refuses `tools/call` requests (before rmcp sees them), for the failures
+/// a gateway must classify.
+#[derive(Debug, Clone)]
+pub(crate) enum Refusal {
+    /// This HTTP status, with a plain text body.
+    Status(u16),
+    /// `307 Temporary Redirect` to this URL.
+    Redirect(String),
+    /// `400` with a JSON-RPC `invalid params` error for the request's id.
+    InvalidParams,
 }
 
 #[derive(Clone)]
@@ -75,7 +89,8 @@ fn schema(properties: Value) -> Arc<rmcp::model::JsonObject> {
 
 /// `echo` (read-only), `wait` (until cancelled, or `ms`), `progress` (`steps` notifications
 /// sent at once, then the result after `then_ms`), `progress_header` (the same, its `steps`
-/// also sent as an `Mcp-Param-Steps` header, SEP-2243) and `delete` (destructive).
+/// also sent as an `Mcp-Param-Steps` header, SEP-2243), `ping_client` (pings the client) and
+/// `delete` (destructive).
 pub(crate) fn default_tools() -> Vec<Tool> {
     vec![
         Tool::new(
@@ -100,6 +115,12 @@ pub(crate) fn default_tools() -> Vec<Tool> {
             "progress_header",
             "Reports `steps` progress notifications at once, then answers.",
             schema(json!({"steps": {"type": "integer", "x-mcp-header": "Steps"}})),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(true)),
+        Tool::new(
+            "ping_client",
+            "Pings the client (on the call's stream), and says whether it answered.",
+            schema(json!({})),
         )
         .with_annotations(ToolAnnotations::new().read_only(true)),
         Tool::new(
@@ -295,6 +316,14 @@ impl ServerHandler for Handler {
                 Ok(text(format!("{steps} steps")))
             }
             "delete" => Ok(text("deleted".into())),
+            "ping_client" => match context
+                .peer
+                .send_request(rmcp::model::ServerRequest::PingRequest(Default::default()))
+                .await
+            {
+                Ok(_) => Ok(text("pong".into())),
+                Err(error) => Ok(text(format!("the ping failed: {error}"))),
+            },
             other => Ok(text(format!("{other} called"))),
         }
     }
@@ -311,6 +340,43 @@ pub(crate) struct Options {
     pub(crate) legacy_discover: bool,
 }
 
+/// `request` refused as `refusal` says if it is a `tools/call`, else served.
+async fn refused(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+    refusal: Refusal,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    if message["method"] != "tools/call" {
+        let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+        return next.run(request).await;
+    }
+    match refusal {
+        Refusal::Status(status) => (
+            http::StatusCode::from_u16(status).unwrap(),
+            "internal details the agent must not see",
+        )
+            .into_response(),
+        Refusal::Redirect(to) => (
+            http::StatusCode::TEMPORARY_REDIRECT,
+            [(http::header::LOCATION, to)],
+        )
+            .into_response(),
+        Refusal::InvalidParams => (
+            http::StatusCode::BAD_REQUEST,
+            [(http::header::CONTENT_TYPE, "application/json")],
+            json!({"jsonrpc": "2.0", "id": message["id"], "error": {
+                "code": -32602, "message": "steps must be a number",
+            }})
+            .to_string(),
+        )
+            .into_response(),
+    }
+}
+
 fn state(legacy_only: bool, legacy_discover: bool) -> Arc<State> {
     Arc::new(State {
         legacy_only,
@@ -320,12 +386,14 @@ fn state(legacy_only: bool, legacy_discover: bool) -> Arc<State> {
         listens: AtomicUsize::new(0),
         seen: Seen::default(),
         sessions: Mutex::new(Vec::new()),
+        refusal: Mutex::new(None),
     })
 }
 
 /// The running recorder.
 pub(crate) struct Recorder {
     state: Arc<State>,
+    sessions: Arc<LocalSessionManager>,
     pub(crate) url: String,
     stop: CancellationToken,
 }
@@ -373,9 +441,10 @@ impl Recorder {
         let state = state(legacy_only, legacy_discover);
         let stop = CancellationToken::new();
         let handler = Handler(Arc::clone(&state));
+        let sessions = Arc::new(LocalSessionManager::default());
         let service = StreamableHttpService::new(
             move || Ok(handler.clone()),
-            Arc::new(LocalSessionManager::default()),
+            Arc::clone(&sessions),
             StreamableHttpServerConfig::default()
                 .with_legacy_session_mode(true)
                 .with_cancellation_token(stop.child_token()),
@@ -407,7 +476,11 @@ impl Recorder {
                                     ));
                                 }
                             }
-                            next.run(request).await
+                            let refusal = state.refusal.lock().unwrap().clone();
+                            match refusal {
+                                Some(refusal) => refused(request, next, refusal).await,
+                                None => next.run(request).await,
+                            }
                         }
                     },
                 ));
@@ -419,7 +492,33 @@ impl Recorder {
                 .with_graceful_shutdown(async move { stopped.cancelled().await })
                 .await;
         });
-        Recorder { state, url, stop }
+        Recorder {
+            state,
+            sessions,
+            url,
+            stop,
+        }
+    }
+
+    /// Refuses `tools/call` requests this way from now on (`None`: serves them again).
+    pub(crate) fn refuse(&self, refusal: Option<Refusal>) {
+        *self.state.refusal.lock().unwrap() = refusal;
+    }
+
+    /// Forgets every session, as a restarted server would: requests in them get 404.
+    pub(crate) async fn forget_sessions(&self) {
+        use rmcp::transport::streamable_http_server::session::SessionManager as _;
+        let ids: Vec<_> = self
+            .sessions
+            .sessions
+            .read()
+            .await
+            .keys()
+            .cloned()
+            .collect();
+        for id in ids {
+            let _ = self.sessions.close_session(&id).await;
+        }
     }
 
     pub(crate) fn calls(&self) -> Vec<SeenCall> {
