@@ -384,6 +384,15 @@ pub enum BillingError {
         retry_after = "1s"
     )]
     StoreUnavailable,
+    /// The store lost its database connection while committing the change: it may have been
+    /// applied or not, so a blind retry could apply it twice.
+    #[tool_error(
+        code = "StoreOutcomeUnknown",
+        message = "The connection to the invoice store was lost while this change was being saved: it may or may not have been applied.",
+        recovery = "Check with `billing.get_invoice` (or `billing.list_invoices`) whether the change is there before calling again. A create sent with an idempotency_key can be retried with the same key: it is applied once either way.",
+        actions = ["billing.get_invoice", "billing.list_invoices"]
+    )]
+    StoreOutcomeUnknown,
     /// The store failed: the agent sees INTERNAL_ERROR, the operator sees the cause in the logs.
     #[tool_error(internal)]
     Store(StoreError),
@@ -404,6 +413,9 @@ impl From<StoreError> for BillingError {
         if error.is_transient() {
             tracing::warn!(%error, "the invoice store is unavailable; the agent is told to retry");
             BillingError::StoreUnavailable
+        } else if matches!(error, StoreError::CommitUnknown { .. }) {
+            tracing::error!(%error, "a commit's outcome is unknown; the agent is told to check");
+            BillingError::StoreOutcomeUnknown
         } else {
             BillingError::Store(error)
         }

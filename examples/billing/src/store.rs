@@ -226,6 +226,14 @@ pub enum StoreError {
         /// What PostgreSQL (or the connection to it) said.
         source: tokio_postgres::Error,
     },
+    /// The connection to PostgreSQL was lost while the change was being committed: it may or
+    /// may not have been applied (with its audit record, in the same transaction).
+    CommitUnknown {
+        /// The store operation whose commit was cut off.
+        operation: &'static str,
+        /// What the connection said.
+        source: tokio_postgres::Error,
+    },
     /// A value read back is not one the store writes.
     Corrupt {
         /// The store operation that read it.
@@ -240,10 +248,18 @@ impl StoreError {
         move |source| StoreError::Sqlite { operation, source }
     }
 
-    pub(crate) fn postgres(
+    pub(crate) fn postgres<E: Into<crate::pg::Failure>>(
         operation: &'static str,
-    ) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
-        move |source| StoreError::Postgres { operation, source }
+    ) -> impl FnOnce(E) -> StoreError {
+        move |failure| match failure.into() {
+            crate::pg::Failure::Statement(source) => StoreError::Postgres { operation, source },
+            // PostgreSQL's answer to the COMMIT (a serialization failure, say) means it rolled
+            // back; no answer at all leaves the outcome unknown.
+            crate::pg::Failure::Commit(source) if crate::pg::connection_lost(&source) => {
+                StoreError::CommitUnknown { operation, source }
+            }
+            crate::pg::Failure::Commit(source) => StoreError::Postgres { operation, source },
+        }
     }
 
     /// Whether the same call may succeed later: the database stayed locked or busy past
@@ -258,8 +274,12 @@ impl StoreError {
             ),
             // No connection: nothing was sent.
             StoreError::Pool { .. } => true,
-            // A lost connection is not transient: a commit in flight may have been applied.
-            StoreError::Postgres { source, .. } => crate::pg::transient(source),
+            // A connection lost before the commit rolled its transaction back: nothing was
+            // written. One lost during the commit is `CommitUnknown`, not transient.
+            StoreError::Postgres { source, .. } => {
+                crate::pg::transient(source) || crate::pg::connection_lost(source)
+            }
+            StoreError::CommitUnknown { .. } => false,
             StoreError::CreateDir { .. }
             | StoreError::Permissions { .. }
             | StoreError::Corrupt { .. } => false,
@@ -296,6 +316,10 @@ impl fmt::Display for StoreError {
             StoreError::Postgres { operation, source } => {
                 write!(f, "billing store: {operation} failed: {source}")
             }
+            StoreError::CommitUnknown { operation, source } => write!(
+                f,
+                "billing store: {operation}: the connection was lost during the commit, which may or may not have been applied: {source}"
+            ),
             StoreError::Corrupt { operation, what } => {
                 write!(f, "billing store: {operation}: {what}")
             }
@@ -311,7 +335,9 @@ impl std::error::Error for StoreError {
             }
             StoreError::Busy { .. } | StoreError::Pool { .. } | StoreError::Corrupt { .. } => None,
             StoreError::Sqlite { source, .. } => Some(source),
-            StoreError::Postgres { source, .. } => Some(source),
+            StoreError::Postgres { source, .. } | StoreError::CommitUnknown { source, .. } => {
+                Some(source)
+            }
         }
     }
 }

@@ -579,3 +579,169 @@ async fn fifty_voids_across_three_servers_on_one_database_one_succeeds() {
         assert_eq!(got.data()["status"], "voided");
     }
 }
+
+/// A Tester on a fresh PgStore of `url` for the demo tenant, with write scope.
+async fn tester_on(url: &str) -> Tester {
+    let store = PgStore::connect(url, 2).await.unwrap();
+    let server = billing::builder_on(Invoices::Postgres(store.clone()))
+        .audit(billing::PgAuditSink::new(store))
+        .build()
+        .unwrap();
+    Tester::new(server).with_context(|call| {
+        call.extensions_mut().insert(
+            Principal::new("token:t_777")
+                .with_tenant("t_777")
+                .with_scopes([billing::WRITE_SCOPE.to_owned()]),
+        );
+    })
+}
+
+/// Waits until a backend other than `admin`'s runs a statement containing `query` and waits on
+/// `wait_event`, then terminates it (as a database restart or a failover would).
+async fn terminate_backend(admin: &tokio_postgres::Client, query: &str, wait_event: &str) {
+    // Generous: the other tests start clusters of their own on the same two cores.
+    for _ in 0..1200 {
+        let row = admin
+            .query_opt(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%' \
+                 AND wait_event = $2",
+                &[&query, &wait_event],
+            )
+            .await
+            .unwrap();
+        if row.is_some_and(|row| row.get::<_, bool>(0)) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("no backend ran {query:?} waiting on {wait_event}");
+}
+
+async fn admin_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+async fn created_for(admin: &tokio_postgres::Client, customer: &str) -> i64 {
+    admin
+        .query_one(
+            "SELECT count(*) FROM invoices WHERE customer_id = $1",
+            &[&customer],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_before_the_commit_is_retryable_and_wrote_nothing() {
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database("lost_before").await;
+    let tester = tester_on(&url).await;
+    let admin = admin_client(&url).await;
+    // Another replica's create of the tenant holds the create lock, so ours waits inside its
+    // transaction, where its connection is cut.
+    admin.batch_execute("BEGIN").await.unwrap();
+    admin
+        .execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('billing.create/' || $1, 0))",
+            &[&"t_777"],
+        )
+        .await
+        .unwrap();
+    let create = {
+        let tester = tester.clone();
+        tokio::spawn(async move {
+            tester
+                .call(
+                    "billing.create_invoice",
+                    json!({"customer_id": "C-LOST", "total_cents": 100}),
+                )
+                .await
+        })
+    };
+    terminate_backend(&admin, "billing.create/", "advisory").await;
+    let result = create.await.unwrap();
+    admin.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        result.error_code(),
+        Some("StoreUnavailable"),
+        "{}",
+        result.raw_text()
+    );
+    assert_eq!(result.error()["retryable"], true, "{}", result.raw_text());
+    assert!(
+        !result.raw_text().contains("terminat"),
+        "{}",
+        result.raw_text()
+    );
+    assert_eq!(created_for(&admin, "C-LOST").await, 0);
+    assert_eq!(audit_count(&url, "billing.create_invoice", "ok").await, 0);
+    // The retry the agent is told to make succeeds, on a fresh connection.
+    let retry = tester
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-LOST", "total_cents": 100}),
+        )
+        .await;
+    assert!(!retry.is_error(), "{}", retry.raw_text());
+    assert_eq!(created_for(&admin, "C-LOST").await, 1);
+    assert_eq!(audit_count(&url, "billing.create_invoice", "ok").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_during_the_commit_is_reported_as_an_unknown_outcome() {
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database("lost_during").await;
+    let tester = tester_on(&url).await;
+    let admin = admin_client(&url).await;
+    // A deferred trigger makes this customer's commits slow, so the connection can be cut
+    // while PostgreSQL is committing.
+    admin
+        .batch_execute(
+            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN IF NEW.customer_id = 'C-SLOW' THEN PERFORM pg_sleep(30); END IF; \
+             RETURN NULL; END $$; \
+             CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON invoices \
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();",
+        )
+        .await
+        .unwrap();
+    let create = {
+        let tester = tester.clone();
+        tokio::spawn(async move {
+            tester
+                .call(
+                    "billing.create_invoice",
+                    json!({"customer_id": "C-SLOW", "total_cents": 100}),
+                )
+                .await
+        })
+    };
+    terminate_backend(&admin, "COMMIT", "PgSleep").await;
+    let result = create.await.unwrap();
+    assert_eq!(
+        result.error_code(),
+        Some("StoreOutcomeUnknown"),
+        "{}",
+        result.raw_text()
+    );
+    // Not retryable: a blind retry of a change that may have been applied could apply it twice.
+    assert_ne!(result.error()["retryable"], true, "{}", result.raw_text());
+    assert!(
+        !result.raw_text().contains("terminat"),
+        "{}",
+        result.raw_text()
+    );
+    // The agent is pointed at the calls that tell it what happened.
+    let text = result.raw_text();
+    assert!(text.contains("billing_get_invoice"), "{text}");
+}

@@ -76,6 +76,8 @@ mod content;
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "http")]
+mod replica;
+#[cfg(feature = "http")]
 mod sessions;
 #[cfg(feature = "stdio")]
 mod stdio;
@@ -84,6 +86,8 @@ mod streamable;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
+#[cfg(feature = "http")]
+pub use replica::{InvalidReplicaName, ReplicaName};
 #[cfg(feature = "http")]
 pub use sessions::{BoundedSessions, SessionsError};
 #[cfg(feature = "http")]

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{Authenticator, TokenVerifier};
 use super::connections::ConnectionLimits;
 use super::sessions::{BoundedSessions, Caller, Opener, Refusal, SessionLimits};
-use super::{Mcp, McpHandler, ServeError};
+use super::{Mcp, McpHandler, ReplicaName, ServeError};
 
 /// A tower layer added with [`Mcp::layer`], kept as what it does to the router.
 pub(super) type RouterLayer = Arc<dyn Fn(axum::Router) -> axum::Router + Send + Sync>;
@@ -621,6 +621,7 @@ fn refused_session(refusal: Refusal) -> axum::response::Response {
 /// | [`max_sessions`](Self::max_sessions) | 4096 | 2025-11-25 sessions open at once, parked ones included; beyond it `initialize` gets `503` |
 /// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | 100 | sessions one principal (subject and tenant, whatever its tokens) may hold; beyond it `initialize` gets `429` |
 /// | [`session_idle_timeout`](Self::session_idle_timeout) | 5 min | a session with no request for this long is closed (rmcp's own default); its client gets 404 and initializes again |
+/// | [`replica`](Self::replica) | none | session ids are random; with a [`ReplicaName`], each starts with it (`r1.…`), for a load balancer to route a session to the replica that holds it |
 /// | [`session_park_after`](Self::session_park_after) | 60 s | a session with no request in flight and no open stream for this long gives up its worker (about 95 kB) and keeps its `initialize` parameters (about 600 bytes); its next request restores it transparently |
 ///
 /// Refusals carry a JSON-RPC error in a JSON body a client can show: `503` for the connection
@@ -684,6 +685,10 @@ pub struct HttpOptions {
     /// A session with nothing in flight for this long is parked: its worker is dropped and its
     /// next request restores it (60 s).
     pub session_park_after: Duration,
+    /// This replica's name, carried in every session id it issues (`r1.6f1c…`) so that a
+    /// load balancer in front of several replicas can send each session's requests to the
+    /// replica that holds it (see [`ReplicaName`]); `None` (the default) for random ids.
+    pub replica: Option<ReplicaName>,
 }
 
 impl Default for HttpOptions {
@@ -716,6 +721,7 @@ impl Default for HttpOptions {
             max_sessions_per_principal: 100,
             session_idle_timeout: Some(Duration::from_secs(300)),
             session_park_after: Duration::from_secs(60),
+            replica: None,
         }
     }
 }
@@ -736,6 +742,13 @@ impl HttpOptions {
     #[must_use]
     pub fn auth(mut self, verifier: impl TokenVerifier) -> Self {
         self.auth = Some(Arc::new(verifier));
+        self
+    }
+
+    /// Names this replica in every session id it issues (see [`ReplicaName`]).
+    #[must_use]
+    pub fn replica(mut self, name: ReplicaName) -> Self {
+        self.replica = Some(name);
         self
     }
 
@@ -762,6 +775,7 @@ impl HttpOptions {
                 park_after: self.session_park_after,
                 idle_timeout: self.session_idle_timeout,
             },
+            self.replica.clone(),
             self.shutdown.clone(),
         )
     }
@@ -816,6 +830,7 @@ impl fmt::Debug for HttpOptions {
             )
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("session_park_after", &self.session_park_after)
+            .field("replica", &self.replica)
             .finish_non_exhaustive()
     }
 }
