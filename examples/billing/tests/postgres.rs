@@ -745,3 +745,62 @@ async fn a_connection_lost_during_the_commit_is_reported_as_an_unknown_outcome()
     let text = result.raw_text();
     assert!(text.contains("billing_get_invoice"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_are_not_invoice_changes_are_audited_through_the_pg_sink() {
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database("sink").await;
+    let tester = tester_on(&url).await;
+    let admin = admin_client(&url).await;
+    let sent = tester
+        .call("billing.send_reminder", json!({"id": "INV-3"}))
+        .await;
+    assert!(!sent.is_error(), "{}", sent.raw_text());
+    let row = admin
+        .query_one(
+            "SELECT tenant, principal, outcome FROM audit_events \
+             WHERE action = 'billing.send_reminder'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Option<String>>(0).as_deref(), Some("t_777"));
+    assert_eq!(
+        row.get::<_, Option<String>>(1).as_deref(),
+        Some("token:t_777")
+    );
+    assert_eq!(row.get::<_, String>(2), "ok");
+    // Reads are not audited.
+    let read = tester
+        .call("billing.get_invoice", json!({"id": "INV-3"}))
+        .await;
+    assert!(!read.is_error(), "{}", read.raw_text());
+    let total: i64 = admin
+        .query_one("SELECT count(*) FROM audit_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(total, 1);
+    // With the trail unwritable, the sent reminder is reported as AUDIT_FAILED (done, not to
+    // be retried), not as plain success, and the database error stays out of the answer.
+    admin
+        .batch_execute("ALTER TABLE audit_events RENAME TO audit_events_moved")
+        .await
+        .unwrap();
+    let unaudited = tester
+        .call("billing.send_reminder", json!({"id": "INV-3"}))
+        .await;
+    assert_eq!(
+        unaudited.error_code(),
+        Some("AUDIT_FAILED"),
+        "{}",
+        unaudited.raw_text()
+    );
+    assert!(
+        !unaudited.raw_text().contains("audit_events"),
+        "{}",
+        unaudited.raw_text()
+    );
+}
