@@ -1,7 +1,9 @@
 //! `GET /invoices/{id}`: the syntax of an upstream route, checked by `#[tool(http = …)]` at
 //! compile time and by `HttpRoute::parse` when a server is built.
 
-/// The HTTP method of a route.
+use std::fmt;
+
+/// The HTTP method of a route (`fusion::upstream::HttpMethod`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Method {
     /// `GET`
@@ -19,6 +21,24 @@ pub enum Method {
 }
 
 impl Method {
+    /// The method's name, upper case.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+        }
+    }
+
+    /// Whether the arguments that are not path parameters go in a JSON body (`POST`, `PUT`,
+    /// `PATCH`) rather than in the query string.
+    pub const fn has_body(self) -> bool {
+        matches!(self, Method::Post | Method::Put | Method::Patch)
+    }
+
     /// The method called `name` (upper case), if it is one a route may use.
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
@@ -30,6 +50,12 @@ impl Method {
             "DELETE" => Method::Delete,
             _ => return None,
         })
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -596,9 +596,11 @@ async fn tester_on(url: &str) -> Tester {
     })
 }
 
-/// Waits until a backend other than `admin`'s runs a statement containing `query` and waits on
-/// `wait_event`, then terminates it (as a database restart or a failover would).
-async fn terminate_backend(admin: &tokio_postgres::Client, query: &str, wait_event: &str) {
+/// Waits until a backend runs a statement containing `query` and waits on `wait_event`, then
+/// terminates it (as a database restart or a failover would). Watches from a connection of its
+/// own: inside a transaction, `pg_stat_activity` is a snapshot taken once.
+async fn terminate_backend(url: &str, query: &str, wait_event: &str) {
+    let admin = &admin_client(url).await;
     // Generous: the other tests start clusters of their own on the same two cores.
     for _ in 0..1200 {
         let row = admin
@@ -610,12 +612,40 @@ async fn terminate_backend(admin: &tokio_postgres::Client, query: &str, wait_eve
             )
             .await
             .unwrap();
-        if row.is_some_and(|row| row.get::<_, bool>(0)) {
+        if let Some(row) = row {
+            assert!(row.get::<_, bool>(0), "pg_terminate_backend refused");
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
-    panic!("no backend ran {query:?} waiting on {wait_event}");
+    let activity: Vec<String> = admin
+        .query(
+            "SELECT pid::text || ' ' || coalesce(state, '') || ' ' || coalesce(wait_event, '') \
+             || ' ' || query FROM pg_stat_activity WHERE datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    panic!("no backend ran {query:?} waiting on {wait_event}: {activity:#?}");
+}
+
+/// A create of an invoice for `customer`, running.
+fn spawn_create(
+    tester: &Tester,
+    customer: &'static str,
+) -> tokio::task::JoinHandle<fusion::testing::TestResult> {
+    let tester = tester.clone();
+    tokio::spawn(async move {
+        tester
+            .call(
+                "billing.create_invoice",
+                json!({"customer_id": customer, "total_cents": 100}),
+            )
+            .await
+    })
 }
 
 async fn admin_client(url: &str) -> tokio_postgres::Client {
@@ -655,18 +685,8 @@ async fn a_connection_lost_before_the_commit_is_retryable_and_wrote_nothing() {
         )
         .await
         .unwrap();
-    let create = {
-        let tester = tester.clone();
-        tokio::spawn(async move {
-            tester
-                .call(
-                    "billing.create_invoice",
-                    json!({"customer_id": "C-LOST", "total_cents": 100}),
-                )
-                .await
-        })
-    };
-    terminate_backend(&admin, "billing.create/", "advisory").await;
+    let create = spawn_create(&tester, "C-LOST");
+    terminate_backend(&url, "billing.create/", "advisory").await;
     let result = create.await.unwrap();
     admin.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(
@@ -715,18 +735,8 @@ async fn a_connection_lost_during_the_commit_is_reported_as_an_unknown_outcome()
         )
         .await
         .unwrap();
-    let create = {
-        let tester = tester.clone();
-        tokio::spawn(async move {
-            tester
-                .call(
-                    "billing.create_invoice",
-                    json!({"customer_id": "C-SLOW", "total_cents": 100}),
-                )
-                .await
-        })
-    };
-    terminate_backend(&admin, "COMMIT", "PgSleep").await;
+    let create = spawn_create(&tester, "C-SLOW");
+    terminate_backend(&url, "COMMIT", "PgSleep").await;
     let result = create.await.unwrap();
     assert_eq!(
         result.error_code(),

@@ -5,67 +5,9 @@ use std::fmt;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
-/// The HTTP method of an upstream route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HttpMethod {
-    /// `GET`
-    Get,
-    /// `HEAD`
-    Head,
-    /// `POST`
-    Post,
-    /// `PUT`
-    Put,
-    /// `PATCH`
-    Patch,
-    /// `DELETE`
-    Delete,
-}
-
-impl HttpMethod {
-    /// The method's name, upper case.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            HttpMethod::Get => "GET",
-            HttpMethod::Head => "HEAD",
-            HttpMethod::Post => "POST",
-            HttpMethod::Put => "PUT",
-            HttpMethod::Patch => "PATCH",
-            HttpMethod::Delete => "DELETE",
-        }
-    }
-
-    /// The method called `name` (upper case), if it is one a route may use.
-    pub fn parse(name: &str) -> Option<Self> {
-        fusion_names::route::Method::parse(name).map(Into::into)
-    }
-
-    /// Whether the arguments that are not path parameters go in a JSON body (`POST`, `PUT`,
-    /// `PATCH`) rather than in the query string.
-    pub const fn has_body(self) -> bool {
-        matches!(self, HttpMethod::Post | HttpMethod::Put | HttpMethod::Patch)
-    }
-}
-
-impl From<fusion_names::route::Method> for HttpMethod {
-    fn from(method: fusion_names::route::Method) -> Self {
-        use fusion_names::route::Method;
-        match method {
-            Method::Get => HttpMethod::Get,
-            Method::Head => HttpMethod::Head,
-            Method::Post => HttpMethod::Post,
-            Method::Put => HttpMethod::Put,
-            Method::Patch => HttpMethod::Patch,
-            Method::Delete => HttpMethod::Delete,
-        }
-    }
-}
-
-impl fmt::Display for HttpMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The HTTP method of an upstream route: `GET`, `HEAD`, `POST`, `PUT`, `PATCH` or `DELETE`
+/// (the same type the route syntax is checked with at compile time).
+pub use fusion_names::route::Method as HttpMethod;
 
 /// One segment of a route's path: literal text or a parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +70,7 @@ impl HttpRoute {
             })
             .collect();
         Ok(HttpRoute {
-            method: route.method.into(),
+            method: route.method,
             segments,
         })
     }
