@@ -569,18 +569,20 @@ pub async fn void_invoice(
     #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Invoice, BillingError> {
-    // A large invoice is voided only once the user confirmed it. Nothing is changed before the
+    // A large invoice is voided only once the user confirmed it; one already voided is not
+    // asked about (nothing would happen: AlreadyVoided). Nothing is changed before the
     // question: on protocol 2026-07-28 this handler runs again with the answer.
     let found = store.get(&tenant.0, &id).await?;
-    if let Some(invoice) = found.filter(|invoice| invoice.total_cents > CONFIRM_VOID_ABOVE_CENTS)
-        && !ask
-            .confirm(format!(
-                "Void invoice {} of {} for customer {}? It can no longer be paid.",
-                invoice.id,
-                money(invoice.total_cents),
-                invoice.customer_id
-            ))
-            .await?
+    if let Some(invoice) = found.filter(|invoice| {
+        invoice.total_cents > CONFIRM_VOID_ABOVE_CENTS && invoice.status != Status::Voided
+    }) && !ask
+        .confirm(format!(
+            "Void invoice {} of {} for customer {}? It can no longer be paid.",
+            invoice.id,
+            money(invoice.total_cents),
+            invoice.customer_id
+        ))
+        .await?
     {
         return Err(BillingError::VoidNotConfirmed(Echoed::new(&id)));
     }
