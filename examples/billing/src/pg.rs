@@ -313,6 +313,31 @@ impl PgStore {
         Ok(totals)
     }
 
+    /// At most `limit` of the tenant's invoice ids that start with `prefix` (case-sensitive),
+    /// in invoice number order; as [`Store::ids_with_prefix`](crate::Store::ids_with_prefix).
+    ///
+    /// # Errors
+    ///
+    /// See [`StoreError::is_transient`].
+    pub async fn ids_with_prefix(
+        &self,
+        tenant: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let client = self.client("ids_with_prefix").await?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                "SELECT id FROM invoices WHERE tenant_id = $1 \
+                 AND left(id, char_length($2::TEXT)) = $2::TEXT ORDER BY number LIMIT $3",
+                &[&tenant, &prefix, &limit],
+            )
+            .await
+            .map_err(StoreError::postgres("ids_with_prefix"))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
     /// Voids the tenant's invoice `id` with its audit record, in one transaction; as
     /// [`Store::void`](crate::Store::void).
     ///

@@ -154,6 +154,9 @@ const SQL_COUNT_ALL: &str = "SELECT COUNT(*) FROM invoices WHERE tenant_id = ?1"
 const SQL_COUNT_STATUS: &str = "SELECT COUNT(*) FROM invoices WHERE tenant_id = ?1 AND status = ?2";
 const SQL_TOTALS: &str = "SELECT status, COUNT(*), COALESCE(SUM(total_cents), 0) \
      FROM invoices WHERE tenant_id = ?1 GROUP BY status";
+// An exact, case-sensitive prefix (LIKE would ignore ASCII case and need escaping).
+const SQL_IDS_WITH_PREFIX: &str = "SELECT id FROM invoices WHERE tenant_id = ?1 \
+     AND substr(id, 1, length(?2)) = ?2 ORDER BY number LIMIT ?3";
 const SQL_VOID: &str = concat!(
     "UPDATE invoices SET status = 'voided' \
      WHERE tenant_id = ?2 AND id = ?1 AND status != 'voided' RETURNING ",
@@ -804,6 +807,28 @@ impl Store {
         run().map_err(StoreError::sqlite("totals_by_status"))
     }
 
+    /// At most `limit` of the tenant's invoice ids that start with `prefix` (case-sensitive),
+    /// in invoice number order: what completing an invoice id suggests.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Sqlite`] if SQLite fails.
+    pub fn ids_with_prefix(
+        &self,
+        tenant: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let conn = self.reader();
+        let run = || -> rusqlite::Result<Vec<String>> {
+            conn.prepare_cached(SQL_IDS_WITH_PREFIX)?
+                .query_map(params![tenant, prefix, limit], |row| row.get(0))?
+                .collect()
+        };
+        run().map_err(StoreError::sqlite("ids_with_prefix"))
+    }
+
     /// A read connection: the first free one from a rotating start, else wait for that start.
     fn reader(&self) -> MutexGuard<'_, Connection> {
         let count = self.readers.len();
@@ -1133,6 +1158,52 @@ mod tests {
         assert_send_sync::<StoreError>();
         fn assert_error<E: std::error::Error + Send + Sync + 'static>() {}
         assert_error::<StoreError>();
+    }
+
+    #[test]
+    fn ids_with_prefix_complete_exactly_in_number_order_within_the_tenant() {
+        let store = Store::open_in_memory().unwrap();
+        assert_eq!(
+            store.ids_with_prefix("t_777", "INV-99", 3).unwrap(),
+            ["INV-99", "INV-990", "INV-991"]
+        );
+        // INV-1, INV-10..19, INV-100..199, INV-1000.
+        assert_eq!(
+            store.ids_with_prefix("t_777", "INV-1", 200).unwrap().len(),
+            112
+        );
+        assert_eq!(store.ids_with_prefix("t_777", "", 5).unwrap().len(), 5);
+        // Case-sensitive, and no pattern characters.
+        assert!(
+            store
+                .ids_with_prefix("t_777", "inv-", 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .ids_with_prefix("t_777", "INV-_", 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .ids_with_prefix("t_777", "INV-%", 10)
+                .unwrap()
+                .is_empty()
+        );
+        // Only the tenant's own.
+        assert!(
+            store
+                .ids_with_prefix("t_other", "INV-", 10)
+                .unwrap()
+                .is_empty()
+        );
+        let mine = create(&store, "t_other", "C-1", 100);
+        assert_eq!(
+            store.ids_with_prefix("t_other", "INV-", 10).unwrap(),
+            [mine.id]
+        );
     }
 
     #[test]

@@ -248,7 +248,37 @@ async fn replicas_starting_together_migrate_and_seed_once_and_tenants_stay_apart
     assert_eq!(open[0].id, "INV-3");
     let totals = a.totals_by_status("t_777").await.unwrap();
     assert_eq!(totals.iter().map(|t| t.1).sum::<u64>(), 1000);
+    // Completing an id: an exact prefix, in number order, at most the limit.
+    assert_eq!(
+        a.ids_with_prefix("t_777", "INV-99", 3).await.unwrap(),
+        ["INV-99", "INV-990", "INV-991"]
+    );
+    assert_eq!(
+        a.ids_with_prefix("t_777", "INV-1", 200)
+            .await
+            .unwrap()
+            .len(),
+        112
+    );
+    assert!(
+        a.ids_with_prefix("t_777", "inv-", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        a.ids_with_prefix("t_777", "INV-_", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // Another tenant sees none of it, and cannot change it.
+    assert!(
+        a.ids_with_prefix("t_other", "INV-", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(a.get("t_other", "INV-7").await.unwrap(), None);
     assert_eq!(a.page("t_other", None, 0, 10).await.unwrap().1, 0);
     assert!(
