@@ -343,13 +343,15 @@ fn conformance(spec: &str, scenarios: &[&str]) {
 }
 
 #[test]
-fn conformance_2025_11_25_every_tools_only_scenario_passes() {
+fn conformance_2025_11_25_every_scenario_billing_can_serve_passes() {
     conformance(
         "2025-11-25",
         &[
             "server-initialize",
             "ping",
             "tools-list",
+            "prompts-list",
+            "resources-list",
             "server-session-lifecycle",
             "server-sse-multiple-streams",
             "dns-rebinding-protection",
@@ -358,12 +360,15 @@ fn conformance_2025_11_25_every_tools_only_scenario_passes() {
 }
 
 #[test]
-fn conformance_2026_07_28_every_tools_only_scenario_passes() {
+fn conformance_2026_07_28_every_scenario_billing_can_serve_passes() {
     conformance(
         "2026-07-28",
         &[
             "server-stateless",
             "tools-list",
+            "prompts-list",
+            "resources-list",
+            "sep-2164-resource-not-found",
             "caching",
             "http-header-validation",
             "server-sse-multiple-streams",
