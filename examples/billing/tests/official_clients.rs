@@ -21,9 +21,10 @@
 //!     answered "no" it stays open; small or already voided invoices are not asked about.
 //!   - `plans/confirm-unsupported.json`: a client without the elicitation capability is never
 //!     asked; voiding a large invoice is `ELICITATION_UNSUPPORTED` and changes nothing.
-//! * Conformance: every server scenario of the suite that applies to a tools-only server, at
-//!   2025-11-25 and at 2026-07-28; the baseline excuses only checks that need the suite's own
-//!   fixture tools, prompts or resources.
+//! * Conformance: every server scenario of the suite that does not need the suite's own
+//!   fixture tools, prompts or resources, at 2025-11-25 and at 2026-07-28 (the baseline
+//!   excuses the four checks of `server-stateless` that call its diagnostic tools);
+//!   `examples/conformance` implements the fixtures and passes every scenario with no baseline.
 //!
 //! Run with `-- --nocapture` to see the versions, negotiated protocols and pass counts.
 #![cfg(unix)]
