@@ -281,14 +281,21 @@ impl Server {
             }
         };
         let mut contents = Vec::with_capacity(2);
-        let data_text = match (&presentation.data, resource.raw_text) {
-            (Value::String(text), true) => text.clone(),
-            _ => presentation
-                .data_text
-                .clone()
-                .unwrap_or_else(|| presentation.data.to_string()),
-        };
-        contents.push(ResourceContents::text(data_text, uri).with_mime_type(&facts.mime_type));
+        match (&presentation.data, resource.raw_text || resource.binary) {
+            // A `Blob` serializes as its base64 text: that is the `blob` as it is.
+            (Value::String(blob), true) if resource.binary => contents
+                .push(ResourceContents::blob(blob.clone(), uri).with_mime_type(&facts.mime_type)),
+            (Value::String(text), true) => contents
+                .push(ResourceContents::text(text.clone(), uri).with_mime_type(&facts.mime_type)),
+            _ => {
+                let data_text = presentation
+                    .data_text
+                    .clone()
+                    .unwrap_or_else(|| presentation.data.to_string());
+                contents
+                    .push(ResourceContents::text(data_text, uri).with_mime_type(&facts.mime_type));
+            }
+        }
         let mut notes = Vec::new();
         for block in presentation
             .ui

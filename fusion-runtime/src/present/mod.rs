@@ -517,6 +517,8 @@ pub struct Presentation {
     /// The kinds of UI block the presenter declared; a block of another kind is dropped.
     pub(crate) declared_ui: &'static [&'static str],
     pub(crate) truncation: Option<Truncation>,
+    /// Non-text blocks attached by [`WithMedia`](crate::media::WithMedia), sent after the text.
+    pub(crate) media: Vec<crate::media::Media>,
 }
 
 impl Presentation {
@@ -530,6 +532,7 @@ impl Presentation {
             declared_actions: &[],
             declared_ui: &[],
             truncation: None,
+            media: Vec::new(),
         }
     }
 
@@ -710,6 +713,7 @@ fn presented<P: Presenter, D: Serialize + ?Sized>(
         declared_actions: P::ACTIONS,
         declared_ui: P::UI_KINDS,
         truncation,
+        media: Vec::new(),
     })
 }
 
