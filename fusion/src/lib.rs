@@ -115,8 +115,9 @@ pub use fusion_macros::tool;
 
 /// Synchronous work (a store, a file) off the async workers.
 pub use fusion_runtime::blocking;
-/// Asking the user during a call, in both protocol eras (SPEC P6).
-pub use fusion_runtime::elicit::{Answer, Elicit};
+/// Asking the client during a call, in both protocol eras (SPEC P6): the user, its model, its
+/// roots.
+pub use fusion_runtime::elicit::{Answer, Elicit, Roots, Sample, Sampled, SamplingRequest};
 /// Content that is not text: images, sounds, embedded resources, bytes.
 pub use fusion_runtime::media::{Blob, Media, WithMedia};
 /// Tools, their calls and their errors (SPEC T1–T5, E1–E2).

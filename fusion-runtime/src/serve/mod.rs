@@ -637,14 +637,31 @@ impl ServerHandler for McpHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let call = self
+        let asking = Asking::of(&context);
+        let mut call = self
             .call_context(context)
             .map_err(|error| protocol_error("resources/read", error))?;
-        self.shared
-            .server
-            .read_resource(&request.uri, call)
-            .await
-            .map(ReadResourceResponse::from)
+        // The URI holds the variables: the state is bound to it.
+        let target = format!("resources/read {}", request.uri);
+        let binding = crate::request_state::Binding::new(
+            &target,
+            &Value::Null,
+            call.principal().map(|principal| principal.subject.as_str()),
+        );
+        let round = self
+            .open_round(
+                asking,
+                &binding,
+                request.request_state,
+                request.input_responses,
+            )
+            .map_err(|error| self.refuse_content(&request.uri, error))?;
+        call.extensions_mut().insert(Arc::clone(&round));
+        let outcome = self.shared.server.read_resource(&request.uri, call).await;
+        if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
+            return Ok(ReadResourceResponse::InputRequired(input_required));
+        }
+        outcome.map(ReadResourceResponse::from)
     }
 
     async fn list_prompts(
@@ -680,14 +697,36 @@ impl ServerHandler for McpHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let call = self
+        let asking = Asking::of(&context);
+        let mut call = self
             .call_context(context)
             .map_err(|error| protocol_error("prompts/get", error))?;
-        self.shared
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        // `prompts/get NAME`: never a tool's name, so a state cannot move between the two.
+        let target = format!("prompts/get {}", request.name);
+        let binding = crate::request_state::Binding::new(
+            &target,
+            &arguments,
+            call.principal().map(|principal| principal.subject.as_str()),
+        );
+        let round = self
+            .open_round(
+                asking,
+                &binding,
+                request.request_state,
+                request.input_responses,
+            )
+            .map_err(|error| self.refuse_content(&request.name, error))?;
+        call.extensions_mut().insert(Arc::clone(&round));
+        let outcome = self
+            .shared
             .server
             .get_prompt(&request.name, request.arguments, call)
-            .await
-            .map(GetPromptResponse::from)
+            .await;
+        if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
+            return Ok(GetPromptResponse::InputRequired(input_required));
+        }
+        outcome.map(GetPromptResponse::from)
     }
 
     async fn complete(
@@ -758,19 +797,7 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name: Cow<'_, str> = request.name;
-        // Elicitation: over a session the handler asks the client; on 2026-07-28 it asks by
-        // answering `input_required`, and the retry brings the answers under a sealed state.
-        let rounds = context
-            .protocol_version()
-            .is_some_and(|version| !version.has_initialize());
-        let supported = context
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.elicitation.is_some());
-        let era = if rounds {
-            None
-        } else {
-            Some(crate::elicit::Era::Session(context.peer.clone()))
-        };
+        let asking = Asking::of(&context);
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
                 let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
@@ -779,126 +806,194 @@ impl ServerHandler for McpHandler {
                     &arguments,
                     call.principal().map(|principal| principal.subject.as_str()),
                 );
-                let opened = match era {
-                    Some(era) => {
-                        let supported = match &era {
-                            crate::elicit::Era::Session(peer) => {
-                                supported || crate::elicit::peer_supports(peer)
-                            }
-                            crate::elicit::Era::Rounds(_) => supported,
-                        };
-                        Ok(crate::elicit::Round::new(era, supported))
-                    }
-                    None => self
-                        .open_rounds(&binding, request.request_state, request.input_responses)
-                        .map(|asked| {
-                            crate::elicit::Round::new(crate::elicit::Era::Rounds(asked), supported)
-                        }),
+                let round = match self.open_round(
+                    asking,
+                    &binding,
+                    request.request_state,
+                    request.input_responses,
+                ) {
+                    Ok(round) => round,
+                    Err(error) => return Err(self.refuse_request(&name, error)?),
                 };
-                match opened {
-                    Ok(round) => {
-                        let round = Arc::new(round);
-                        call.extensions_mut().insert(Arc::clone(&round));
-                        let outcome = self
-                            .shared
-                            .server
-                            .call_tool(&name, request.arguments, call)
-                            .await;
-                        if let crate::elicit::Era::Rounds(asked) = &round.era
-                            && let Some((key, params)) = round.take_pending()
-                        {
-                            return Ok(CallToolResponse::InputRequired(
-                                self.input_required(&binding, asked, key, params),
-                            ));
-                        }
-                        outcome
-                    }
-                    Err(error) => self.shared.server.refuse_call(&name, error),
+                call.extensions_mut().insert(Arc::clone(&round));
+                let outcome = self
+                    .shared
+                    .server
+                    .call_tool(&name, request.arguments, call)
+                    .await;
+                let failed = outcome
+                    .as_ref()
+                    .is_ok_and(|result| result.is_error == Some(true));
+                if let Some(input_required) = self.close_round(&round, &binding, failed)? {
+                    return Ok(CallToolResponse::InputRequired(input_required));
                 }
+                outcome
             }
             Err(error) => self.shared.server.refuse_call(&name, error),
         };
         match outcome {
             Ok(result) => Ok(CallToolResponse::Complete(result)),
-            Err(unknown) => Err(ErrorData::new(
-                ErrorCode::INVALID_PARAMS,
-                format!("unknown tool: {}", unknown.0),
-                None,
-            )),
+            Err(unknown) => Err(unknown_tool(&unknown.0)),
+        }
+    }
+}
+
+fn unknown_tool(name: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INVALID_PARAMS,
+        format!("unknown tool: {name}"),
+        None,
+    )
+}
+
+/// What a request tells about asking its client: the protocol era and the capabilities the
+/// client declared.
+struct Asking {
+    /// 2026-07-28: ask by answering `input_required`; otherwise over the session.
+    rounds: bool,
+    peer: rmcp::Peer<RoleServer>,
+    capabilities: Option<rmcp::model::ClientCapabilities>,
+}
+
+impl Asking {
+    fn of(context: &RequestContext<RoleServer>) -> Asking {
+        Asking {
+            rounds: context
+                .protocol_version()
+                .is_some_and(|version| !version.has_initialize()),
+            peer: context.peer.clone(),
+            capabilities: context.client_capabilities(),
         }
     }
 }
 
 impl McpHandler {
-    /// The questions asked and answered in earlier rounds of a 2026-07-28 call: none on a first
-    /// call; on a retry, those of its verified state with the new answers added.
-    fn open_rounds(
+    /// The round a handler asks in: over the session, or (2026-07-28) with the questions asked
+    /// and answered in earlier rounds: none on a first call; on a retry, those of its verified
+    /// state with the new answers added. Answers without a state are not trusted (the
+    /// questions are asked again) and answers to no open question are ignored; a state that
+    /// does not verify, or an answer that is not a result of its question's kind, is refused.
+    fn open_round(
         &self,
+        asking: Asking,
         binding: &crate::request_state::Binding,
         state: Option<String>,
         responses: Option<rmcp::model::InputResponses>,
-    ) -> Result<std::collections::BTreeMap<String, crate::elicit::Asked>, ToolError> {
-        let responses = responses.unwrap_or_default();
+    ) -> Result<Arc<crate::elicit::Round>, ToolError> {
+        use crate::elicit::{Era, Need, Round};
+        let capabilities = asking.capabilities.as_ref();
+        if !asking.rounds {
+            return Ok(Arc::new(Round::new(
+                Era::Session(asking.peer),
+                capabilities,
+            )));
+        }
         let Some(state) = state else {
-            if responses.is_empty() {
-                return Ok(Default::default());
-            }
-            return Err(ToolError::from(crate::request_state::StateError::Malformed)
-                .with_details(serde_json::json!({"why": "inputResponses without requestState"})));
+            return Ok(Arc::new(Round::new(
+                Era::Rounds(Default::default()),
+                capabilities,
+            )));
         };
         let data = self.shared.server.inner.state_keys.open(&state, binding)?;
         let mut asked = crate::elicit::from_state_data(data)
             .ok_or_else(|| ToolError::from(crate::request_state::StateError::Malformed))?;
-        for (key, answer) in responses {
-            match asked.get_mut(&key) {
-                Some(question) if question.answer.is_none() => question.answer = Some(answer),
-                _ => {
-                    return Err(ToolError::new(
-                        crate::error::codes::VALIDATION_ERROR,
-                        format!("inputResponses.{key} answers no question that is open."),
-                    )
-                    .with_recovery(
-                        "Answer exactly the inputRequests of the last input_required result.",
-                    ));
-                }
+        for (key, answer) in responses.unwrap_or_default() {
+            let Some(question) = asked
+                .get_mut(&key)
+                .filter(|question| question.answer.is_none())
+            else {
+                continue;
+            };
+            if !Need::of_method(&question.method).is_some_and(|need| need.accepts(&answer)) {
+                return Err(ToolError::new(
+                    crate::error::codes::VALIDATION_ERROR,
+                    format!(
+                        "inputResponses.{key} is not a result of {}.",
+                        question.method
+                    ),
+                )
+                .with_recovery("Answer each inputRequest with the result of its method."));
             }
+            question.answer = Some(answer);
         }
-        Ok(asked)
+        Ok(Arc::new(Round::new(Era::Rounds(asked), capabilities)))
     }
 
-    /// The `input_required` result that asks `params` under `key`, with the sealed state of
-    /// every question so far.
-    fn input_required(
+    /// After the handler: the `input_required` result asking this run's questions (with the
+    /// sealed state of every question so far), or `-32021` when the handler failed for want of
+    /// a capability the client did not declare (2026-07-28); `None` when the result stands.
+    fn close_round(
         &self,
+        round: &crate::elicit::Round,
         binding: &crate::request_state::Binding,
-        asked: &std::collections::BTreeMap<String, crate::elicit::Asked>,
-        key: String,
-        params: rmcp::model::ElicitRequestParams,
-    ) -> rmcp::model::InputRequiredResult {
-        let message = match &params {
-            rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. }
-            | rmcp::model::ElicitRequestParams::UrlElicitationParams { message, .. } => {
-                message.clone()
-            }
-            _ => String::new(),
+        failed: bool,
+    ) -> Result<Option<rmcp::model::InputRequiredResult>, ErrorData> {
+        let crate::elicit::Era::Rounds(asked) = &round.era else {
+            return Ok(None);
         };
+        if let Some(need) = round.take_missing()
+            && failed
+        {
+            return Err(ErrorData::missing_required_client_capability(
+                need.capabilities(),
+            ));
+        }
+        let pending = round.take_pending();
+        if pending.is_empty() {
+            return Ok(None);
+        }
         let mut asked = asked.clone();
-        asked.insert(
-            key.clone(),
-            crate::elicit::Asked {
-                message,
-                answer: None,
-            },
-        );
+        let mut requests = rmcp::model::InputRequests::new();
+        for (key, pending) in pending {
+            asked.insert(key.clone(), pending.asked);
+            requests.insert(key, pending.request);
+        }
         let inner = &self.shared.server.inner;
         let state =
             inner
                 .state_keys
                 .seal(binding, &crate::elicit::state_data(&asked), inner.state_ttl);
-        let request =
-            rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(params));
-        rmcp::model::InputRequiredResult::new(Some([(key, request)].into()), Some(state))
+        Ok(Some(rmcp::model::InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
     }
+
+    /// A request refused before its handler ran (a request state that does not verify, an
+    /// answer of the wrong kind): a JSON-RPC invalid-params error whose `data` is the error
+    /// body a tool would send, recorded as the call's failure.
+    fn refuse_request(&self, name: &str, error: ToolError) -> Result<ErrorData, ErrorData> {
+        let result = self
+            .shared
+            .server
+            .refuse_call(name, error)
+            .map_err(|unknown| unknown_tool(&unknown.0))?;
+        Ok(invalid_params_with_body(result.structured_content))
+    }
+}
+
+impl McpHandler {
+    /// A prompt or read refused before its handler ran: as [`McpHandler::refuse_request`],
+    /// naming the prompt or resource.
+    fn refuse_content(&self, name: &str, error: ToolError) -> ErrorData {
+        let inner = &self.shared.server.inner;
+        let parts = crate::envelope::SealedParts::for_tool(name, &inner.version);
+        let sealed = crate::envelope::seal_error(&inner.names, &parts, error);
+        invalid_params_with_body(sealed.result.structured_content)
+    }
+}
+
+/// `-32602` with the error body of a sealed failure envelope as `data`.
+fn invalid_params_with_body(envelope: Option<Value>) -> ErrorData {
+    let body = envelope
+        .and_then(|mut envelope| envelope.get_mut("error").map(Value::take))
+        .unwrap_or(Value::Null);
+    let message = body
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("The request was refused.")
+        .to_owned();
+    ErrorData::invalid_params(message, Some(body))
 }
 
 /// A failure before a request that has no tool result to carry it (`tools/list`): a JSON-RPC
