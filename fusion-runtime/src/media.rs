@@ -39,8 +39,6 @@ use rmcp::model::{ContentBlock, ResourceContents};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
-use crate::error::ToolError;
-use crate::present::{Presentation, ToolOutput};
 
 /// One block of non-text content: an image, a sound, or an embedded resource.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,8 +91,8 @@ impl Media {
 /// envelope), and each [`Media`] follows the text blocks in `content`, in order.
 #[derive(Debug, Clone)]
 pub struct WithMedia<T> {
-    value: T,
-    media: Vec<Media>,
+    pub(crate) value: T,
+    pub(crate) media: Vec<Media>,
 }
 
 impl<T> WithMedia<T> {
@@ -111,20 +109,6 @@ impl<T> WithMedia<T> {
     pub fn with(mut self, media: Media) -> Self {
         self.media.push(media);
         self
-    }
-}
-
-impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
-    const PAGED: bool = T::PAGED;
-
-    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
-        T::data_schema(generator)
-    }
-
-    fn present(self) -> Result<Presentation, ToolError> {
-        let mut presentation = self.value.present()?;
-        presentation.media.extend(self.media);
-        Ok(presentation)
     }
 }
 

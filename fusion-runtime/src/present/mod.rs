@@ -599,6 +599,22 @@ where
     }
 }
 
+/// A result with media attached ([`WithMedia`](crate::media::WithMedia)): presented as the
+/// value alone, the media sent after its text blocks.
+impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for crate::media::WithMedia<T> {
+    const PAGED: bool = T::PAGED;
+
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::data_schema(generator)
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        let mut presentation = self.value.present()?;
+        presentation.media.extend(self.media);
+        Ok(presentation)
+    }
+}
+
 /// The usual "find" shape: `None` is a successful result whose data is `null` (the agent is
 /// told nothing matched), not an error. Map it to an error yourself (`.ok_or(...)`) when
 /// absence is one.
