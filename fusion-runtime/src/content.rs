@@ -321,6 +321,28 @@ impl Server {
         Ok(result)
     }
 
+    /// The key of the resource `uri` names, when the caller of `context` may read it: what a
+    /// subscription to it (`resources/subscribe`) follows.
+    pub(crate) fn subscribable(
+        &self,
+        uri: &str,
+        context: &CallContext,
+    ) -> Result<crate::key::ToolKey, ErrorData> {
+        let Some((resource, _)) = self.inner.content.resolve(uri) else {
+            return Err(ErrorData::resource_not_found(
+                format!("unknown resource: {uri}"),
+                Some(serde_json::json!({ "uri": uri })),
+            ));
+        };
+        if !self.may_read(ResourceInfo(&resource.facts), context) {
+            return Err(ErrorData::invalid_request(
+                format!("You may not read `{}`.", resource.facts.key),
+                None,
+            ));
+        }
+        Ok(resource.facts.key.clone())
+    }
+
     /// A read's path, as a query tool's: access, rate limits, arguments, then the server's
     /// middleware and the handler within the timeout.
     async fn run_resource(

@@ -37,6 +37,7 @@ pub mod guard;
 pub mod hidden;
 pub mod key;
 pub mod lock;
+pub mod logging;
 pub mod media;
 pub mod middleware;
 pub mod model;

@@ -198,6 +198,8 @@ pub struct Mcp {
     context_factory: Option<ContextFactory>,
     #[cfg(feature = "http")]
     layers: Vec<streamable::RouterLayer>,
+    /// The resource subscriptions of every connection its handlers serve.
+    subscriptions: Arc<Subscriptions>,
 }
 
 impl std::fmt::Debug for Mcp {
@@ -219,6 +221,7 @@ impl Mcp {
             context_factory: None,
             #[cfg(feature = "http")]
             layers: Vec::new(),
+            subscriptions: Arc::default(),
         }
     }
 
@@ -287,8 +290,13 @@ impl Mcp {
             ServerCapabilities::builder().enable_tools().build()
         };
         let server = &self.server;
+        // Handlers log through `Log`, at the level each client asks for.
+        capabilities.logging = Some(Default::default());
         if server.has_resources() {
-            capabilities.resources = Some(ResourcesCapability::default());
+            // Sessions subscribe to resources and hear of the mutations that invalidate them.
+            let mut resources = ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            capabilities.resources = Some(resources);
         }
         if server.has_prompts() {
             capabilities.prompts = Some(PromptsCapability::default());
@@ -328,7 +336,9 @@ impl Mcp {
                 list_ttl: ttl,
                 discover_cache_scope: self.options.list_cache_scope,
                 context_factory: self.context_factory.clone(),
+                subscriptions: Arc::clone(&self.subscriptions),
             }),
+            session: Arc::default(),
         }
     }
 }
@@ -418,11 +428,32 @@ impl std::error::Error for ServeError {
 }
 
 /// A Fusion server as an rmcp [`ServerHandler`]: a cheap `Arc` over what [`Mcp::handler`]
-/// computed once.
+/// computed once, and the state of one connection (a session, a stdio connection): each
+/// handler [`Mcp::handler`] makes is one connection's, and its clones share it.
 #[derive(Clone)]
 pub struct McpHandler {
     shared: Arc<Shared>,
+    session: Arc<Session>,
 }
+
+/// What one connection holds across its requests.
+#[derive(Default)]
+struct Session {
+    /// The level `logging/setLevel` asked for (2025-11-25).
+    log_level: std::sync::Mutex<Option<crate::logging::LogLevel>>,
+}
+
+/// One session's subscription to one resource (2025-11-25).
+struct Subscription {
+    session: std::sync::Weak<Session>,
+    peer: rmcp::Peer<RoleServer>,
+    uri: String,
+    key: crate::key::ToolKey,
+}
+
+/// The most resources one session may be subscribed to at once (each costs a little memory
+/// until the session ends).
+const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 256;
 
 impl std::fmt::Debug for McpHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -444,7 +475,12 @@ struct Shared {
     // What discovery says is the same for every caller, whatever the access policy.
     discover_cache_scope: CacheScope,
     context_factory: Option<ContextFactory>,
+    /// Every session's resource subscriptions (of every handler of the same [`Mcp`]).
+    subscriptions: Arc<Subscriptions>,
 }
+
+/// Resource subscriptions; those of ended sessions are dropped as they are met.
+type Subscriptions = std::sync::Mutex<Vec<Subscription>>;
 
 impl McpHandler {
     /// The server behind this handler.
@@ -452,11 +488,38 @@ impl McpHandler {
         &self.shared.server
     }
 
+    /// A handler for another connection: the same server, a state of its own.
+    pub(crate) fn for_new_session(&self) -> McpHandler {
+        McpHandler {
+            shared: Arc::clone(&self.shared),
+            session: Arc::default(),
+        }
+    }
+
     /// The call's context: the request's facts, then the context factory's additions. A
     /// panicking factory is an `INTERNAL_ERROR` (its text logged, never shown), not a request
     /// left unanswered.
     fn call_context(&self, context: RequestContext<RoleServer>) -> Result<CallContext, ToolError> {
         let mut call = self.shared.server.new_context();
+        // Log messages go to the client from the level it asked for: in this request's `_meta`
+        // (2026-07-28), or for the session (`logging/setLevel`).
+        let log_level = context
+            .meta
+            .log_level()
+            .map(crate::logging::LogLevel::from_wire)
+            .or_else(|| {
+                *self
+                    .session
+                    .log_level
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+            });
+        let log_sink = log_level.map(|level| {
+            Arc::new(crate::logging::LogSink {
+                peer: context.peer.clone(),
+                level,
+            })
+        });
         // The principal the HTTP layer verified travels in the request parts.
         #[cfg(feature = "http")]
         let principal = context
@@ -495,6 +558,9 @@ impl McpHandler {
         #[cfg(feature = "http")]
         if let Some(principal) = principal {
             call.extensions.insert(principal);
+        }
+        if let Some(sink) = log_sink {
+            call.extensions.insert(sink);
         }
         Ok(call)
     }
@@ -543,12 +609,17 @@ impl ServerHandler for McpHandler {
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        Ok(DiscoverResult::from_server_info(
-            self.supported_protocol_versions().into_owned(),
-            self.get_info(),
+        let mut info = self.get_info();
+        // Resource subscriptions are a session's (`resources/subscribe`, 2025-11-25): a
+        // stateless client has none to use.
+        if let Some(resources) = &mut info.capabilities.resources {
+            resources.subscribe = None;
+        }
+        Ok(
+            DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info)
+                .with_ttl_ms(self.shared.list_ttl)
+                .with_cache_scope(self.shared.discover_cache_scope),
         )
-        .with_ttl_ms(self.shared.list_ttl)
-        .with_cache_scope(self.shared.discover_cache_scope))
     }
 
     async fn list_tools(
@@ -780,6 +851,88 @@ impl ServerHandler for McpHandler {
         self.listen_for_changes(context).await
     }
 
+    // rmcp marks logging deprecated (SEP-2577); sessions still set their level this way.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // A stateless request says its level in its own `_meta`: there is no session to set.
+        if Asking::of(&context).rounds {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        *self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(crate::logging::LogLevel::from_wire(request.level));
+        Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let peer = context.peer.clone();
+        let call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("resources/subscribe", error))?;
+        let key = self.shared.server.subscribable(&request.uri, &call)?;
+        let mut subscriptions = self
+            .shared
+            .subscriptions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        subscriptions.retain(|subscription| subscription.session.strong_count() > 0);
+        let mine = |subscription: &&Subscription| {
+            std::ptr::eq(subscription.session.as_ptr(), Arc::as_ptr(&self.session))
+        };
+        if subscriptions
+            .iter()
+            .filter(mine)
+            .any(|subscription| subscription.uri == request.uri)
+        {
+            return Ok(());
+        }
+        if subscriptions.iter().filter(mine).count() >= MAX_SUBSCRIPTIONS_PER_SESSION {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "resources/subscribe: a session may hold at most {MAX_SUBSCRIPTIONS_PER_SESSION} subscriptions"
+                ),
+                None,
+            ));
+        }
+        subscriptions.push(Subscription {
+            session: Arc::downgrade(&self.session),
+            peer,
+            uri: request.uri,
+            key,
+        });
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared
+            .subscriptions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|subscription| {
+                subscription.session.strong_count() > 0
+                    && !(std::ptr::eq(subscription.session.as_ptr(), Arc::as_ptr(&self.session))
+                        && subscription.uri == request.uri)
+            });
+        Ok(())
+    }
+
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
         let builtin = self
             .shared
@@ -826,6 +979,11 @@ impl ServerHandler for McpHandler {
                     .is_ok_and(|result| result.is_error == Some(true));
                 if let Some(input_required) = self.close_round(&round, &binding, failed)? {
                     return Ok(CallToolResponse::InputRequired(input_required));
+                }
+                if let Ok(result) = &outcome
+                    && !failed
+                {
+                    self.notify_invalidated(result);
                 }
                 outcome
             }
@@ -980,6 +1138,46 @@ impl McpHandler {
         let parts = crate::envelope::SealedParts::for_tool(name, &inner.version);
         let sealed = crate::envelope::seal_error(&inner.names, &parts, error);
         invalid_params_with_body(sealed.result.structured_content)
+    }
+}
+
+impl McpHandler {
+    /// Tells every session subscribed to a resource that a successful call's `invalidates`
+    /// names (by key) that it changed (`notifications/resources/updated`).
+    fn notify_invalidated(&self, result: &rmcp::model::CallToolResult) {
+        let Some(globs) = result
+            .structured_content
+            .as_ref()
+            .and_then(|envelope| envelope["meta"]["invalidates"].as_array())
+            .filter(|globs| !globs.is_empty())
+        else {
+            return;
+        };
+        let globs: Vec<crate::key::Glob> = globs
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(|glob| crate::key::Glob::parse(glob.to_owned()).ok())
+            .collect();
+        let mut subscriptions = self
+            .shared
+            .subscriptions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        subscriptions.retain(|subscription| subscription.session.strong_count() > 0);
+        for subscription in subscriptions.iter().filter(|subscription| {
+            globs
+                .iter()
+                .any(|glob| glob.matches(subscription.key.as_str()))
+        }) {
+            let peer = subscription.peer.clone();
+            let updated = rmcp::model::ResourceUpdatedNotificationParam::new(&subscription.uri);
+            // Sent off the call's path: a slow or gone client does not hold the call up.
+            tokio::spawn(async move {
+                if let Err(error) = peer.notify_resource_updated(updated).await {
+                    tracing::debug!(%error, "resource update not delivered");
+                }
+            });
+        }
     }
 }
 

@@ -78,7 +78,12 @@ impl Mcp {
         sessions: BoundedSessions,
     ) -> StreamableHttpService<McpHandler, BoundedSessions> {
         let handler = self.handler();
-        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), config)
+        // One handler per session (and per stateless request): each holds its own log level.
+        StreamableHttpService::new(
+            move || Ok(handler.for_new_session()),
+            Arc::new(sessions),
+            config,
+        )
     }
 
     /// An axum router serving the endpoint at `options.path`, to merge into an existing
