@@ -39,7 +39,6 @@ use rmcp::model::{ContentBlock, ResourceContents};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
-
 /// One block of non-text content: an image, a sound, or an embedded resource.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Media(ContentBlock);
