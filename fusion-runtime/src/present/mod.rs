@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::ToolError;
+use crate::media::WithMedia;
 use crate::model::Model;
 
 /// A presenter over one model. `#[presenter]` implements it; its [`Item`](Presenter::Item) is
@@ -601,7 +602,7 @@ where
 
 /// A result with media attached ([`WithMedia`](crate::media::WithMedia)): presented as the
 /// value alone, the media sent after its text blocks.
-impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for crate::media::WithMedia<T> {
+impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
     const PAGED: bool = T::PAGED;
 
     fn data_schema(generator: &mut SchemaGenerator) -> Schema {
