@@ -600,7 +600,7 @@ where
     }
 }
 
-/// A result with media attached ([`WithMedia`](crate::media::WithMedia)): presented as the
+/// A result with media attached ([`WithMedia`]): presented as the
 /// value alone, the media sent after its text blocks.
 impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
     const PAGED: bool = T::PAGED;
