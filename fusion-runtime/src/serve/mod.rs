@@ -198,8 +198,8 @@ pub struct Mcp {
     context_factory: Option<ContextFactory>,
     #[cfg(feature = "http")]
     layers: Vec<streamable::RouterLayer>,
-    /// The resource subscriptions of every connection its handlers serve.
-    subscriptions: Arc<Subscriptions>,
+    /// The connections its handlers serve that subscribed to resources.
+    subscriptions: Arc<Subscribers>,
 }
 
 impl std::fmt::Debug for Mcp {
@@ -338,7 +338,7 @@ impl Mcp {
                 context_factory: self.context_factory.clone(),
                 subscriptions: Arc::clone(&self.subscriptions),
             }),
-            session: Arc::default(),
+            connection: Arc::default(),
         }
     }
 }
@@ -428,32 +428,40 @@ impl std::error::Error for ServeError {
 }
 
 /// A Fusion server as an rmcp [`ServerHandler`]: a cheap `Arc` over what [`Mcp::handler`]
-/// computed once, and the state of one connection (a session, a stdio connection): each
-/// handler [`Mcp::handler`] makes is one connection's, and its clones share it.
+/// computed once, and what one connection keeps across its requests (its log level, its
+/// resource subscriptions): each handler [`Mcp::handler`] makes is one connection's and its
+/// clones share it, while an HTTP session's is kept by the session registry, so that it
+/// outlives the worker of a parked session.
 #[derive(Clone)]
 pub struct McpHandler {
     shared: Arc<Shared>,
-    session: Arc<Session>,
+    /// The connection of requests that bring none of their own (every one but those of an HTTP
+    /// session).
+    connection: Arc<ConnectionState>,
 }
 
-/// What one connection holds across its requests.
+/// What one connection keeps across its requests: a 2025-11-25 session (held by the session
+/// registry over HTTP, so that it outlives the worker of a parked session), a stdio
+/// connection, or (for nothing) one stateless request.
 #[derive(Default)]
-struct Session {
+pub(crate) struct ConnectionState {
     /// The level `logging/setLevel` asked for (2025-11-25).
     log_level: std::sync::Mutex<Option<crate::logging::LogLevel>>,
+    /// Its resource subscriptions: the URI and the resource's key.
+    subscriptions: std::sync::Mutex<Vec<(String, crate::key::ToolKey)>>,
+    /// Where its resource updates go: the peer of its latest request.
+    peer: std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>,
 }
 
-/// One session's subscription to one resource (2025-11-25).
-struct Subscription {
-    session: std::sync::Weak<Session>,
-    peer: rmcp::Peer<RoleServer>,
-    uri: String,
-    key: crate::key::ToolKey,
-}
-
-/// The most resources one session may be subscribed to at once (each costs a little memory
-/// until the session ends).
+/// The most resources one session may be subscribed to at once.
 const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 256;
+
+fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data: a panic elsewhere cannot leave it half-updated.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 impl std::fmt::Debug for McpHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -475,12 +483,12 @@ struct Shared {
     // What discovery says is the same for every caller, whatever the access policy.
     discover_cache_scope: CacheScope,
     context_factory: Option<ContextFactory>,
-    /// Every session's resource subscriptions (of every handler of the same [`Mcp`]).
-    subscriptions: Arc<Subscriptions>,
+    /// The connections subscribed to resources (of every handler of the same [`Mcp`]).
+    subscriptions: Arc<Subscribers>,
 }
 
-/// Resource subscriptions; those of ended sessions are dropped as they are met.
-type Subscriptions = std::sync::Mutex<Vec<Subscription>>;
+/// The connections with resource subscriptions; ended ones are dropped as they are met.
+type Subscribers = std::sync::Mutex<Vec<std::sync::Weak<ConnectionState>>>;
 
 impl McpHandler {
     /// The server behind this handler.
@@ -492,8 +500,23 @@ impl McpHandler {
     pub(crate) fn for_new_session(&self) -> McpHandler {
         McpHandler {
             shared: Arc::clone(&self.shared),
-            session: Arc::default(),
+            connection: Arc::default(),
         }
+    }
+
+    /// The connection `context` came on: its HTTP session's (found beside the request by the
+    /// endpoint), or this handler's.
+    fn connection_of(&self, context: &RequestContext<RoleServer>) -> Arc<ConnectionState> {
+        #[cfg(feature = "http")]
+        if let Some(connection) = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Arc<ConnectionState>>())
+        {
+            return Arc::clone(connection);
+        }
+        let _ = context;
+        Arc::clone(&self.connection)
     }
 
     /// The call's context: the request's facts, then the context factory's additions. A
@@ -503,17 +526,17 @@ impl McpHandler {
         let mut call = self.shared.server.new_context();
         // Log messages go to the client from the level it asked for: in this request's `_meta`
         // (2026-07-28), or for the session (`logging/setLevel`).
+        let connection = self.connection_of(&context);
         let log_level = context
             .meta
             .log_level()
             .map(crate::logging::LogLevel::from_wire)
-            .or_else(|| {
-                *self
-                    .session
-                    .log_level
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-            });
+            .or_else(|| *locked(&connection.log_level));
+        // A subscribed session's updates follow its latest worker (a parked session gets a new
+        // one when it is restored).
+        if !locked(&connection.subscriptions).is_empty() {
+            *locked(&connection.peer) = Some(context.peer.clone());
+        }
         let log_sink = log_level.map(|level| {
             Arc::new(crate::logging::LogSink {
                 peer: context.peer.clone(),
@@ -864,11 +887,7 @@ impl ServerHandler for McpHandler {
                 rmcp::model::SetLevelRequestMethod,
             >());
         }
-        *self
-            .session
-            .log_level
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+        *locked(&self.connection_of(&context).log_level) =
             Some(crate::logging::LogLevel::from_wire(request.level));
         Ok(())
     }
@@ -878,58 +897,45 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let connection = self.connection_of(&context);
         let peer = context.peer.clone();
         let call = self
             .call_context(context)
             .map_err(|error| protocol_error("resources/subscribe", error))?;
         let key = self.shared.server.subscribable(&request.uri, &call)?;
-        let mut subscriptions = self
-            .shared
-            .subscriptions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        subscriptions.retain(|subscription| subscription.session.strong_count() > 0);
-        let mine = |subscription: &&Subscription| {
-            std::ptr::eq(subscription.session.as_ptr(), Arc::as_ptr(&self.session))
-        };
-        if subscriptions
-            .iter()
-            .filter(mine)
-            .any(|subscription| subscription.uri == request.uri)
         {
-            return Ok(());
+            let mut subscriptions = locked(&connection.subscriptions);
+            if subscriptions.iter().any(|(uri, _)| *uri == request.uri) {
+                return Ok(());
+            }
+            if subscriptions.len() >= MAX_SUBSCRIPTIONS_PER_SESSION {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "resources/subscribe: a session may hold at most {MAX_SUBSCRIPTIONS_PER_SESSION} subscriptions"
+                    ),
+                    None,
+                ));
+            }
+            subscriptions.push((request.uri, key));
         }
-        if subscriptions.iter().filter(mine).count() >= MAX_SUBSCRIPTIONS_PER_SESSION {
-            return Err(ErrorData::invalid_request(
-                format!(
-                    "resources/subscribe: a session may hold at most {MAX_SUBSCRIPTIONS_PER_SESSION} subscriptions"
-                ),
-                None,
-            ));
+        *locked(&connection.peer) = Some(peer);
+        let mut subscribers = locked(&self.shared.subscriptions);
+        subscribers.retain(|subscriber| subscriber.strong_count() > 0);
+        if !subscribers
+            .iter()
+            .any(|subscriber| std::ptr::eq(subscriber.as_ptr(), Arc::as_ptr(&connection)))
+        {
+            subscribers.push(Arc::downgrade(&connection));
         }
-        subscriptions.push(Subscription {
-            session: Arc::downgrade(&self.session),
-            peer,
-            uri: request.uri,
-            key,
-        });
         Ok(())
     }
 
     async fn unsubscribe(
         &self,
         request: rmcp::model::UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.shared
-            .subscriptions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|subscription| {
-                subscription.session.strong_count() > 0
-                    && !(std::ptr::eq(subscription.session.as_ptr(), Arc::as_ptr(&self.session))
-                        && subscription.uri == request.uri)
-            });
+        locked(&self.connection_of(&context).subscriptions).retain(|(uri, _)| *uri != request.uri);
         Ok(())
     }
 
@@ -1158,25 +1164,27 @@ impl McpHandler {
             .filter_map(Value::as_str)
             .filter_map(|glob| crate::key::Glob::parse(glob.to_owned()).ok())
             .collect();
-        let mut subscriptions = self
-            .shared
-            .subscriptions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        subscriptions.retain(|subscription| subscription.session.strong_count() > 0);
-        for subscription in subscriptions.iter().filter(|subscription| {
-            globs
+        let mut subscribers = locked(&self.shared.subscriptions);
+        subscribers.retain(|subscriber| subscriber.strong_count() > 0);
+        for connection in subscribers.iter().filter_map(std::sync::Weak::upgrade) {
+            let Some(peer) = locked(&connection.peer).clone() else {
+                continue;
+            };
+            for (uri, _) in locked(&connection.subscriptions)
                 .iter()
-                .any(|glob| glob.matches(subscription.key.as_str()))
-        }) {
-            let peer = subscription.peer.clone();
-            let updated = rmcp::model::ResourceUpdatedNotificationParam::new(&subscription.uri);
-            // Sent off the call's path: a slow or gone client does not hold the call up.
-            tokio::spawn(async move {
-                if let Err(error) = peer.notify_resource_updated(updated).await {
-                    tracing::debug!(%error, "resource update not delivered");
-                }
-            });
+                .filter(|(_, key)| globs.iter().any(|glob| glob.matches(key.as_str())))
+            {
+                let (peer, updated) = (
+                    peer.clone(),
+                    rmcp::model::ResourceUpdatedNotificationParam::new(uri),
+                );
+                // Sent off the call's path: a slow or gone client does not hold the call up.
+                tokio::spawn(async move {
+                    if let Err(error) = peer.notify_resource_updated(updated).await {
+                        tracing::debug!(%error, "resource update not delivered");
+                    }
+                });
+            }
         }
     }
 }
