@@ -291,14 +291,21 @@ impl Server {
             }
         };
         let mut contents = Vec::with_capacity(2);
-        let data_text = match (&presentation.data, resource.raw_text) {
-            (Value::String(text), true) => text.clone(),
-            _ => presentation
-                .data_text
-                .clone()
-                .unwrap_or_else(|| presentation.data.to_string()),
-        };
-        contents.push(ResourceContents::text(data_text, uri).with_mime_type(&facts.mime_type));
+        match (&presentation.data, resource.raw_text || resource.binary) {
+            // A `Blob` serializes as its base64 text: that is the `blob` as it is.
+            (Value::String(blob), true) if resource.binary => contents
+                .push(ResourceContents::blob(blob.clone(), uri).with_mime_type(&facts.mime_type)),
+            (Value::String(text), true) => contents
+                .push(ResourceContents::text(text.clone(), uri).with_mime_type(&facts.mime_type)),
+            _ => {
+                let data_text = presentation
+                    .data_text
+                    .clone()
+                    .unwrap_or_else(|| presentation.data.to_string());
+                contents
+                    .push(ResourceContents::text(data_text, uri).with_mime_type(&facts.mime_type));
+            }
+        }
         let mut notes = Vec::new();
         for block in presentation
             .ui
@@ -322,6 +329,28 @@ impl Server {
             None => {}
         }
         Ok(result)
+    }
+
+    /// The key of the resource `uri` names, when the caller of `context` may read it: what a
+    /// subscription to it (`resources/subscribe`) follows.
+    pub(crate) fn subscribable(
+        &self,
+        uri: &str,
+        context: &CallContext,
+    ) -> Result<crate::key::ToolKey, ErrorData> {
+        let Some((resource, _)) = self.inner.content.resolve(uri) else {
+            return Err(ErrorData::resource_not_found(
+                format!("unknown resource: {uri}"),
+                Some(serde_json::json!({ "uri": uri })),
+            ));
+        };
+        if !self.may_read(ResourceInfo(&resource.facts), context) {
+            return Err(ErrorData::invalid_request(
+                format!("You may not read `{}`.", resource.facts.key),
+                None,
+            ));
+        }
+        Ok(resource.facts.key.clone())
     }
 
     /// A read's path, as a query tool's: access, rate limits, arguments, then the server's

@@ -154,6 +154,9 @@ struct Entry {
     /// Standalone (GET) streams open.
     listeners: u32,
     last_seen: Instant,
+    /// What the session keeps across its requests (its log level, its subscriptions): here,
+    /// so that it outlives the worker of a parked session. Made at its first use.
+    connection: Option<Arc<super::ConnectionState>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,6 +298,13 @@ impl BoundedSessions {
                 .is_some_and(|owner| owner.credential == caller.credential),
             _ => false,
         }
+    }
+
+    /// What session `session` keeps across its requests, when this registry knows it.
+    pub(crate) fn connection(&self, session: &str) -> Option<Arc<super::ConnectionState>> {
+        let mut registry = self.shared.lock();
+        let entry = registry.sessions.get_mut(session)?;
+        Some(Arc::clone(entry.connection.get_or_insert_default()))
     }
 
     /// How many sessions are open, parked ones included.
@@ -537,6 +547,7 @@ impl SessionManager for BoundedSessions {
                 calls: 0,
                 listeners: 0,
                 last_seen: Instant::now(),
+                connection: None,
             },
         );
         Ok((id, transport))

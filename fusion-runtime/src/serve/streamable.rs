@@ -78,7 +78,12 @@ impl Mcp {
         sessions: BoundedSessions,
     ) -> StreamableHttpService<McpHandler, BoundedSessions> {
         let handler = self.handler();
-        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), config)
+        // One handler per session (and per stateless request): each holds its own log level.
+        StreamableHttpService::new(
+            move || Ok(handler.for_new_session()),
+            Arc::new(sessions),
+            config,
+        )
     }
 
     /// An axum router serving the endpoint at `options.path`, to merge into an existing
@@ -458,9 +463,9 @@ impl tower::Service<axum::extract::Request> for SharedEndpoint {
 }
 
 impl Endpoint {
-    async fn serve(&self, request: axum::extract::Request) -> axum::response::Response {
+    async fn serve(&self, mut request: axum::extract::Request) -> axum::response::Response {
         let caller = request.extensions().get::<Caller>().copied();
-        if let Some(session) = request.headers().get(SESSION_HEADER) {
+        if let Some(session) = request.headers().get(SESSION_HEADER).cloned() {
             // A session id proves nothing about its bearer, and a session's streams carry its
             // owner's responses: another credential (even of the same principal) is answered
             // as if the session did not exist, as rmcp answers an unknown one.
@@ -471,6 +476,14 @@ impl Endpoint {
             {
                 tracing::debug!("refused a session id that this credential did not open");
                 return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            }
+            // The handler finds what the session keeps (its log level…) beside the request.
+            if let Some(connection) = session
+                .to_str()
+                .ok()
+                .and_then(|id| self.sessions.connection(id))
+            {
+                request.extensions_mut().insert(connection);
             }
             return self.handle(request).await;
         }
