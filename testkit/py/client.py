@@ -570,6 +570,11 @@ async def exercise(
         start = len(elicitor.asked)
         result, err, resp = await call(spec["tool"], spec.get("arguments", {}))
         check_elicitation(label, spec, start)
+        if "error" in spec:
+            # A call the protocol answers with a JSON-RPC error (a missing client capability
+            # on 2026-07-28, say), not with a tool result.
+            check_outcome(label, spec, result, err, resp)
+            continue
         if err is not None:
             c.check(False, describe_throw(label, err, resp))
             continue

@@ -661,6 +661,12 @@ for (const [i, step] of plan.calls.entries()) {
   const asked = elicited.length;
   const r = await callTool(c.tool, c.arguments ?? {});
   checkElicitation(label, c, asked);
+  if (c.error !== undefined) {
+    // A call the protocol answers with a JSON-RPC error (a missing client capability on
+    // 2026-07-28, say), not with a tool result.
+    checkOutcome(label, c, r);
+    continue;
+  }
   if (r.error) {
     check(false, describeThrow(label, r));
     continue;

@@ -20,7 +20,9 @@
 //!     answered through the SDK's own handler): accepted it is voided, declined, cancelled or
 //!     answered "no" it stays open; small or already voided invoices are not asked about.
 //!   - `plans/confirm-unsupported.json`: a client without the elicitation capability is never
-//!     asked; voiding a large invoice is `ELICITATION_UNSUPPORTED` and changes nothing.
+//!     asked; voiding a large invoice changes nothing and is `ELICITATION_UNSUPPORTED` on
+//!     2025-11-25, the protocol's JSON-RPC error `-32021` (missing client capability) on
+//!     2026-07-28.
 //! * Conformance: every server scenario of the suite that does not need the suite's own
 //!   fixture tools, prompts or resources, at 2025-11-25 and at 2026-07-28 (the baseline
 //!   excuses the four checks of `server-stateless` that call its diagnostic tools);
