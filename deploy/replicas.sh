@@ -5,13 +5,18 @@
 #
 # Installs PostgreSQL and nginx if missing (apt-get, as root), starts PostgreSQL in a temp dir
 # (initdb as the `postgres` user when run as root; a random port), REPLICAS billing replicas
-# (default 3) with --database-url, and nginx in front: least_conn for stateless 2026-07-28
-# requests, hash on Mcp-Session-Id for 2025-11-25 sessions. Then 64 clients of both eras create
+# (default 3) with --database-url and --replica rI, and nginx in front: least_conn for stateless
+# 2026-07-28 requests and for `initialize`, and a 2025-11-25 session's requests routed on its
+# Mcp-Session-Id to the replica named in it (the other replicas as backups, which answer 404 for
+# a session they do not hold, so its client initializes again). Then 64 clients of both eras create
 # invoices with idempotency keys while one replica is killed (SIGKILL) and restarted; then it
 # checks that every acknowledged create is in the database exactly once, that nothing else
 # was created, that the audit trail has exactly one record per created invoice, tenant
 # isolation through the LB, /healthz and /readyz, and a graceful drain on SIGTERM. Everything
 # it started is stopped on exit. Prints `REPLICAS OK` at the end; exits non-zero on a failure.
+# With MATRIX=path/to/testkit/matrix.sh (official clients installed) it first runs every official
+# client of both eras (TypeScript SDK 1.x and 2.x, Python SDK) through nginx, three of each at
+# once, with examples/billing/tests/plans/guarded.json (on the fresh seed, before the load).
 # With BENCH_LOADGEN=path/to/loadgen it also prints calls/s and p99 through nginx.
 set -euo pipefail
 BIN=$(realpath "$1"); N=${2:-3}; CLIENTS=${CLIENTS:-64}; CREATES=${CREATES:-8}
@@ -67,7 +72,7 @@ declare -A RPORT RPID
 start_replica() {
   local i=$1
   "$BIN" --http "127.0.0.1:${RPORT[$i]}" --database-url "$DB" --token-file "$WORK/tokens" \
-    --drain-seconds 1 --pool-size 8 >>"$WORK/replica$i.log" 2>&1 &
+    --replica "r$i" --drain-seconds 1 --pool-size 8 >>"$WORK/replica$i.log" 2>&1 &
   RPID[$i]=$!; PIDS+=($!)
   for _ in $(seq 100); do
     curl -fsS "http://127.0.0.1:${RPORT[$i]}/readyz" >/dev/null 2>&1 && return 0
@@ -85,12 +90,18 @@ LBPORT=$(port)
   echo "events { worker_connections 1024; }"
   echo "http { access_log off; client_body_temp_path $WORK/nb; proxy_temp_path $WORK/np;"
   echo "  fastcgi_temp_path $WORK/nf; uwsgi_temp_path $WORK/nu; scgi_temp_path $WORK/ns;"
-  echo "  map \$http_mcp_session_id \$pool { '' stateless; default sessions; }"
-  for pool in stateless sessions; do
-    echo "  upstream $pool {"
-    [ $pool = stateless ] && echo "    least_conn;" || echo "    hash \$http_mcp_session_id consistent;"
-    for i in $(seq 1 "$N"); do echo "    server 127.0.0.1:${RPORT[$i]} max_fails=1 fail_timeout=2s;"; done
-    echo "    keepalive 64; }"
+  # No session id: stateless requests and `initialize`, to the least busy replica. A session
+  # id names its replica (`r2.…`): there, or to a backup if it is down, which answers 404.
+  echo "  map \$http_mcp_session_id \$pool { '' stateless; default stateless;"
+  for i in $(seq 1 "$N"); do echo "    ~^r$i\\. replica$i;"; done
+  echo "  }"
+  echo "  upstream stateless { least_conn;"
+  for i in $(seq 1 "$N"); do echo "    server 127.0.0.1:${RPORT[$i]} max_fails=1 fail_timeout=2s;"; done
+  echo "    keepalive 64; }"
+  for i in $(seq 1 "$N"); do
+    echo "  upstream replica$i { server 127.0.0.1:${RPORT[$i]} max_fails=1 fail_timeout=2s;"
+    for j in $(seq 1 "$N"); do [ "$j" = "$i" ] || echo "    server 127.0.0.1:${RPORT[$j]} backup;"; done
+    echo "    keepalive 16; }"
   done
   echo "  server { listen 127.0.0.1:$LBPORT;"
   echo "    location / { proxy_pass http://\$pool; proxy_http_version 1.1;"
@@ -105,6 +116,37 @@ log "nginx on 127.0.0.1:$LBPORT"
 
 # Health through the LB and on each replica.
 curl -fsS "http://127.0.0.1:$LBPORT/healthz" | grep -q ok || fail "/healthz through nginx"
+
+# Sessions pinned by their id: a 2025-11-25 client's requests after `initialize` reach the
+# replica that holds its session, whichever replica `least_conn` gave the `initialize`.
+for _ in 1 2 3 4 5 6; do
+  SID=$(curl -sS -D - -o /dev/null "$LB" -H 'Authorization: Bearer tok-a' -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' \
+    -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
+    | tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+  [[ "$SID" =~ ^r[0-9]+\. ]] || fail "a session id without its replica's name: '$SID'"
+  for _ in 1 2 3; do
+    CODE=$(curl -sS -o /dev/null -w '%{http_code}' "$LB" -H 'Authorization: Bearer tok-a' \
+      -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+      -H "Mcp-Session-Id: $SID" -H 'MCP-Protocol-Version: 2025-11-25' \
+      -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}')
+    [ "$CODE" = 200 ] || fail "session $SID answered $CODE through nginx"
+  done
+done
+log "2025-11-25 sessions pinned to their replica through nginx"
+
+if [ -n "${MATRIX:-}" ]; then
+  PLAN="$HERE/../examples/billing/tests/plans/guarded.json"
+  for k in 1 2 3; do
+    "$MATRIX" --http "$LB" --plan "$PLAN" -- --header "Authorization: Bearer tok-a" \
+      > "$WORK/matrix$k.out" 2> "$WORK/matrix$k.err" &
+    MPIDS[$k]=$!
+  done
+  for k in 1 2 3; do
+    wait "${MPIDS[$k]}" || { cat "$WORK/matrix$k.err" >&2; fail "official clients (run $k) through nginx"; }
+  done
+  log "official clients through nginx: $(cat "$WORK"/matrix*.out | grep -c '^matrix: 5 passed, 0 failed') of 3 runs of 5 clients passed"
+fi
 
 # Load, with a replica killed and restarted in the middle.
 RUN="run$$"

@@ -1,9 +1,11 @@
-//! Implementation detail of the `fusion` crate: the syntax of tool keys and globs, written once
-//! and applied twice, by the macros at compile time and by the runtime when a server is built.
+//! Implementation detail of the `fusion` crate: the syntax of tool keys, globs and upstream
+//! routes ([`route`]), written once and applied twice, by the macros at compile time and by the runtime when a server is built.
 //!
 //! A problem is a sentence that names what was written, such as
 //! "`a.b.c` has more than one dot: a tool name is `namespace.action`"; each side says where
 //! (a span, or the tool being registered).
+
+pub mod route;
 
 /// Checks a tool key: `namespace.action` or `action` (SPEC T2).
 ///

@@ -43,6 +43,8 @@ pub(crate) struct CompiledResource {
     pub(crate) completions: HashMap<String, CompletionFn>,
     /// Serves text as it is (a handler returning a `String` with a non-JSON MIME type).
     pub(crate) raw_text: bool,
+    /// Serves bytes as one `blob` content (a handler returning a `Blob`).
+    pub(crate) binary: bool,
     pub(crate) sealed: SealedParts,
     pub(crate) definition: Definition,
     /// What middleware and reports see: a read under the resource's key.
@@ -247,11 +249,16 @@ fn compile_resource(
         }
         data
     });
-    let raw_text = data
-        .as_ref()
-        .is_some_and(|data| data.get("type") == Some(&Value::from("string")));
+    // Bytes are read as one binary content.
+    let binary = data.as_ref().is_some_and(crate::media::is_blob_schema);
+    let raw_text = !binary
+        && data
+            .as_ref()
+            .is_some_and(|data| data.get("type") == Some(&Value::from("string")));
     let mime_type = mime_type.map(Cow::into_owned).unwrap_or_else(|| {
-        if raw_text {
+        if binary {
+            "application/octet-stream".to_owned()
+        } else if raw_text {
             "text/plain".to_owned()
         } else {
             "application/json".to_owned()
@@ -334,6 +341,7 @@ fn compile_resource(
             .map(|(name, complete)| (name.into_owned(), complete))
             .collect(),
         raw_text,
+        binary,
         sealed,
         definition,
     })

@@ -13,7 +13,10 @@
 //! rules), then **report** (span and metrics; an audit record only under
 //! [`audit_reads`](crate::ServerBuilder::audit_reads)). A failure is a
 //! JSON-RPC error whose `data` is the error body a tool would send (`code`, `message`,
-//! `recovery`, `errorId`…): unknown resources are `-32002` (`-32602` on 2026-07-28).
+//! `recovery`, `errorId`…). A read of something that does not exist is `-32002` (`-32602` on
+//! 2026-07-28, SEP-2164) with the URI in `data.uri`, whether no resource matches the URI or the
+//! handler says so with a not-found code ([`is_not_found`]: `NOT_FOUND`, `InvoiceNotFound`); a
+//! prompt's or completion's not-found error is `-32602`.
 //!
 //! [`ServerBuilder`]: crate::ServerBuilder
 
@@ -114,6 +117,13 @@ fn failed(error: &ErrorData) -> Outcome {
         code: field("code").unwrap_or_else(|| codes::INTERNAL_ERROR.to_owned()),
         error_id: field("errorId"),
     }
+}
+
+/// Whether an error code says that what was asked for does not exist: the framework's
+/// `NOT_FOUND` (and codes ending in it, such as `TOOL_NOT_FOUND`) or a domain code ending in
+/// `NotFound`, such as `InvoiceNotFound`.
+pub fn is_not_found(code: &str) -> bool {
+    code.ends_with("NOT_FOUND") || code.ends_with("NotFound")
 }
 
 /// How long a read of an `immutable` resource may be reused (`ttlMs`): a day.
@@ -270,7 +280,7 @@ impl Server {
             }
             Err(error) => {
                 tracing::debug!(resource = %facts.key, code = error.code(), "resource read failed");
-                let error = self.protocol_error(&resource.sealed, error, true);
+                let error = self.protocol_error(&resource.sealed, error, Some(uri));
                 report.finish(
                     &self.inner,
                     "resources/read",
@@ -281,14 +291,21 @@ impl Server {
             }
         };
         let mut contents = Vec::with_capacity(2);
-        let data_text = match (&presentation.data, resource.raw_text) {
-            (Value::String(text), true) => text.clone(),
-            _ => presentation
-                .data_text
-                .clone()
-                .unwrap_or_else(|| presentation.data.to_string()),
-        };
-        contents.push(ResourceContents::text(data_text, uri).with_mime_type(&facts.mime_type));
+        match (&presentation.data, resource.raw_text || resource.binary) {
+            // A `Blob` serializes as its base64 text: that is the `blob` as it is.
+            (Value::String(blob), true) if resource.binary => contents
+                .push(ResourceContents::blob(blob.clone(), uri).with_mime_type(&facts.mime_type)),
+            (Value::String(text), true) => contents
+                .push(ResourceContents::text(text.clone(), uri).with_mime_type(&facts.mime_type)),
+            _ => {
+                let data_text = presentation
+                    .data_text
+                    .clone()
+                    .unwrap_or_else(|| presentation.data.to_string());
+                contents
+                    .push(ResourceContents::text(data_text, uri).with_mime_type(&facts.mime_type));
+            }
+        }
         let mut notes = Vec::new();
         for block in presentation
             .ui
@@ -312,6 +329,28 @@ impl Server {
             None => {}
         }
         Ok(result)
+    }
+
+    /// The key of the resource `uri` names, when the caller of `context` may read it: what a
+    /// subscription to it (`resources/subscribe`) follows.
+    pub(crate) fn subscribable(
+        &self,
+        uri: &str,
+        context: &CallContext,
+    ) -> Result<crate::key::ToolKey, ErrorData> {
+        let Some((resource, _)) = self.inner.content.resolve(uri) else {
+            return Err(ErrorData::resource_not_found(
+                format!("unknown resource: {uri}"),
+                Some(serde_json::json!({ "uri": uri })),
+            ));
+        };
+        if !self.may_read(ResourceInfo(&resource.facts), context) {
+            return Err(ErrorData::invalid_request(
+                format!("You may not read `{}`.", resource.facts.key),
+                None,
+            ));
+        }
+        Ok(resource.facts.key.clone())
     }
 
     /// A read's path, as a query tool's: access, rate limits, arguments, then the server's
@@ -392,7 +431,7 @@ impl Server {
             }
             Err(error) => {
                 tracing::debug!(prompt = %prompt.facts.key, code = error.code(), "prompt failed");
-                let error = self.protocol_error(&prompt.sealed, error, false);
+                let error = self.protocol_error(&prompt.sealed, error, None);
                 report.finish(&self.inner, "prompts/get", Some(key), &failed(&error));
                 Err(error)
             }
@@ -483,10 +522,10 @@ impl Server {
             resolved,
         };
         let future = catch_panic("the completion", || complete(context, request))
-            .map_err(|error| self.protocol_error(sealed, error, false))?;
+            .map_err(|error| self.protocol_error(sealed, error, None))?;
         let mut values = CatchPanic::new(future, "the completion")
             .await
-            .map_err(|error| self.protocol_error(sealed, error, false))?;
+            .map_err(|error| self.protocol_error(sealed, error, None))?;
         let total = values.len();
         values.truncate(CompletionInfo::MAX_VALUES);
         let info = CompletionInfo::with_pagination(
@@ -498,10 +537,16 @@ impl Server {
         Ok(CompleteResult::new(info))
     }
 
-    /// A failed read, prompt or completion as a JSON-RPC error: the message the agent would
-    /// read in a tool's error, and the error body as `data` (its `errorId` logged with the
-    /// cause of an internal error).
-    fn protocol_error(&self, sealed: &SealedParts, error: ToolError, resource: bool) -> ErrorData {
+    /// A failed read (of `uri`), prompt or completion as a JSON-RPC error: the message the
+    /// agent would read in a tool's error, and the error body as `data` (its `errorId` logged
+    /// with the cause of an internal error). A read of something that does not exist is a
+    /// resource-not-found error carrying the URI in `data.uri`, as an unknown URI is.
+    fn protocol_error(
+        &self,
+        sealed: &SealedParts,
+        error: ToolError,
+        uri: Option<&str>,
+    ) -> ErrorData {
         let code = error.code().to_owned();
         let mut body = seal_error(&self.inner.names, sealed, error)
             .result
@@ -516,11 +561,18 @@ impl Server {
         if let Some(body) = body.as_object_mut() {
             body.retain(|_, value| !value.is_null());
         }
-        let code = match code.as_str() {
-            codes::VALIDATION_ERROR => ErrorCode::INVALID_PARAMS,
-            code if resource && code.ends_with("NOT_FOUND") => ErrorCode::RESOURCE_NOT_FOUND,
-            code if code.ends_with("NOT_FOUND") => ErrorCode::INVALID_PARAMS,
-            codes::INTERNAL_ERROR | codes::TIMEOUT | codes::CANCELLED => ErrorCode::INTERNAL_ERROR,
+        let code = match (code.as_str(), uri) {
+            (codes::VALIDATION_ERROR, _) => ErrorCode::INVALID_PARAMS,
+            (code, Some(uri)) if is_not_found(code) => {
+                if let Some(body) = body.as_object_mut() {
+                    body.insert("uri".to_owned(), Value::String(uri.to_owned()));
+                }
+                ErrorCode::RESOURCE_NOT_FOUND
+            }
+            (code, _) if is_not_found(code) => ErrorCode::INVALID_PARAMS,
+            (codes::INTERNAL_ERROR | codes::TIMEOUT | codes::CANCELLED, _) => {
+                ErrorCode::INTERNAL_ERROR
+            }
             _ => ErrorCode::INVALID_REQUEST,
         };
         ErrorData::new(code, message, Some(body))

@@ -1,37 +1,61 @@
-//! Elicitation (SPEC P6): a tool asks the user a question in the middle of a call, in both
-//! protocol eras, through one API.
+//! Asking the client during a call (SPEC P6), in both protocol eras, through one API: the user
+//! ([`Elicit`], elicitation), the client's model ([`Sample`], sampling) and the client's
+//! workspace roots ([`Roots`]).
 //!
-//! A handler takes [`Elicit`] from its context and calls [`Elicit::confirm`] or
-//! [`Elicit::ask`]:
+//! A tool, prompt or resource handler takes one of them from its context and asks:
 //!
-//! - on a **2025-11-25** session the server sends `elicitation/create` to the client and awaits
-//!   the answer;
-//! - on **2026-07-28** (no session) the call answers `input_required` with the question in
+//! - on a **2025-11-25** session the server sends the request (`elicitation/create`,
+//!   `sampling/createMessage`, `roots/list`) to the client and awaits the answer;
+//! - on **2026-07-28** (no session) the request answers `input_required` with the question in
 //!   `inputRequests` and a `requestState` sealed by the server's
-//!   [`StateKeys`](crate::request_state::StateKeys) (bound to the tool, the arguments and the
-//!   caller, and expiring). The client retries with the answers and the state; the handler runs
-//!   again from the start and this time gets its answer. A state that was altered, has expired,
-//!   or is sent with another tool, other arguments or by another caller is refused with its
-//!   own code (`REQUEST_STATE_*`) and the handler does not run.
+//!   [`StateKeys`](crate::request_state::StateKeys) (bound to the tool or prompt, the arguments
+//!   and the caller, and expiring). The client retries with the answers and the state; the
+//!   handler runs again from the start and this time gets its answers. A state that was
+//!   altered, has expired, or is sent with another tool, other arguments or by another caller
+//!   is refused (a JSON-RPC error whose `data.code` is a `REQUEST_STATE_*` code) and the handler
+//!   does not run. Answers sent without a state are not trusted: the questions are asked again.
 //!
-//! Because the handler runs again on 2026-07-28, everything before the question must be free of
-//! effects (read, check, then ask, then write). A client that did not declare the
-//! `elicitation` capability is never asked: the call fails with `ELICITATION_UNSUPPORTED`.
+//! Questions asked at the same time (`tokio::join!` of several asks) travel together, in one
+//! `input_required` result. Each question has a key in `inputRequests`: `q1`, `q2`… in the
+//! order asked, or the one given with `named`.
+//!
+//! Because the handler runs again on 2026-07-28, everything before a question must be free of
+//! effects (read, check, then ask, then write). A client that did not declare the capability is
+//! never asked: on a session the call fails with `ELICITATION_UNSUPPORTED` (or
+//! `SAMPLING_UNSUPPORTED`, `ROOTS_UNSUPPORTED`); on 2026-07-28 the request fails with
+//! `MissingRequiredClientCapability` (`-32021`, HTTP 400) naming the capability. `supported()`
+//! tells a handler beforehand, so that it can do without.
+//!
+//! Sampling and roots are deprecated by the protocol (SEP-2577); they are served to clients
+//! that still declare them, behind Fusion's own types.
+
+// rmcp marks sampling and roots deprecated (SEP-2577); this module is where Fusion speaks them.
+#![allow(deprecated)]
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    InputRequest, ListRootsRequest, ListRootsResult, SamplingMessage,
+};
 use rmcp::service::{ElicitationMode, Peer, RoleServer};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::context::{CallContext, FromContext};
 use crate::error::ToolError;
 
-/// The code of a call whose client cannot be asked.
+/// The code of a call whose client cannot be asked for elicitation.
 pub const ELICITATION_UNSUPPORTED: &str = "ELICITATION_UNSUPPORTED";
+/// The code of a call whose client cannot be asked for sampling.
+pub const SAMPLING_UNSUPPORTED: &str = "SAMPLING_UNSUPPORTED";
+/// The code of a call whose client cannot be asked for its roots.
+pub const ROOTS_UNSUPPORTED: &str = "ROOTS_UNSUPPORTED";
 /// The code under which a handler's question travels out of it on 2026-07-28 (the transport
 /// turns it into an `input_required` result; an agent never sees it).
 pub const INPUT_REQUIRED: &str = "INPUT_REQUIRED";
@@ -47,115 +71,402 @@ pub enum Answer<T> {
     Cancelled,
 }
 
-/// Asks the user during a call (see the [module docs](self)).
-#[derive(Clone)]
-pub struct Elicit {
-    round: Option<Arc<Round>>,
+/// What a handler can ask the client for: a capability the client declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Need {
+    Elicitation,
+    Sampling,
+    Roots,
 }
 
-impl std::fmt::Debug for Elicit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Elicit").finish_non_exhaustive()
+impl Need {
+    fn code(self) -> &'static str {
+        match self {
+            Need::Elicitation => ELICITATION_UNSUPPORTED,
+            Need::Sampling => SAMPLING_UNSUPPORTED,
+            Need::Roots => ROOTS_UNSUPPORTED,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Need::Elicitation => "elicitation",
+            Need::Sampling => "sampling",
+            Need::Roots => "roots",
+        }
+    }
+
+    /// The request method that asks for it.
+    fn method(self) -> &'static str {
+        match self {
+            Need::Elicitation => "elicitation/create",
+            Need::Sampling => "sampling/createMessage",
+            Need::Roots => "roots/list",
+        }
+    }
+
+    /// The capability, as `MissingRequiredClientCapability` names it.
+    pub(crate) fn capabilities(self) -> ClientCapabilities {
+        let mut capabilities = ClientCapabilities::default();
+        match self {
+            Need::Elicitation => capabilities.elicitation = Some(Default::default()),
+            Need::Sampling => capabilities.sampling = Some(Default::default()),
+            Need::Roots => capabilities.roots = Some(Default::default()),
+        }
+        capabilities
+    }
+
+    /// Whether `answer` is a result of this kind of request.
+    pub(crate) fn accepts(self, answer: &Value) -> bool {
+        match self {
+            Need::Elicitation => serde_json::from_value::<ElicitResult>(answer.clone()).is_ok(),
+            Need::Sampling => serde_json::from_value::<CreateMessageResult>(answer.clone()).is_ok(),
+            Need::Roots => serde_json::from_value::<ListRootsResult>(answer.clone()).is_ok(),
+        }
+    }
+
+    pub(crate) fn of_method(method: &str) -> Option<Need> {
+        [Need::Elicitation, Need::Sampling, Need::Roots]
+            .into_iter()
+            .find(|need| need.method() == method)
     }
 }
 
 /// What the transport knows about asking, put in the call's extensions.
 pub(crate) struct Round {
     pub(crate) era: Era,
-    /// The client declared the `elicitation` capability (form mode).
-    pub(crate) supported: bool,
-    /// Questions asked so far in this run of the handler.
-    asked: Mutex<usize>,
-    /// The question that ends this run (2026-07-28).
-    pub(crate) pending: Mutex<Option<(String, ElicitRequestParams)>>,
+    /// The capabilities the client declared.
+    elicitation: bool,
+    sampling: bool,
+    roots: bool,
+    /// Questions asked without a name so far in this run of the handler.
+    unnamed: Mutex<usize>,
+    /// The questions that end this run (2026-07-28), by key.
+    pending: Mutex<BTreeMap<String, Pending>>,
+    /// A capability the handler needed and the client did not declare (2026-07-28).
+    missing: Mutex<Option<Need>>,
 }
 
 pub(crate) enum Era {
     /// 2025-11-25: ask over the session.
     Session(Peer<RoleServer>),
-    /// 2026-07-28: answers so far, by question key, with the message they answer.
+    /// 2026-07-28: questions asked in earlier rounds, by key, with the answers given.
     Rounds(BTreeMap<String, Asked>),
 }
 
-/// One question and, once given, its answer.
+/// One question asked in an earlier round and, once given, its answer.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Asked {
-    pub(crate) message: String,
+    /// The request method (`elicitation/create`…): what the answer must be.
+    pub(crate) method: String,
+    /// A digest of the request as asked: an answer counts only for the same question.
+    pub(crate) question: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) answer: Option<Value>,
 }
 
+/// A question of this run, to be sent in `inputRequests`.
+pub(crate) struct Pending {
+    pub(crate) asked: Asked,
+    pub(crate) request: InputRequest,
+}
+
 impl Round {
-    pub(crate) fn new(era: Era, supported: bool) -> Round {
+    /// A round of `era` for a client that declared `capabilities` (from the request's `_meta`,
+    /// or the session's `initialize`).
+    pub(crate) fn new(era: Era, capabilities: Option<&ClientCapabilities>) -> Round {
+        let declared = |need: Need| {
+            capabilities.is_some_and(|capabilities| match need {
+                Need::Elicitation => capabilities.elicitation.is_some(),
+                Need::Sampling => capabilities.sampling.is_some(),
+                Need::Roots => capabilities.roots.is_some(),
+            })
+        };
+        let elicitation = declared(Need::Elicitation)
+            || matches!(&era, Era::Session(peer) if peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form));
         Round {
             era,
-            supported,
-            asked: Mutex::new(0),
-            pending: Mutex::new(None),
+            elicitation,
+            sampling: declared(Need::Sampling),
+            roots: declared(Need::Roots),
+            unnamed: Mutex::new(0),
+            pending: Mutex::new(BTreeMap::new()),
+            missing: Mutex::new(None),
         }
     }
 
-    pub(crate) fn take_pending(&self) -> Option<(String, ElicitRequestParams)> {
-        self.pending
+    fn supports(&self, need: Need) -> bool {
+        match need {
+            Need::Elicitation => self.elicitation,
+            Need::Sampling => self.sampling,
+            Need::Roots => self.roots,
+        }
+    }
+
+    /// The questions that end this run, with the state of every question so far.
+    pub(crate) fn take_pending(&self) -> BTreeMap<String, Pending> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The capability the handler needed and the client did not declare, if any.
+    pub(crate) fn take_missing(&self) -> Option<Need> {
+        self.missing
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
     }
+
+    /// Asks `request` under `key` (or the next `qN`): the answer, as the client sent it.
+    async fn ask(&self, key: Option<&str>, request: Outgoing) -> Result<Value, ToolError> {
+        let need = request.need();
+        if !self.supports(need) {
+            if matches!(self.era, Era::Rounds(_)) {
+                self.missing
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(need);
+            }
+            return Err(unsupported(
+                need,
+                &format!("the client did not declare the {} capability", need.name()),
+            ));
+        }
+        match &self.era {
+            Era::Session(peer) => {
+                let answer = match request {
+                    Outgoing::Elicit(params) => peer.create_elicitation(params).await.map(to_value),
+                    Outgoing::Sample(params) => peer.create_message(params).await.map(to_value),
+                    Outgoing::Roots => peer.list_roots().await.map(to_value),
+                };
+                answer.map_err(|error| {
+                    ToolError::new(
+                        need.code(),
+                        format!("The client did not answer the request: {error}."),
+                    )
+                })
+            }
+            Era::Rounds(answers) => {
+                let key = match key {
+                    Some(key) => key.to_owned(),
+                    None => {
+                        let mut unnamed =
+                            self.unnamed.lock().unwrap_or_else(PoisonError::into_inner);
+                        *unnamed += 1;
+                        format!("q{unnamed}")
+                    }
+                };
+                let request = request.into_input_request();
+                let question = digest(&request);
+                if let Some(Asked {
+                    question: asked,
+                    answer: Some(answer),
+                    ..
+                }) = answers.get(&key)
+                    && *asked == question
+                {
+                    return Ok(answer.clone());
+                }
+                self.pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .entry(key)
+                    .or_insert(Pending {
+                        asked: Asked {
+                            method: need.method().to_owned(),
+                            question,
+                            answer: None,
+                        },
+                        request,
+                    });
+                Err(ToolError::new(
+                    INPUT_REQUIRED,
+                    "The call waits for the client's answer.",
+                ))
+            }
+        }
+    }
 }
 
-/// Whether a session peer declared form elicitation.
-pub(crate) fn peer_supports(peer: &Peer<RoleServer>) -> bool {
-    peer.supported_elicitation_modes()
-        .contains(&ElicitationMode::Form)
+fn to_value<T: serde::Serialize>(value: T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// A digest of a request as asked (its JSON): short, and the same for the same question.
+fn digest(request: &InputRequest) -> String {
+    let hash = Sha256::digest(to_value(request).to_string().as_bytes());
+    hash.iter()
+        .take(16)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// A request to the client, before it goes out.
+enum Outgoing {
+    Elicit(ElicitRequestParams),
+    Sample(CreateMessageRequestParams),
+    Roots,
+}
+
+impl Outgoing {
+    fn need(&self) -> Need {
+        match self {
+            Outgoing::Elicit(_) => Need::Elicitation,
+            Outgoing::Sample(_) => Need::Sampling,
+            Outgoing::Roots => Need::Roots,
+        }
+    }
+
+    fn into_input_request(self) -> InputRequest {
+        match self {
+            Outgoing::Elicit(params) => InputRequest::Elicitation(ElicitRequest::new(params)),
+            Outgoing::Sample(params) => {
+                InputRequest::CreateMessage(CreateMessageRequest::new(params))
+            }
+            Outgoing::Roots => InputRequest::ListRoots(ListRootsRequest::default()),
+        }
+    }
+}
+
+/// Asks through `round` (none: the call did not come through an MCP transport).
+async fn ask_through(
+    round: Option<&Arc<Round>>,
+    key: Option<&str>,
+    request: Outgoing,
+) -> Result<Value, ToolError> {
+    match round {
+        Some(round) => round.ask(key, request).await,
+        None => Err(unsupported(
+            request.need(),
+            "this call did not come through an MCP transport",
+        )),
+    }
+}
+
+/// A typed answer out of what the client sent (checked when the retry came in, so a failure
+/// here is a bug of the client's answer that passed that check).
+fn answer_of<T: DeserializeOwned>(need: Need, answer: Value) -> Result<T, ToolError> {
+    serde_json::from_value(answer).map_err(|error| {
+        ToolError::new(
+            crate::error::codes::VALIDATION_ERROR,
+            format!(
+                "The client's answer is not a {} result: {error}.",
+                need.method()
+            ),
+        )
+    })
+}
+
+fn unsupported(need: Need, why: &str) -> ToolError {
+    let (what, instead) = match need {
+        Need::Elicitation => ("an answer from the user", "ask the user yourself"),
+        Need::Sampling => ("text from the client's model", "write it yourself"),
+        Need::Roots => ("the client's roots", "pass the paths as arguments"),
+    };
+    ToolError::new(need.code(), format!("This call needs {what}, and {why}.")).with_recovery(
+        format!(
+            "Use a client that declares the `{}` capability, or {instead} and use a tool that does \
+         not need it.",
+            need.name()
+        ),
+    )
+}
+
+fn round_of(context: &CallContext) -> Option<Arc<Round>> {
+    context.extensions().get::<Arc<Round>>().cloned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elicitation
+
+/// Asks the user during a call (see the [module docs](self)).
+#[derive(Clone)]
+pub struct Elicit {
+    round: Option<Arc<Round>>,
+    key: Option<String>,
+}
+
+impl std::fmt::Debug for Elicit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Elicit")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FromContext for Elicit {
     fn from_context(context: &CallContext) -> Result<Self, ToolError> {
         Ok(Elicit {
-            round: context.extensions().get::<Arc<Round>>().cloned(),
+            round: round_of(context),
+            key: None,
         })
     }
 }
 
 impl Elicit {
-    /// Asks the user to confirm: `true` only when they accept and confirm; `false` when they
-    /// decline, cancel or answer no.
-    pub async fn confirm(&self, message: impl Into<String>) -> Result<bool, ToolError> {
-        let schema = ElicitationSchema::builder()
-            .required_bool("confirm")
-            .build()
-            .map_err(ToolError::internal_message)?;
-        let answer = self.raw(message.into(), schema).await?;
-        Ok(answer.action == ElicitationAction::Accept
-            && answer
-                .content
-                .as_ref()
-                .and_then(|content| content.get("confirm"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false))
+    /// Whether the client can be asked (it declared the `elicitation` capability).
+    pub fn supported(&self) -> bool {
+        self.round
+            .as_ref()
+            .is_some_and(|round| round.supports(Need::Elicitation))
     }
 
-    /// Asks the user for a value of `T` (an object of primitive fields, as elicitation
-    /// allows). An answer that does not fit `T` is a `VALIDATION_ERROR`.
-    pub async fn ask<T: JsonSchema + DeserializeOwned>(
+    /// The same, asking its next question under `key` in `inputRequests` (2026-07-28) instead
+    /// of `qN`.
+    #[must_use]
+    pub fn named(&self, key: impl Into<String>) -> Elicit {
+        Elicit {
+            round: self.round.clone(),
+            key: Some(key.into()),
+        }
+    }
+
+    /// Asks the user to confirm: `true` only when they accept and confirm; `false` when they
+    /// decline, cancel or answer no.
+    ///
+    /// The future owns what it needs (as do those of the other questions), so that questions
+    /// asked together can be joined: `tokio::join!(ask.named("a").confirm(..), …)`.
+    pub fn confirm(
         &self,
         message: impl Into<String>,
+    ) -> impl Future<Output = Result<bool, ToolError>> + Send + 'static {
+        let (this, message) = (self.clone(), message.into());
+        async move {
+            let schema = ElicitationSchema::builder()
+                .required_bool("confirm")
+                .build()
+                .map_err(ToolError::internal_message)?;
+            let answer = this.raw(message, schema).await?;
+            Ok(answer.action == ElicitationAction::Accept
+                && answer
+                    .content
+                    .as_ref()
+                    .and_then(|content| content.get("confirm"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false))
+        }
+    }
+
+    /// Asks the user for a value of `T`: a struct of the fields elicitation allows (strings,
+    /// numbers, booleans, enums of strings, `Vec`s of such enums), each described by its doc
+    /// comment. An `Option` field is not required; `#[serde(default = ..)]` sends a default; an
+    /// enum whose variants have `#[schemars(title = ..)]` is a titled choice. An answer that
+    /// does not fit `T` is a `VALIDATION_ERROR`.
+    pub fn ask<T: JsonSchema + DeserializeOwned + Send + 'static>(
+        &self,
+        message: impl Into<String>,
+    ) -> impl Future<Output = Result<Answer<T>, ToolError>> + Send + 'static {
+        let (this, message) = (self.clone(), message.into());
+        async move { this.ask_now(message).await }
+    }
+
+    async fn ask_now<T: JsonSchema + DeserializeOwned>(
+        &self,
+        message: String,
     ) -> Result<Answer<T>, ToolError> {
-        let mut settings = schemars::generate::SchemaSettings::draft07();
-        settings.transforms = vec![Box::new(schemars::transform::AddNullable::default())];
-        let schema = settings.into_generator().into_root_schema_for::<T>();
-        let Ok(Value::Object(object)) = serde_json::to_value(schema) else {
-            return Err(ToolError::internal_message(
-                "elicitation schema is not an object",
-            ));
-        };
-        let schema = ElicitationSchema::from_json_schema(object).map_err(|error| {
-            ToolError::internal_message(format!(
-                "{} cannot be asked for: {error}",
-                std::any::type_name::<T>()
-            ))
-        })?;
-        let answer = self.raw(message.into(), schema).await?;
+        let schema = form_schema::<T>()?;
+        let answer = self.raw(message, schema).await?;
         Ok(match answer.action {
             ElicitationAction::Accept => {
                 let content = answer.content.unwrap_or_else(|| json!({}));
@@ -174,88 +485,341 @@ impl Elicit {
         })
     }
 
-    async fn raw(&self, message: String, schema: ElicitationSchema) -> Result<Answered, ToolError> {
-        let Some(round) = &self.round else {
-            return Err(unsupported(
-                "this call did not come through an MCP transport",
-            ));
-        };
-        if !round.supported {
-            return Err(unsupported(
-                "the client did not declare the elicitation capability",
-            ));
-        }
+    async fn raw(
+        &self,
+        message: String,
+        schema: ElicitationSchema,
+    ) -> Result<ElicitResult, ToolError> {
         let params = ElicitRequestParams::FormElicitationParams {
             meta: None,
-            message: message.clone(),
+            message,
             requested_schema: schema,
         };
-        match &round.era {
-            Era::Session(peer) => {
-                let result: ElicitResult =
-                    peer.create_elicitation(params).await.map_err(|error| {
-                        ToolError::new(
-                            ELICITATION_UNSUPPORTED,
-                            format!("The client did not answer the question: {error}."),
-                        )
-                    })?;
-                Ok(Answered {
-                    action: result.action,
-                    content: result.content,
-                })
-            }
-            Era::Rounds(answers) => {
-                let key = {
-                    let mut asked = round.asked.lock().unwrap_or_else(PoisonError::into_inner);
-                    *asked += 1;
-                    format!("q{asked}")
-                };
-                if let Some(Asked {
-                    message: asked,
-                    answer: Some(answer),
-                }) = answers.get(&key)
-                    && *asked == message
-                {
-                    let result: ElicitResult =
-                        serde_json::from_value(answer.clone()).map_err(|error| {
-                            ToolError::new(
-                                crate::error::codes::VALIDATION_ERROR,
-                                format!(
-                                    "inputResponses.{key} is not an elicitation result: {error}."
-                                ),
-                            )
-                        })?;
-                    return Ok(Answered {
-                        action: result.action,
-                        content: result.content,
-                    });
-                }
-                let mut pending = round.pending.lock().unwrap_or_else(PoisonError::into_inner);
-                pending.get_or_insert((key, params));
-                Err(ToolError::new(
-                    INPUT_REQUIRED,
-                    "The call waits for the user's answer.",
-                ))
-            }
-        }
+        let answer = ask_through(
+            self.round.as_ref(),
+            self.key.as_deref(),
+            Outgoing::Elicit(params),
+        )
+        .await?;
+        answer_of(Need::Elicitation, answer)
     }
 }
 
-struct Answered {
-    action: ElicitationAction,
-    content: Option<Value>,
+/// The form of `T` as elicitation takes it: a flat object of primitive fields, each inline (a
+/// type in `definitions` is copied where it is used), and an optional field is one that is not
+/// required (elicitation has no `null`: an `Option` adds none).
+fn form_schema<T: JsonSchema>() -> Result<ElicitationSchema, ToolError> {
+    let schema = schemars::generate::SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let Ok(Value::Object(mut object)) = serde_json::to_value(schema) else {
+        return Err(ToolError::internal_message(
+            "elicitation schema is not an object",
+        ));
+    };
+    let definitions = object.remove("definitions").unwrap_or(Value::Null);
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        for property in properties.values_mut() {
+            *property = form_field(property.take(), &definitions);
+        }
+    }
+    ElicitationSchema::from_json_schema(object).map_err(|error| {
+        ToolError::internal_message(format!(
+            "{} cannot be asked for: {error}",
+            std::any::type_name::<T>()
+        ))
+    })
 }
 
-fn unsupported(why: &str) -> ToolError {
-    ToolError::new(
-        ELICITATION_UNSUPPORTED,
-        format!("This call needs an answer from the user, and {why}."),
-    )
-    .with_recovery(
-        "Use a client that supports elicitation (declare the `elicitation` capability), or ask \
-         the user yourself and use a tool that does not need to ask.",
-    )
+/// One field of a form: `$ref`s resolved, `null` taken out.
+fn form_field(schema: Value, definitions: &Value) -> Value {
+    let Value::Object(mut object) = schema else {
+        return schema;
+    };
+    // `allOf [X]` (draft 7's way of annotating a reference): X, with the annotations.
+    if let Some(Value::Array(all_of)) = object.get("allOf")
+        && let [Value::Object(inner)] = all_of.as_slice()
+    {
+        let mut inline = inner.clone();
+        object.remove("allOf");
+        inline.extend(object);
+        return form_field(Value::Object(inline), definitions);
+    }
+    // A referenced type, in place; the annotations written at the use win.
+    if let Some(Value::String(reference)) = object.get("$ref")
+        && let Some(Value::Object(definition)) = reference
+            .strip_prefix("#/definitions/")
+            .and_then(|name| definitions.get(name))
+    {
+        let mut inline = definition.clone();
+        object.remove("$ref");
+        inline.extend(object);
+        return form_field(Value::Object(inline), definitions);
+    }
+    // `anyOf [X, null]` (an optional enum or object): X.
+    let is_null = |schema: &Value| {
+        schema.get("type") == Some(&Value::from("null"))
+            || schema.get("const") == Some(&Value::Null)
+    };
+    if let Some(Value::Array(any_of)) = object.get("anyOf")
+        && any_of.len() == 2
+        && any_of.iter().any(is_null)
+        && let Some(Value::Object(inner)) = any_of.iter().find(|schema| !is_null(schema)).cloned()
+    {
+        object.remove("anyOf");
+        let mut inline = inner;
+        inline.extend(object);
+        return form_field(Value::Object(inline), definitions);
+    }
+    if let Some(Value::Array(types)) = object.get_mut("type") {
+        types.retain(|kind| kind != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            object.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = object.get_mut("enum") {
+        values.retain(|value| !value.is_null());
+    }
+    // Titled options (`oneOf` of `const`/`title`, as schemars writes an enum whose variants
+    // have titles) are strings.
+    if !object.contains_key("type")
+        && let Some(Value::Array(options)) = object.get("oneOf")
+        && !options.is_empty()
+        && options
+            .iter()
+            .all(|option| option.get("const").is_some_and(Value::is_string))
+    {
+        object.insert("type".into(), "string".into());
+    }
+    if let Some(items) = object.remove("items") {
+        object.insert("items".into(), form_field(items, definitions));
+    }
+    Value::Object(object)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sampling
+
+/// What to ask the client's model: messages, an optional system prompt and a token budget.
+#[derive(Debug, Clone)]
+pub struct SamplingRequest {
+    messages: Vec<SamplingMessage>,
+    system_prompt: Option<String>,
+    max_tokens: u32,
+}
+
+impl SamplingRequest {
+    /// An empty conversation whose answer may take up to `max_tokens` tokens.
+    pub fn new(max_tokens: u32) -> Self {
+        SamplingRequest {
+            messages: Vec::new(),
+            system_prompt: None,
+            max_tokens,
+        }
+    }
+
+    /// Adds a user message.
+    #[must_use]
+    pub fn user(mut self, text: impl Into<String>) -> Self {
+        self.messages.push(SamplingMessage::user_text(text));
+        self
+    }
+
+    /// Adds an assistant message.
+    #[must_use]
+    pub fn assistant(mut self, text: impl Into<String>) -> Self {
+        self.messages.push(SamplingMessage::assistant_text(text));
+        self
+    }
+
+    /// Sets the system prompt.
+    #[must_use]
+    pub fn system(mut self, text: impl Into<String>) -> Self {
+        self.system_prompt = Some(text.into());
+        self
+    }
+
+    fn into_params(self) -> CreateMessageRequestParams {
+        let mut params = CreateMessageRequestParams::new(self.messages, self.max_tokens);
+        if let Some(system) = self.system_prompt {
+            params = params.with_system_prompt(system);
+        }
+        params
+    }
+}
+
+/// What the client's model answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Sampled {
+    /// The model that wrote it.
+    pub model: String,
+    /// The text of its message (its text blocks, joined).
+    pub text: String,
+    /// Why it stopped (`endTurn`, `maxTokens`…), when said.
+    pub stop_reason: Option<String>,
+}
+
+/// Asks the client's model to write (sampling, see the [module docs](self)).
+#[derive(Clone)]
+pub struct Sample {
+    round: Option<Arc<Round>>,
+    key: Option<String>,
+}
+
+impl std::fmt::Debug for Sample {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sample")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FromContext for Sample {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        Ok(Sample {
+            round: round_of(context),
+            key: None,
+        })
+    }
+}
+
+impl Sample {
+    /// Whether the client can be asked (it declared the `sampling` capability).
+    pub fn supported(&self) -> bool {
+        self.round
+            .as_ref()
+            .is_some_and(|round| round.supports(Need::Sampling))
+    }
+
+    /// The same, asking its next request under `key` in `inputRequests` (2026-07-28).
+    #[must_use]
+    pub fn named(&self, key: impl Into<String>) -> Sample {
+        Sample {
+            round: self.round.clone(),
+            key: Some(key.into()),
+        }
+    }
+
+    /// Asks the client's model to answer `request`.
+    pub fn create(
+        &self,
+        request: SamplingRequest,
+    ) -> impl Future<Output = Result<Sampled, ToolError>> + Send + 'static {
+        let this = self.clone();
+        async move { this.create_now(request).await }
+    }
+
+    async fn create_now(&self, request: SamplingRequest) -> Result<Sampled, ToolError> {
+        let answer = ask_through(
+            self.round.as_ref(),
+            self.key.as_deref(),
+            Outgoing::Sample(request.into_params()),
+        )
+        .await?;
+        let result: CreateMessageResult = answer_of(Need::Sampling, answer)?;
+        let text = result
+            .message
+            .content
+            .iter()
+            .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(Sampled {
+            model: result.model,
+            text,
+            stop_reason: result.stop_reason,
+        })
+    }
+
+    /// Asks the client's model one question (a user message) and returns the text it wrote.
+    pub fn text(
+        &self,
+        prompt: impl Into<String>,
+        max_tokens: u32,
+    ) -> impl Future<Output = Result<String, ToolError>> + Send + 'static {
+        let answer = self.create(SamplingRequest::new(max_tokens).user(prompt));
+        async move { answer.await.map(|sampled| sampled.text) }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Roots
+
+/// One root the client works in (a directory, a repository).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Root {
+    /// Its URI (`file:///home/ann/project`).
+    pub uri: String,
+    /// A name for people, when given.
+    pub name: Option<String>,
+}
+
+/// Asks the client for its roots (see the [module docs](self)).
+#[derive(Clone)]
+pub struct Roots {
+    round: Option<Arc<Round>>,
+    key: Option<String>,
+}
+
+impl std::fmt::Debug for Roots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Roots")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FromContext for Roots {
+    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+        Ok(Roots {
+            round: round_of(context),
+            key: None,
+        })
+    }
+}
+
+impl Roots {
+    /// Whether the client can be asked (it declared the `roots` capability).
+    pub fn supported(&self) -> bool {
+        self.round
+            .as_ref()
+            .is_some_and(|round| round.supports(Need::Roots))
+    }
+
+    /// The same, asking under `key` in `inputRequests` (2026-07-28).
+    #[must_use]
+    pub fn named(&self, key: impl Into<String>) -> Roots {
+        Roots {
+            round: self.round.clone(),
+            key: Some(key.into()),
+        }
+    }
+
+    /// The client's roots.
+    pub fn list(&self) -> impl Future<Output = Result<Vec<Root>, ToolError>> + Send + 'static {
+        let this = self.clone();
+        async move { this.list_now().await }
+    }
+
+    async fn list_now(&self) -> Result<Vec<Root>, ToolError> {
+        let answer = ask_through(self.round.as_ref(), self.key.as_deref(), Outgoing::Roots).await?;
+        let result: ListRootsResult = answer_of(Need::Roots, answer)?;
+        Ok(result
+            .roots
+            .into_iter()
+            .map(|root| Root {
+                uri: root.uri,
+                name: root.name,
+            })
+            .collect())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sealed state of a round
 
 /// The sealed state of a round: every question asked and the answers given so far.
 pub(crate) fn state_data(answers: &BTreeMap<String, Asked>) -> Value {

@@ -185,12 +185,19 @@ pub(crate) fn grouped_definition(
         if let Some(Value::Array(own)) = schema.get("required") {
             required.extend(own.iter().cloned());
         }
-        branches.push(json!({
+        let mut branch = json!({
             "type": "object",
             "properties": branch_properties,
             "required": required,
             "additionalProperties": false,
-        }));
+        });
+        // The action's rules across its fields (a type taken whole) hold in its branch.
+        for keyword in crate::args::WHOLE_KEYWORDS {
+            if let Some(rule) = schema.get(*keyword) {
+                branch[*keyword] = rule.clone();
+            }
+        }
+        branches.push(branch);
     }
     // A property whose schema differs between actions is described by the branches only.
     for property in conflicting {

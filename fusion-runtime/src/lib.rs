@@ -37,6 +37,8 @@ pub mod guard;
 pub mod hidden;
 pub mod key;
 pub mod lock;
+pub mod logging;
+pub mod media;
 pub mod middleware;
 pub mod model;
 pub mod observe;

@@ -153,7 +153,9 @@ impl fmt::Display for StateError {
             ),
             StateError::Tampered => f.write_str("the request state was altered"),
             StateError::Expired => f.write_str("the request state has expired"),
-            StateError::OtherTool => f.write_str("the request state was issued for another tool"),
+            StateError::OtherTool => {
+                f.write_str("the request state was issued for another tool, prompt or resource")
+            }
             StateError::OtherArguments => {
                 f.write_str("the request state was issued for other arguments")
             }
@@ -168,7 +170,7 @@ impl From<StateError> for ToolError {
     fn from(error: StateError) -> ToolError {
         let recovery = match error {
             StateError::Expired | StateError::UnknownKey(_) => {
-                "Call the tool again without requestState to start over."
+                "Send the request again without requestState to start over."
             }
             _ => {
                 "Send back the requestState exactly as the server returned it, with the same \

@@ -494,6 +494,85 @@ async fn a_session_answers_only_the_credential_that_opened_it_parked_or_not() {
     .await;
 }
 
+/// A server whose `demo.log` tool says whether an `info` message would reach the client. (Over
+/// a session rmcp sends log messages on the session's GET stream, which would keep it from
+/// being parked: the tool's answer shows the level instead.)
+fn logging_server() -> fusion_runtime::Server {
+    use fusion_runtime::logging::{Log, LogLevel};
+    use fusion_runtime::{CallContext, FromContext, ServerBuilder, ToolError, ToolSpec};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArguments {}
+
+    ServerBuilder::new("demo", "1.0.0")
+        .tool_spec(
+            ToolSpec::query("demo.log", "Says whether info messages are sent.").handler(
+                |context: CallContext, _: NoArguments| async move {
+                    let log = Log::from_context(&context)?;
+                    Ok::<_, ToolError>(log.enabled(LogLevel::Info))
+                },
+            ),
+        )
+        .build()
+        .expect("the server builds")
+}
+
+// On this thread's runtime, so that the server's logs (which tell when the session is parked
+// and restored) are this test's alone.
+#[tokio::test]
+async fn a_sessions_log_level_outlives_its_parked_worker() {
+    let (logs, _capture) = Logs::capture();
+    within(async {
+        let served = Served::start(
+            Mcp::new(logging_server()),
+            HttpOptions {
+                session_park_after: BOUND,
+                ..options()
+            },
+        )
+        .await;
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let session = session_of(&raw.open_session(None).await.expect("initialize"));
+        let mut id = 1;
+        let mut info_enabled = async |raw: &mut Raw| {
+            id += 1;
+            let response = raw
+                .post(None, Some(&session), &call(id, "demo_log", json!({})))
+                .await
+                .expect("a call");
+            assert_eq!(response.status, 200, "{}", response.text());
+            response.message()["result"]["structuredContent"]["data"].clone()
+        };
+        assert_eq!(info_enabled(&mut raw).await, false, "no level set yet");
+        let set = json!({"jsonrpc": "2.0", "id": 100, "method": "logging/setLevel",
+                         "params": {"level": "info"}});
+        let set = raw
+            .post(None, Some(&session), &set)
+            .await
+            .expect("setLevel");
+        assert_eq!(set.message()["result"], json!({}), "{}", set.text());
+        assert_eq!(info_enabled(&mut raw).await, true);
+        eventually(SLACK + BOUND, "the idle session parked", || {
+            std::future::ready(!logs.containing("parked an idle session").is_empty())
+        })
+        .await;
+        // Restored with a new worker, the session still has its level.
+        assert_eq!(info_enabled(&mut raw).await, true);
+        assert_eq!(logs.containing("restored a parked session").len(), 1);
+        // Another session has none.
+        let other = session_of(&raw.open_session(None).await.expect("initialize"));
+        let response = raw
+            .post(None, Some(&other), &call(200, "demo_log", json!({})))
+            .await
+            .expect("a call");
+        assert_eq!(
+            response.message()["result"]["structuredContent"]["data"],
+            false
+        );
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_expires_and_frees_its_slot() {
     within(async {

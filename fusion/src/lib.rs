@@ -115,8 +115,13 @@ pub use fusion_macros::tool;
 
 /// Synchronous work (a store, a file) off the async workers.
 pub use fusion_runtime::blocking;
-/// Asking the user during a call, in both protocol eras (SPEC P6).
-pub use fusion_runtime::elicit::{Answer, Elicit};
+/// Asking the client during a call, in both protocol eras (SPEC P6): the user, its model, its
+/// roots.
+pub use fusion_runtime::elicit::{Answer, Elicit, Roots, Sample, Sampled, SamplingRequest};
+/// Log messages to the client, at the level it asked for.
+pub use fusion_runtime::logging::{Log, LogLevel};
+/// Content that is not text: images, sounds, embedded resources, bytes.
+pub use fusion_runtime::media::{Blob, Media, WithMedia};
 /// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
 pub use fusion_runtime::{
     AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
@@ -164,7 +169,8 @@ pub use fusion_runtime::upstream::FromUpstream;
 #[cfg(feature = "http-client")]
 pub use fusion_runtime::upstream::HttpUpstream;
 pub use fusion_runtime::{
-    audit, content, elicit, envelope, middleware, observe, request_state, serve, testing,
+    audit, content, elicit, envelope, logging, media, middleware, observe, request_state, serve,
+    testing,
 };
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can

@@ -422,18 +422,25 @@ async fn read_errors_are_json_rpc_errors_with_the_error_body() {
                 .await,
         );
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-        // A domain error keeps its code, message, recovery and actions.
-        let error = rpc_error(
-            legacy
-                .peer()
-                .read_resource(ReadResourceRequestParams::new("billing://invoices/INV-99"))
-                .await,
-        );
-        assert_eq!(error.code, ErrorCode::INVALID_REQUEST);
-        assert_eq!(error.message, "Invoice INV-99 does not exist.");
-        let data = error.data.unwrap();
-        assert_eq!(data["code"], "InvoiceNotFound");
-        assert_eq!(data["availableActions"], json!(["billing_list_invoices"]));
+        // A template's URI whose handler finds nothing is not found either, with the URI as
+        // SEP-2164 asks, and the domain error keeps its code, message, recovery and actions.
+        for (connected, code) in [
+            (&legacy, ErrorCode::RESOURCE_NOT_FOUND),
+            (&current, ErrorCode::INVALID_PARAMS),
+        ] {
+            let error = rpc_error(
+                connected
+                    .peer()
+                    .read_resource(ReadResourceRequestParams::new("billing://invoices/INV-99"))
+                    .await,
+            );
+            assert_eq!(error.code, code);
+            assert_eq!(error.message, "Invoice INV-99 does not exist.");
+            let data = error.data.unwrap();
+            assert_eq!(data["code"], "InvoiceNotFound");
+            assert_eq!(data["uri"], "billing://invoices/INV-99");
+            assert_eq!(data["availableActions"], json!(["billing_list_invoices"]));
+        }
         legacy.close().await;
         current.close().await;
     })
@@ -506,6 +513,20 @@ async fn prompt_arguments_are_read_as_their_types_and_validated() {
 
         let error = rpc_error(peer.get_prompt(GetPromptRequestParams::new("nope")).await);
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+
+        // An argument naming nothing that exists: invalid params, with the domain error.
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("id".into(), json!("INV-99"));
+        let error = rpc_error(
+            peer.get_prompt(
+                GetPromptRequestParams::new("billing_review_invoice").with_arguments(arguments),
+            )
+            .await,
+        );
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        let data = error.data.unwrap();
+        assert_eq!(data["code"], "InvoiceNotFound");
+        assert!(data.get("uri").is_none(), "{data}");
         connected.close().await;
     })
     .await;
@@ -599,11 +620,14 @@ async fn access_decides_what_each_caller_lists_reads_gets_and_completes() {
             ))
             .await,
         );
+        // Any other failure stays an invalid request carrying its error body.
+        assert_eq!(error.code, ErrorCode::INVALID_REQUEST);
         assert_eq!(error.data.unwrap()["code"], "FORBIDDEN");
         let error = rpc_error(
             peer.get_prompt(GetPromptRequestParams::new("billing_by_status"))
                 .await,
         );
+        assert_eq!(error.code, ErrorCode::INVALID_REQUEST);
         assert_eq!(error.data.unwrap()["code"], "FORBIDDEN");
         // No completion of what the caller may not use.
         let error = rpc_error(

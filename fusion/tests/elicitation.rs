@@ -1,7 +1,8 @@
-//! Elicitation through rmcp's own client, in-process, in both protocol eras: on 2025-11-25 the
-//! server sends `elicitation/create` and awaits the answer; on 2026-07-28 the call answers
-//! `input_required` and the retry brings the answer under a sealed request state, which is
-//! refused when altered, expired, or replayed for another tool, other arguments or another key.
+//! Asking the client through rmcp's own client, in-process, in both protocol eras: on
+//! 2025-11-25 the server sends `elicitation/create` (or `sampling/createMessage`, `roots/list`)
+//! and awaits the answer; on 2026-07-28 the call answers `input_required` and the retry brings
+//! the answer under a sealed request state, which is refused (a JSON-RPC error) when altered,
+//! expired, or replayed for another tool, other arguments or another key.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,10 +14,10 @@ use fusion::serve::Mcp;
 use fusion::{Answer, Elicit, ServerBuilder, State, ToolError, tool};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, InitializeResult,
-    InputRequiredResult, ProtocolVersion,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorCode,
+    InitializeResult, InputRequiredResult, ProtocolVersion,
 };
-use rmcp::service::{RequestContext, RunningService, serve_directly};
+use rmcp::service::{RequestContext, RunningService, ServiceError, serve_directly};
 use rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServiceExt};
 use serde_json::{Value, json};
 
@@ -152,6 +153,24 @@ impl Connected {
         .expect("the call completes")
     }
 
+    /// A call that must fail with a JSON-RPC error.
+    async fn call_error(&self, name: &str, arguments: Value) -> ErrorData {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments are an object")
+        };
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(30),
+            self.client
+                .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)),
+        )
+        .await
+        .expect("in time");
+        match outcome {
+            Err(ServiceError::McpError(error)) => error,
+            other => panic!("expected a JSON-RPC error, got {other:?}"),
+        }
+    }
+
     async fn close(self) {
         self.client.cancel().await.expect("the client stops");
         tokio::time::timeout(Duration::from_secs(5), self.server)
@@ -251,27 +270,33 @@ async fn a_declined_or_negative_confirmation_changes_nothing_in_both_eras() {
 
 #[tokio::test]
 async fn a_client_without_the_capability_gets_a_clear_error_and_is_never_asked() {
-    for era in ERAS {
-        let mcp = mcp();
-        let user = User::without_capability();
-        let connected = connect(era, &mcp, user.clone()).await;
-        let result = connected
-            .call("billing_void", json!({ "id": "INV-1" }))
-            .await;
-        assert_eq!(
-            code(&result).as_deref(),
-            Some("ELICITATION_UNSUPPORTED"),
-            "{era}"
-        );
-        let text = serde_json::to_string(&result.structured_content).unwrap();
-        assert!(
-            text.contains("did not declare the elicitation capability"),
-            "{era}: {text}"
-        );
-        assert!(user.asked().is_empty());
-        assert_eq!(voided(&mcp), 0);
-        connected.close().await;
-    }
+    // On a session: a tool error the agent reads.
+    let mcp = mcp();
+    let user = User::without_capability();
+    let connected = session(&mcp, user.clone()).await;
+    let result = connected
+        .call("billing_void", json!({ "id": "INV-1" }))
+        .await;
+    assert_eq!(code(&result).as_deref(), Some("ELICITATION_UNSUPPORTED"));
+    let text = serde_json::to_string(&result.structured_content).unwrap();
+    assert!(
+        text.contains("did not declare the elicitation capability"),
+        "{text}"
+    );
+    connected.close().await;
+    // On 2026-07-28: MissingRequiredClientCapability, naming the capability.
+    let connected = rounds(&mcp, user.clone());
+    let error = connected
+        .call_error("billing_void", json!({ "id": "INV-1" }))
+        .await;
+    assert_eq!(error.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+    assert_eq!(
+        error.data,
+        Some(json!({ "requiredCapabilities": { "elicitation": {} } }))
+    );
+    assert!(user.asked().is_empty());
+    assert_eq!(voided(&mcp), 0);
+    connected.close().await;
 }
 
 #[tokio::test]
@@ -313,13 +338,14 @@ async fn first_round(connected: &Connected, name: &str, arguments: Value) -> Inp
     }
 }
 
-async fn retry(
+/// A retry with `answer` to `q1` under `state`, one round.
+async fn retry_once(
     connected: &Connected,
     name: &str,
     arguments: Value,
     state: Option<String>,
     answer: ElicitResult,
-) -> CallToolResult {
+) -> Result<CallToolResponse, ServiceError> {
     let Value::Object(arguments) = arguments else {
         panic!()
     };
@@ -327,14 +353,42 @@ async fn retry(
         .with_arguments(arguments)
         .with_input_responses([("q1".to_owned(), serde_json::to_value(answer).unwrap())].into());
     params.request_state = state;
-    match connected
-        .client
-        .call_tool_once(params)
+    connected.client.call_tool_once(params).await
+}
+
+async fn retry(
+    connected: &Connected,
+    name: &str,
+    arguments: Value,
+    state: Option<String>,
+    answer: ElicitResult,
+) -> CallToolResult {
+    match retry_once(connected, name, arguments, state, answer)
         .await
         .expect("answered")
     {
         CallToolResponse::Complete(result) => result,
         other => panic!("expected a result, got {other:?}"),
+    }
+}
+
+/// A retry refused with a JSON-RPC error: the `code` of its error body.
+async fn refused(
+    connected: &Connected,
+    name: &str,
+    arguments: Value,
+    state: Option<String>,
+    answer: ElicitResult,
+) -> String {
+    match retry_once(connected, name, arguments, state, answer).await {
+        Err(ServiceError::McpError(error)) => {
+            assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{error:?}");
+            error.data.as_ref().unwrap()["code"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
     }
 }
 
@@ -364,7 +418,7 @@ async fn the_first_round_asks_with_a_sealed_state() {
 }
 
 #[tokio::test]
-async fn a_tampered_transplanted_or_missing_state_is_refused_and_nothing_runs() {
+async fn a_tampered_or_transplanted_state_is_refused_and_an_answer_without_one_is_not_trusted() {
     let mcp = mcp();
     let connected = rounds(&mcp, User::answering(vec![]));
     let asked = first_round(&connected, "billing_void", json!({ "id": "INV-1" })).await;
@@ -378,34 +432,49 @@ async fn a_tampered_transplanted_or_missing_state_is_refused_and_nothing_runs() 
         (
             "billing_void",
             json!({ "id": "INV-1" }),
-            Some(tampered),
+            tampered.clone(),
+            "REQUEST_STATE_INVALID",
+        ),
+        (
+            "billing_void",
+            json!({ "id": "INV-1" }),
+            format!("{state}-TAMPERED"),
             "REQUEST_STATE_INVALID",
         ),
         (
             "billing_void",
             json!({ "id": "INV-2" }),
-            Some(state.clone()),
+            state.clone(),
             "REQUEST_STATE_MISMATCH",
         ),
         (
             "billing_note",
             json!({ "id": "INV-1" }),
-            Some(state.clone()),
+            state.clone(),
             "REQUEST_STATE_MISMATCH",
         ),
-        (
-            "billing_void",
-            json!({ "id": "INV-1" }),
-            None,
-            "REQUEST_STATE_INVALID",
-        ),
     ] {
-        let result = retry(&connected, name, arguments, state, yes()).await;
         assert_eq!(
-            code(&result).as_deref(),
-            Some(expected),
-            "{name}: {result:?}"
+            refused(&connected, name, arguments, Some(state), yes()).await,
+            expected,
+            "{name}"
         );
+    }
+    // An answer without the state that asked it proves nothing: the question is asked again.
+    match retry_once(
+        &connected,
+        "billing_void",
+        json!({ "id": "INV-1" }),
+        None,
+        yes(),
+    )
+    .await
+    .expect("answered")
+    {
+        CallToolResponse::InputRequired(again) => {
+            assert!(again.input_requests.unwrap().contains_key("q1"));
+        }
+        other => panic!("expected the question again, got {other:?}"),
     }
     assert_eq!(voided(&mcp), 0);
     connected.close().await;
@@ -420,7 +489,7 @@ async fn an_expired_state_or_one_from_a_removed_key_is_refused() {
     let connected = rounds(&mcp, User::answering(vec![]));
     let asked = first_round(&connected, "billing_void", json!({ "id": "INV-1" })).await;
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let result = retry(
+    let code = refused(
         &connected,
         "billing_void",
         json!({ "id": "INV-1" }),
@@ -428,11 +497,7 @@ async fn an_expired_state_or_one_from_a_removed_key_is_refused() {
         accept(json!({ "confirm": true })),
     )
     .await;
-    assert_eq!(
-        code(&result).as_deref(),
-        Some("REQUEST_STATE_EXPIRED"),
-        "{result:?}"
-    );
+    assert_eq!(code, "REQUEST_STATE_EXPIRED");
     assert_eq!(voided(&mcp), 0);
     connected.close().await;
     // Sealed under `old`; a replica holding [new, old] accepts it, one holding [new] refuses.
@@ -443,25 +508,36 @@ async fn an_expired_state_or_one_from_a_removed_key_is_refused() {
     let connected = rounds(&sealing, User::answering(vec![]));
     let asked = first_round(&connected, "billing_void", json!({ "id": "INV-1" })).await;
     connected.close().await;
-    for (keys, expected) in [
-        (StateKeys::new([new.clone(), old.clone()]), None),
-        (
-            StateKeys::new([new.clone()]),
-            Some("REQUEST_STATE_UNKNOWN_KEY"),
-        ),
-    ] {
-        let replica = mcp_with(Some(keys), Duration::from_secs(600));
-        let connected = rounds(&replica, User::answering(vec![]));
-        let result = retry(
-            &connected,
-            "billing_void",
-            json!({ "id": "INV-1" }),
-            asked.request_state.clone(),
-            accept(json!({ "confirm": true })),
-        )
-        .await;
-        assert_eq!(code(&result).as_deref(), expected, "{result:?}");
-        assert_eq!(voided(&replica), usize::from(expected.is_none()));
-        connected.close().await;
-    }
+    let replica = mcp_with(
+        Some(StateKeys::new([new.clone(), old.clone()])),
+        Duration::from_secs(600),
+    );
+    let connected = rounds(&replica, User::answering(vec![]));
+    let result = retry(
+        &connected,
+        "billing_void",
+        json!({ "id": "INV-1" }),
+        asked.request_state.clone(),
+        accept(json!({ "confirm": true })),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(voided(&replica), 1);
+    connected.close().await;
+    let replica = mcp_with(
+        Some(StateKeys::new([new.clone()])),
+        Duration::from_secs(600),
+    );
+    let connected = rounds(&replica, User::answering(vec![]));
+    let code = refused(
+        &connected,
+        "billing_void",
+        json!({ "id": "INV-1" }),
+        asked.request_state.clone(),
+        accept(json!({ "confirm": true })),
+    )
+    .await;
+    assert_eq!(code, "REQUEST_STATE_UNKNOWN_KEY");
+    assert_eq!(voided(&replica), 0);
+    connected.close().await;
 }

@@ -563,3 +563,116 @@ async fn raw_identifier_fields_are_plain_keys_in_and_out() {
         retyped.raw_text()
     );
 }
+
+/// Where to send a receipt: the rules across fields are the type's own schema.
+#[derive(Debug, serde::Serialize, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend(
+    "anyOf" = [{"required": ["phone"]}, {"required": ["email"]}],
+    "if" = {"properties": {"channel": {"const": "sms"}}, "required": ["channel"]},
+    "then" = {"required": ["phone"]}
+))]
+struct Recipient {
+    channel: Option<String>,
+    phone: Option<String>,
+    email: Option<String>,
+}
+
+impl ArgumentGroup for Recipient {
+    const FIELDS: &'static [&'static str] = &["channel", "phone", "email"];
+}
+
+/// Sends a receipt.
+#[fusion::tool(action, name = "shop.send_receipt")]
+async fn send_receipt(to: Recipient) -> Result<Recipient, fusion::ToolError> {
+    Ok(to)
+}
+
+/// Sends a receipt, with a note beside the recipient.
+#[fusion::tool(action, name = "shop.send_note")]
+async fn send_note(to: Recipient, note: String) -> Result<String, fusion::ToolError> {
+    Ok(format!("{note} ({to:?})"))
+}
+
+#[tokio::test]
+async fn rules_across_the_fields_of_a_type_taken_whole_are_advertised_and_enforced() {
+    let server = fusion::ServerBuilder::new("shop", "1.0.0")
+        .tool::<send_receipt>()
+        .tool::<send_note>()
+        .build()
+        .unwrap();
+    let schema = serde_json::to_value(
+        server
+            .tool("shop_send_receipt")
+            .unwrap()
+            .definition()
+            .input_schema
+            .as_ref(),
+    )
+    .unwrap();
+    assert_eq!(
+        schema["anyOf"],
+        json!([{"required": ["phone"]}, {"required": ["email"]}])
+    );
+    assert_eq!(schema["then"], json!({"required": ["phone"]}));
+    assert_eq!(schema["additionalProperties"], false);
+    // Next to another argument, the type's rules would not describe the arguments: left out.
+    let note = serde_json::to_value(
+        server
+            .tool("shop_send_note")
+            .unwrap()
+            .definition()
+            .input_schema
+            .as_ref(),
+    )
+    .unwrap();
+    assert!(
+        note.get("anyOf").is_none() && note.get("if").is_none(),
+        "{note}"
+    );
+
+    // Grouped, they hold in the action's branch.
+    let grouped = fusion::ServerBuilder::new("shop", "1.0.0")
+        .tool::<send_receipt>()
+        .tool::<send_note>()
+        .exposition(fusion::Exposition::Grouped)
+        .build()
+        .unwrap();
+    let schema = serde_json::to_value(
+        grouped
+            .tool("shop")
+            .unwrap()
+            .definition()
+            .input_schema
+            .as_ref(),
+    )
+    .unwrap();
+    let branch = schema["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|branch| branch["properties"]["action"]["const"] == "send_receipt")
+        .unwrap();
+    assert_eq!(branch["then"], json!({"required": ["phone"]}));
+
+    let tester = Tester::new(server);
+    let ok = tester
+        .call("shop.send_receipt", json!({"email": "ann@example.com"}))
+        .await;
+    assert!(!ok.is_error(), "{:?}", ok.raw());
+    assert_eq!(ok.data()["email"], "ann@example.com");
+    for arguments in [
+        // Neither a phone nor an e-mail address.
+        json!({"channel": "email"}),
+        // By SMS, without a phone.
+        json!({"channel": "sms", "email": "ann@example.com"}),
+    ] {
+        let refused = tester.call("shop.send_receipt", arguments.clone()).await;
+        assert_eq!(
+            refused.error_code(),
+            Some("VALIDATION_ERROR"),
+            "{arguments}: {:?}",
+            refused.raw()
+        );
+    }
+}

@@ -1410,3 +1410,152 @@ async fn rate_limits_answer_rate_limited_per_caller_with_the_time_to_wait() {
     assert!(!bob.call("slow.rare", json!({})).await.is_error());
     assert!(!bob.call("slow.quick", json!({})).await.is_error());
 }
+
+/// What a [`RecordingLock`] was asked for.
+#[derive(Default)]
+struct LockRecord {
+    keys: Mutex<Vec<String>>,
+    held: AtomicUsize,
+    most: AtomicUsize,
+}
+
+/// A serialization lock shared "across replicas" that records what it is asked for, and can
+/// fail or panic as the client of a lock store that is down would.
+#[derive(Clone, Copy)]
+enum LockBehaviour {
+    Grant,
+    Fail,
+    Panic,
+}
+
+struct RecordingLock {
+    record: Arc<LockRecord>,
+    behaviour: LockBehaviour,
+}
+
+struct Release(Arc<LockRecord>);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.0.held.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl fusion::SerializationLock for RecordingLock {
+    fn acquire<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Box<dyn Send + 'static>, ToolError>> {
+        Box::pin(async move {
+            self.record.keys.lock().unwrap().push(key.to_owned());
+            match self.behaviour {
+                LockBehaviour::Grant => {
+                    let now = self.record.held.fetch_add(1, Ordering::SeqCst) + 1;
+                    self.record.most.fetch_max(now, Ordering::SeqCst);
+                    Ok(Box::new(Release(Arc::clone(&self.record))) as Box<dyn Send>)
+                }
+                LockBehaviour::Fail => Err(ToolError::new(
+                    "LockUnavailable",
+                    "The lock store did not answer; nothing was changed.",
+                )
+                .with_retryable(true)
+                .with_retry_after(Duration::from_secs(1))),
+                LockBehaviour::Panic => panic!("lock store client bug: secret=hunter2"),
+            }
+        })
+    }
+}
+
+fn ledger_with_lock(behaviour: LockBehaviour) -> (Tester, Arc<Ledger>, Arc<LockRecord>) {
+    let record = Arc::new(LockRecord::default());
+    let server = ServerBuilder::new("s", "1")
+        .state(Ledger::default())
+        .tool::<void_entry>()
+        .tool::<void_unserialized>()
+        .serialization_lock(RecordingLock {
+            record: Arc::clone(&record),
+            behaviour,
+        })
+        .build()
+        .unwrap();
+    let ledger = server.new_context().state::<Ledger>().unwrap();
+    (Tester::new(server), ledger, record)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shared_lock_is_taken_with_the_validated_key_and_released_after_the_call() {
+    let (tester, ledger, record) = ledger_with_lock(LockBehaviour::Grant);
+    let mut calls = Vec::new();
+    for _ in 0..20 {
+        let tester = tester.clone();
+        calls.push(tokio::spawn(async move {
+            tester.call("ledger.void", json!({"id": "E-7"})).await
+        }));
+    }
+    for call in calls {
+        call.await.unwrap();
+    }
+    assert_eq!(ledger.successes.load(Ordering::SeqCst), 1);
+    // Taken after the in-process FIFO turn: one holder at a time, all released.
+    assert_eq!(record.most.load(Ordering::SeqCst), 1);
+    assert_eq!(record.held.load(Ordering::SeqCst), 0);
+    // Invalid arguments never reach the lock; an unserialized mutation does not take it.
+    let invalid = tester.call("ledger.void", json!({"id": 7})).await;
+    assert_eq!(invalid.error_code(), Some("VALIDATION_ERROR"));
+    let unserialized = tester
+        .call("ledger.void_unserialized", json!({"id": "E-8"}))
+        .await;
+    assert!(!unserialized.is_error(), "{}", unserialized.raw_text());
+    let keys = record.keys.lock().unwrap().clone();
+    assert_eq!(keys.len(), 20, "{keys:?}");
+    assert!(
+        keys.iter().all(|key| key == "ledger.void/\"E-7\""),
+        "{keys:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_that_fails_answers_the_call_and_the_handler_never_runs() {
+    let (tester, ledger, record) = ledger_with_lock(LockBehaviour::Fail);
+    let result = tester.call("ledger.void", json!({"id": "E-1"})).await;
+    assert_eq!(
+        result.error_code(),
+        Some("LockUnavailable"),
+        "{}",
+        result.raw_text()
+    );
+    assert_eq!(result.error()["retryable"], true);
+    assert_eq!(ledger.successes.load(Ordering::SeqCst), 0);
+    assert_eq!(record.keys.lock().unwrap().len(), 1);
+    // The in-process FIFO turn was given back: the next call is not stuck behind it.
+    let again = tokio::time::timeout(
+        Duration::from_secs(5),
+        tester.call("ledger.void", json!({"id": "E-1"})),
+    )
+    .await
+    .expect("the FIFO turn of a failed lock was released");
+    assert_eq!(again.error_code(), Some("LockUnavailable"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_that_panics_is_an_internal_error_that_leaks_nothing() {
+    let (tester, ledger, _record) = ledger_with_lock(LockBehaviour::Panic);
+    let result = tester.call("ledger.void", json!({"id": "E-1"})).await;
+    assert_eq!(
+        result.error_code(),
+        Some("INTERNAL_ERROR"),
+        "{}",
+        result.raw_text()
+    );
+    assert!(
+        !result.raw_text().contains("hunter2"),
+        "{}",
+        result.raw_text()
+    );
+    assert_eq!(ledger.successes.load(Ordering::SeqCst), 0);
+    // The server goes on serving; the unserialized tool does not touch the lock at all.
+    let other = tester
+        .call("ledger.void_unserialized", json!({"id": "E-2"}))
+        .await;
+    assert!(!other.is_error(), "{}", other.raw_text());
+}

@@ -13,6 +13,7 @@ pub mod store;
 use std::sync::Arc;
 
 use fusion::audit::{AuditEntry, AuditRecord};
+use fusion::complete::CompletionRequest;
 use fusion::{
     AccessPolicy, ActionInfo, CallContext, Create, Elicit, Filter, Page, Presented, Principal,
     PromptInfo, PromptMessages, Provided, ResourceInfo, Router, Server, ServerBuilder, State,
@@ -125,6 +126,21 @@ impl Invoices {
             Invoices::Postgres(store) => {
                 Ok(store.set_total(tenant, id, total_cents, &audit).await?)
             }
+        }
+    }
+
+    async fn ids_with_prefix(
+        &self,
+        tenant: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, BillingError> {
+        match self {
+            Invoices::Sqlite(store) => {
+                let (store, tenant, prefix) = (store.clone(), tenant.to_owned(), prefix.to_owned());
+                Ok(blocking(move || store.ids_with_prefix(&tenant, &prefix, limit)).await??)
+            }
+            Invoices::Postgres(store) => Ok(store.ids_with_prefix(tenant, prefix, limit).await?),
         }
     }
 
@@ -384,6 +400,15 @@ pub enum BillingError {
         retry_after = "1s"
     )]
     StoreUnavailable,
+    /// The store lost its database connection while committing the change: it may have been
+    /// applied or not, so a blind retry could apply it twice.
+    #[tool_error(
+        code = "StoreOutcomeUnknown",
+        message = "The connection to the invoice store was lost while this change was being saved: it may or may not have been applied.",
+        recovery = "Check with `billing.get_invoice` (or `billing.list_invoices`) whether the change is there before calling again. A create sent with an idempotency_key can be retried with the same key: it is applied once either way.",
+        actions = ["billing.get_invoice", "billing.list_invoices"]
+    )]
+    StoreOutcomeUnknown,
     /// The store failed: the agent sees INTERNAL_ERROR, the operator sees the cause in the logs.
     #[tool_error(internal)]
     Store(StoreError),
@@ -404,6 +429,9 @@ impl From<StoreError> for BillingError {
         if error.is_transient() {
             tracing::warn!(%error, "the invoice store is unavailable; the agent is told to retry");
             BillingError::StoreUnavailable
+        } else if matches!(error, StoreError::CommitUnknown { .. }) {
+            tracing::error!(%error, "a commit's outcome is unknown; the agent is told to check");
+            BillingError::StoreOutcomeUnknown
         } else {
             BillingError::Store(error)
         }
@@ -453,9 +481,28 @@ pub async fn get_invoice(
     found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
 }
 
+/// How many matching invoice ids a completion considers: the client is sent the first 100
+/// (in invoice number order) with the count of all of these, so the count is exact up to here.
+pub const MAX_COMPLETION_CANDIDATES: usize = 10_000;
+
+/// Completes an invoice id (the invoice resource's `{id}`, the reminder prompt's `id`): the
+/// caller's tenant's ids that start with what was typed, oldest first.
+pub async fn invoice_ids(
+    context: CallContext,
+    request: CompletionRequest,
+) -> Result<Vec<String>, ToolError> {
+    let tenant = tenant_of(&context)?;
+    let store = context
+        .state::<Invoices>()
+        .ok_or_else(|| ToolError::internal_message("the invoice store is not registered"))?;
+    Ok(store
+        .ids_with_prefix(&tenant.0, request.value(), MAX_COMPLETION_CANDIDATES)
+        .await?)
+}
+
 /// One invoice of the caller's tenant, as `billing.get_invoice` shows it.
 #[resource(uri = "billing://invoices/{id}", name = "billing.invoice", returns = InvoiceView,
-           cache = volatile, title = "Invoice")]
+           cache = volatile, title = "Invoice", complete(id = invoice_ids))]
 pub async fn invoice(
     store: State<Invoices>,
     tenant: Tenant,
@@ -466,7 +513,8 @@ pub async fn invoice(
 }
 
 /// Drafts a payment reminder for one invoice, from what the agent may see of it.
-#[prompt(name = "billing.reminder_draft", title = "Draft a payment reminder", uses = InvoiceView)]
+#[prompt(name = "billing.reminder_draft", title = "Draft a payment reminder", uses = InvoiceView,
+         complete(id = invoice_ids))]
 pub async fn reminder_draft(
     store: State<Invoices>,
     tenant: Tenant,
@@ -521,18 +569,20 @@ pub async fn void_invoice(
     #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
 ) -> Result<Invoice, BillingError> {
-    // A large invoice is voided only once the user confirmed it. Nothing is changed before the
+    // A large invoice is voided only once the user confirmed it; one already voided is not
+    // asked about (nothing would happen: AlreadyVoided). Nothing is changed before the
     // question: on protocol 2026-07-28 this handler runs again with the answer.
     let found = store.get(&tenant.0, &id).await?;
-    if let Some(invoice) = found.filter(|invoice| invoice.total_cents > CONFIRM_VOID_ABOVE_CENTS)
-        && !ask
-            .confirm(format!(
-                "Void invoice {} of {} for customer {}? It can no longer be paid.",
-                invoice.id,
-                money(invoice.total_cents),
-                invoice.customer_id
-            ))
-            .await?
+    if let Some(invoice) = found.filter(|invoice| {
+        invoice.total_cents > CONFIRM_VOID_ABOVE_CENTS && invoice.status != Status::Voided
+    }) && !ask
+        .confirm(format!(
+            "Void invoice {} of {} for customer {}? It can no longer be paid.",
+            invoice.id,
+            money(invoice.total_cents),
+            invoice.customer_id
+        ))
+        .await?
     {
         return Err(BillingError::VoidNotConfirmed(Echoed::new(&id)));
     }

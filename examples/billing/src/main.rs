@@ -13,7 +13,7 @@ use fusion::Exposition;
 use fusion::audit::{AuditSink, SqliteAuditSink, TracingAuditSink};
 use fusion::auth::StaticTokens;
 use fusion::observe::CallStats;
-use fusion::serve::{HttpOptions, Mcp};
+use fusion::serve::{HttpOptions, Mcp, ReplicaName};
 use fusion::{Principal, ServerBuilder};
 
 /// The billing connector: invoices in front of AI agents, over MCP.
@@ -43,6 +43,11 @@ struct Args {
     /// (so that a load balancer stops sending new calls), then let in-flight calls finish.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     drain_seconds: u64,
+    /// This replica's name among several behind a load balancer (letters, digits, `-`, `_`):
+    /// every 2025-11-25 session id it issues starts with `NAME.`, so the balancer can send a
+    /// session's requests to the replica that holds it (see the replicas guide).
+    #[arg(long, value_name = "NAME", env = "BILLING_REPLICA")]
+    replica: Option<ReplicaName>,
     /// Expose one `billing` tool with an `action` argument instead of one tool per action.
     #[arg(long)]
     grouped: bool,
@@ -208,9 +213,12 @@ async fn serve(
             if let Some(file) = &args.token_file {
                 tokens.extend(read_token_file(file)?);
             }
-            let options = HttpOptions::default()
+            let mut options = HttpOptions::default()
                 .max_connections(args.max_connections)
                 .max_sessions(args.max_sessions, args.max_sessions_per_tenant);
+            if let Some(name) = &args.replica {
+                options = options.replica(name.clone());
+            }
             let drain = std::time::Duration::from_secs(args.drain_seconds);
             serve_http(
                 server,

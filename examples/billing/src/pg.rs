@@ -269,7 +269,7 @@ impl PgStore {
                 .await?
                 .get(0);
             tx.commit().await?;
-            Ok((rows, total))
+            Ok::<_, Failure>((rows, total))
         };
         let (rows, total) = run.await.map_err(StoreError::postgres("page"))?;
         let invoices = rows
@@ -311,6 +311,31 @@ impl PgStore {
             }
         }
         Ok(totals)
+    }
+
+    /// At most `limit` of the tenant's invoice ids that start with `prefix` (case-sensitive),
+    /// in invoice number order; as [`Store::ids_with_prefix`](crate::Store::ids_with_prefix).
+    ///
+    /// # Errors
+    ///
+    /// See [`StoreError::is_transient`].
+    pub async fn ids_with_prefix(
+        &self,
+        tenant: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let client = self.client("ids_with_prefix").await?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                "SELECT id FROM invoices WHERE tenant_id = $1 \
+                 AND left(id, char_length($2::TEXT)) = $2::TEXT ORDER BY number LIMIT $3",
+                &[&tenant, &prefix, &limit],
+            )
+            .await
+            .map_err(StoreError::postgres("ids_with_prefix"))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     /// Voids the tenant's invoice `id` with its audit record, in one transaction; as
@@ -355,7 +380,7 @@ impl PgStore {
                 }
             };
             commit(tx).await?;
-            Ok((outcome, row))
+            Ok::<_, Failure>((outcome, row))
         };
         let (outcome, row) = run.await.map_err(StoreError::postgres("void"))?;
         Ok(match (outcome, row) {
@@ -459,7 +484,7 @@ impl PgStore {
             }
             record(&tx, audit).await?;
             commit(tx).await?;
-            Ok(Ok((row, true)))
+            Ok::<_, Failure>(Ok((row, true)))
         };
         match run.await.map_err(StoreError::postgres("create"))? {
             Err(created) => Ok(created),
@@ -497,7 +522,7 @@ impl PgStore {
                 record(&tx, audit).await?;
             }
             commit(tx).await?;
-            Ok(changed)
+            Ok::<_, Failure>(changed)
         };
         run.await
             .map_err(StoreError::postgres("set_total"))?
@@ -536,14 +561,29 @@ async fn append(
         .map(|_| ())
 }
 
-async fn commit(tx: Transaction<'_>) -> Result<(), tokio_postgres::Error> {
+async fn commit(tx: Transaction<'_>) -> Result<(), Failure> {
     if cfg!(debug_assertions) {
         // The SQLite store's test hook, off the async workers.
         tokio::task::block_in_place(hold_for_tests);
     }
-    tx.commit().await?;
+    tx.commit().await.map_err(Failure::Commit)?;
     failpoint("after-commit");
     Ok(())
+}
+
+/// Where a PostgreSQL call failed: before `COMMIT` was sent, when the transaction is known not
+/// to have happened (PostgreSQL rolls back a transaction whose connection drops), or at the
+/// `COMMIT`, when a lost connection leaves the outcome unknown.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    Statement(tokio_postgres::Error),
+    Commit(tokio_postgres::Error),
+}
+
+impl From<tokio_postgres::Error> for Failure {
+    fn from(error: tokio_postgres::Error) -> Self {
+        Failure::Statement(error)
+    }
 }
 
 fn unix_ms(audit: &AuditRecord) -> i64 {
@@ -712,6 +752,19 @@ impl fusion::SerializationLock for PgLock {
 }
 
 /// Whether a PostgreSQL error means nothing was done and the same call may succeed later.
+/// Whether the connection itself failed: closed, cut (an I/O error), or ended by the server
+/// (terminated, shutting down, a connection exception).
+pub(crate) fn connection_lost(error: &tokio_postgres::Error) -> bool {
+    let io = std::error::Error::source(error).is_some_and(|source| source.is::<std::io::Error>());
+    error.is_closed()
+        || io
+        || error.code().is_some_and(|code| {
+            code == &SqlState::ADMIN_SHUTDOWN
+                || code == &SqlState::CRASH_SHUTDOWN
+                || code.code().starts_with("08")
+        })
+}
+
 pub(crate) fn transient(error: &tokio_postgres::Error) -> bool {
     error.code().is_some_and(|code| {
         [

@@ -154,6 +154,9 @@ const SQL_COUNT_ALL: &str = "SELECT COUNT(*) FROM invoices WHERE tenant_id = ?1"
 const SQL_COUNT_STATUS: &str = "SELECT COUNT(*) FROM invoices WHERE tenant_id = ?1 AND status = ?2";
 const SQL_TOTALS: &str = "SELECT status, COUNT(*), COALESCE(SUM(total_cents), 0) \
      FROM invoices WHERE tenant_id = ?1 GROUP BY status";
+// An exact, case-sensitive prefix (LIKE would ignore ASCII case and need escaping).
+const SQL_IDS_WITH_PREFIX: &str = "SELECT id FROM invoices WHERE tenant_id = ?1 \
+     AND substr(id, 1, length(?2)) = ?2 ORDER BY number LIMIT ?3";
 const SQL_VOID: &str = concat!(
     "UPDATE invoices SET status = 'voided' \
      WHERE tenant_id = ?2 AND id = ?1 AND status != 'voided' RETURNING ",
@@ -226,6 +229,14 @@ pub enum StoreError {
         /// What PostgreSQL (or the connection to it) said.
         source: tokio_postgres::Error,
     },
+    /// The connection to PostgreSQL was lost while the change was being committed: it may or
+    /// may not have been applied (with its audit record, in the same transaction).
+    CommitUnknown {
+        /// The store operation whose commit was cut off.
+        operation: &'static str,
+        /// What the connection said.
+        source: tokio_postgres::Error,
+    },
     /// A value read back is not one the store writes.
     Corrupt {
         /// The store operation that read it.
@@ -240,10 +251,18 @@ impl StoreError {
         move |source| StoreError::Sqlite { operation, source }
     }
 
-    pub(crate) fn postgres(
+    pub(crate) fn postgres<E: Into<crate::pg::Failure>>(
         operation: &'static str,
-    ) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
-        move |source| StoreError::Postgres { operation, source }
+    ) -> impl FnOnce(E) -> StoreError {
+        move |failure| match failure.into() {
+            crate::pg::Failure::Statement(source) => StoreError::Postgres { operation, source },
+            // PostgreSQL's answer to the COMMIT (a serialization failure, say) means it rolled
+            // back; no answer at all leaves the outcome unknown.
+            crate::pg::Failure::Commit(source) if crate::pg::connection_lost(&source) => {
+                StoreError::CommitUnknown { operation, source }
+            }
+            crate::pg::Failure::Commit(source) => StoreError::Postgres { operation, source },
+        }
     }
 
     /// Whether the same call may succeed later: the database stayed locked or busy past
@@ -258,8 +277,12 @@ impl StoreError {
             ),
             // No connection: nothing was sent.
             StoreError::Pool { .. } => true,
-            // A lost connection is not transient: a commit in flight may have been applied.
-            StoreError::Postgres { source, .. } => crate::pg::transient(source),
+            // A connection lost before the commit rolled its transaction back: nothing was
+            // written. One lost during the commit is `CommitUnknown`, not transient.
+            StoreError::Postgres { source, .. } => {
+                crate::pg::transient(source) || crate::pg::connection_lost(source)
+            }
+            StoreError::CommitUnknown { .. } => false,
             StoreError::CreateDir { .. }
             | StoreError::Permissions { .. }
             | StoreError::Corrupt { .. } => false,
@@ -296,6 +319,10 @@ impl fmt::Display for StoreError {
             StoreError::Postgres { operation, source } => {
                 write!(f, "billing store: {operation} failed: {source}")
             }
+            StoreError::CommitUnknown { operation, source } => write!(
+                f,
+                "billing store: {operation}: the connection was lost during the commit, which may or may not have been applied: {source}"
+            ),
             StoreError::Corrupt { operation, what } => {
                 write!(f, "billing store: {operation}: {what}")
             }
@@ -311,7 +338,9 @@ impl std::error::Error for StoreError {
             }
             StoreError::Busy { .. } | StoreError::Pool { .. } | StoreError::Corrupt { .. } => None,
             StoreError::Sqlite { source, .. } => Some(source),
-            StoreError::Postgres { source, .. } => Some(source),
+            StoreError::Postgres { source, .. } | StoreError::CommitUnknown { source, .. } => {
+                Some(source)
+            }
         }
     }
 }
@@ -778,6 +807,28 @@ impl Store {
         run().map_err(StoreError::sqlite("totals_by_status"))
     }
 
+    /// At most `limit` of the tenant's invoice ids that start with `prefix` (case-sensitive),
+    /// in invoice number order: what completing an invoice id suggests.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Sqlite`] if SQLite fails.
+    pub fn ids_with_prefix(
+        &self,
+        tenant: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let conn = self.reader();
+        let run = || -> rusqlite::Result<Vec<String>> {
+            conn.prepare_cached(SQL_IDS_WITH_PREFIX)?
+                .query_map(params![tenant, prefix, limit], |row| row.get(0))?
+                .collect()
+        };
+        run().map_err(StoreError::sqlite("ids_with_prefix"))
+    }
+
     /// A read connection: the first free one from a rotating start, else wait for that start.
     fn reader(&self) -> MutexGuard<'_, Connection> {
         let count = self.readers.len();
@@ -1107,6 +1158,52 @@ mod tests {
         assert_send_sync::<StoreError>();
         fn assert_error<E: std::error::Error + Send + Sync + 'static>() {}
         assert_error::<StoreError>();
+    }
+
+    #[test]
+    fn ids_with_prefix_complete_exactly_in_number_order_within_the_tenant() {
+        let store = Store::open_in_memory().unwrap();
+        assert_eq!(
+            store.ids_with_prefix("t_777", "INV-99", 3).unwrap(),
+            ["INV-99", "INV-990", "INV-991"]
+        );
+        // INV-1, INV-10..19, INV-100..199, INV-1000.
+        assert_eq!(
+            store.ids_with_prefix("t_777", "INV-1", 200).unwrap().len(),
+            112
+        );
+        assert_eq!(store.ids_with_prefix("t_777", "", 5).unwrap().len(), 5);
+        // Case-sensitive, and no pattern characters.
+        assert!(
+            store
+                .ids_with_prefix("t_777", "inv-", 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .ids_with_prefix("t_777", "INV-_", 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .ids_with_prefix("t_777", "INV-%", 10)
+                .unwrap()
+                .is_empty()
+        );
+        // Only the tenant's own.
+        assert!(
+            store
+                .ids_with_prefix("t_other", "INV-", 10)
+                .unwrap()
+                .is_empty()
+        );
+        let mine = create(&store, "t_other", "C-1", 100);
+        assert_eq!(
+            store.ids_with_prefix("t_other", "INV-", 10).unwrap(),
+            [mine.id]
+        );
     }
 
     #[test]

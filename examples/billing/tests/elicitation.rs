@@ -132,6 +132,10 @@ async fn voiding_a_large_invoice_asks_and_only_an_accepted_answer_voids_and_audi
             if answer == ElicitationAction::Accept {
                 assert_eq!(code(&voided), None, "{era}: {voided:?}");
                 assert_eq!(status, "voided", "{era}");
+                // Voiding it again changes nothing: the user is not asked about it.
+                let again = call(&client, "billing_void_invoice", json!({ "id": id })).await;
+                assert_eq!(code(&again), Some("AlreadyVoided"), "{era}: {again:?}");
+                assert_eq!(user.asked.lock().unwrap().len(), 1, "{era}");
             } else {
                 assert_eq!(code(&voided), Some("VoidNotConfirmed"), "{era}: {voided:?}");
                 assert_ne!(status, "voided", "{era}");

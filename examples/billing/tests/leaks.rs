@@ -143,6 +143,10 @@ enum Expect {
     RpcError(i64),
     /// A JSON-RPC error or an HTTP client error: the request is not a valid `tools/call`.
     Rejected,
+    /// The user must be asked, and this client (no `elicitation` capability) cannot be: the
+    /// tool error `ELICITATION_UNSUPPORTED` on a session, `MissingRequiredClientCapability`
+    /// (`-32021`, HTTP 400) on a stateless request.
+    Unconfirmable,
 }
 
 /// Checks the `data` of a successful call against the model.
@@ -401,11 +405,11 @@ fn next_call(rng: &mut Rng, model: &mut Model) -> Call {
                 .is_some_and(|total| *total > billing::CONFIRM_VOID_ABOVE_CENTS);
             let expect = match model.status(&id) {
                 Some("voided") => Expect::ToolError("AlreadyVoided"),
-                Some(_) if needs_confirmation => Expect::ToolError("ELICITATION_UNSUPPORTED"),
+                Some(_) if needs_confirmation => Expect::Unconfirmable,
                 Some(_) => Expect::Ok,
                 None => Expect::ToolError("InvoiceNotFound"),
             };
-            if !matches!(expect, Expect::ToolError("ELICITATION_UNSUPPORTED")) {
+            if expect != Expect::Unconfirmable {
                 model.changed.insert(id.clone(), "voided");
                 model.voided.push(id.clone());
             }
@@ -900,8 +904,20 @@ fn same(what: &str, got: &Value, want: impl Into<Value>) -> Result<(), String> {
     }
 }
 
-/// Checks one exchange against what the call expected: the outcome's name, or what is wrong.
-fn check_outcome(call: &Call, exchange: &Exchange) -> Result<String, String> {
+/// Checks one exchange (over a session or not) against what the call expected: the outcome's
+/// name, or what is wrong.
+fn check_outcome(call: &Call, exchange: &Exchange, session: bool) -> Result<String, String> {
+    if call.expect == Expect::Unconfirmable && !session {
+        same("HTTP status", &Value::from(exchange.status), 400)?;
+        let message = exchange.message.as_ref().ok_or("no JSON-RPC answer")?;
+        same("JSON-RPC error code", &message["error"]["code"], -32021)?;
+        same(
+            "required capability",
+            &message["error"]["data"]["requiredCapabilities"],
+            json!({"elicitation": {}}),
+        )?;
+        return Ok("JSON-RPC -32021".to_owned());
+    }
     if call.expect == Expect::Rejected {
         if (400..500).contains(&exchange.status) {
             return Ok(format!("HTTP {}", exchange.status));
@@ -950,6 +966,14 @@ fn check_outcome(call: &Call, exchange: &Exchange) -> Result<String, String> {
         (Expect::ToolError(code), true) => {
             same("error code", &envelope["error"]["code"], *code)?;
             Ok((*code).to_owned())
+        }
+        (Expect::Unconfirmable, true) => {
+            same(
+                "error code",
+                &envelope["error"]["code"],
+                "ELICITATION_UNSUPPORTED",
+            )?;
+            Ok("ELICITATION_UNSUPPORTED".to_owned())
         }
         (Expect::Ok, true) => Err(format!(
             "expected success, got the tool error {}: {}",
@@ -1016,7 +1040,7 @@ async fn no_response_leaks_hidden_data() {
             {
                 echoed_names += 1;
             }
-            let outcome = match check_outcome(&call, &exchange) {
+            let outcome = match check_outcome(&call, &exchange, session) {
                 Ok(outcome) => outcome,
                 Err(problem) => {
                     mismatches.push(format!(

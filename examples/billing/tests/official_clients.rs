@@ -10,9 +10,23 @@
 //!   - `plans/guarded.json` sends the guarded `tenant_id`: rejected before any handler runs,
 //!     still no secret in any message. It is a plan of its own because the rejection names the
 //!     field the agent sent (`tenant_id`), which `plans/billing.json` forbids everywhere.
-//! * Conformance: every server scenario of the suite that applies to a tools-only server, at
-//!   2025-11-25 and at 2026-07-28; the baseline excuses only checks that need the suite's own
-//!   fixture tools, prompts or resources.
+//!   - `plans/content.json` (SPEC issue 15): the invoice resource template listed and read
+//!     through `InvoiceView` (exactly the listed fields, with the rules and UI blocks), an unknown
+//!     invoice read as resource-not-found (`-32002`, `-32602` on 2026-07-28, with `data.uri`),
+//!     the reminder prompt listed and got (its errors `-32602`), invoice ids completed for the
+//!     template and the prompt, and no secret, tenant or hidden field's name in any message.
+//!   - `plans/confirm.json`: voiding an invoice above $1,000 asks the user (an
+//!     `elicitation/create` request on 2025-11-25, an `input_required` result on 2026-07-28,
+//!     answered through the SDK's own handler): accepted it is voided, declined, cancelled or
+//!     answered "no" it stays open; small or already voided invoices are not asked about.
+//!   - `plans/confirm-unsupported.json`: a client without the elicitation capability is never
+//!     asked; voiding a large invoice changes nothing and is `ELICITATION_UNSUPPORTED` on
+//!     2025-11-25, the protocol's JSON-RPC error `-32021` (missing client capability) on
+//!     2026-07-28.
+//! * Conformance: every server scenario of the suite that does not need the suite's own
+//!   fixture tools, prompts or resources, at 2025-11-25 and at 2026-07-28 (the baseline
+//!   excuses the four checks of `server-stateless` that call its diagnostic tools);
+//!   `examples/conformance` implements the fixtures and passes every scenario with no baseline.
 //!
 //! Run with `-- --nocapture` to see the versions, negotiated protocols and pass counts.
 #![cfg(unix)]
@@ -21,6 +35,7 @@ mod support;
 
 use std::path::PathBuf;
 
+use serde_json::{Value, json};
 use support::{BillingHttp, Conformance, MATRIX_CLIENTS, Matrix, billing_bin, ensure_testkit};
 
 fn plan(name: &str) -> PathBuf {
@@ -96,6 +111,199 @@ fn a_guarded_field_is_rejected_for_every_official_client_over_http() {
     matrix.assert_all_passed("HTTP, plans/guarded.json", 1);
 }
 
+/// Every client's report holds these values (report key → value): what the plan implies the
+/// client did, so that a client which skipped a whole section could not pass unnoticed.
+fn assert_reports(matrix: &Matrix, what: &str, expected: &[(&str, Value)]) {
+    let mut problems = Vec::new();
+    for report in &matrix.reports {
+        let Some(json) = &report.report else { continue };
+        for (key, want) in expected {
+            if &json[*key] != want {
+                problems.push(format!(
+                    "{}: {key} = {}, expected {want}",
+                    report.name, json[*key]
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{what}:\n  {}", problems.join("\n  "));
+}
+
+/// The questions each client was asked by `plans/confirm.json`, in order, each the way its
+/// protocol era asks: over the session on 2025-11-25, in an `input_required` result on
+/// 2026-07-28.
+fn assert_confirm_questions(matrix: &Matrix, what: &str) {
+    for report in &matrix.reports {
+        let Some(json) = &report.report else { continue };
+        let era = MATRIX_CLIENTS
+            .iter()
+            .find(|(client, _)| *client == report.name)
+            .map(|(_, era)| *era)
+            .expect("a matrix client");
+        let via = if era == "2026-07-28" {
+            "input_required"
+        } else {
+            "elicitation/create"
+        };
+        let asked = |step: &str, invoice: &str, action: &str| {
+            let (amount, customer) = if invoice == "INV-1001" {
+                ("$2500.00", "C-42")
+            } else {
+                ("$3000.00", "C-43")
+            };
+            json!({
+                "step": step,
+                "message": format!("Void invoice {invoice} of {amount} for customer {customer}? It can no longer be paid."),
+                "via": via,
+                "action": action,
+            })
+        };
+        let expected = json!([
+            asked("calls[1]", "INV-1001", "accept"),
+            asked("calls[5]", "INV-1002", "decline"),
+            asked("calls[7]", "INV-1002", "cancel"),
+            asked("calls[8]", "INV-1002", "accept"),
+        ]);
+        assert_eq!(
+            json["elicitations"], expected,
+            "{what}: {} was asked other questions than plans/confirm.json expects",
+            report.name
+        );
+    }
+}
+
+/// What every client did with `plans/content.json`.
+fn content_counts() -> [(&'static str, Value); 8] {
+    [
+        ("resources", json!(0)),
+        ("resourceTemplates", json!(1)),
+        ("reads", json!(4)),
+        ("prompts", json!(1)),
+        ("promptGets", json!(4)),
+        ("completions", json!(5)),
+        ("calls", json!(0)),
+        ("skipped", json!(0)),
+    ]
+}
+
+#[test]
+fn every_official_client_reads_resources_gets_the_prompt_and_completes_over_stdio() {
+    ensure_testkit();
+    let mut matrix = Matrix::default();
+    matrix.run(
+        &["--stdio", &stdio_command()],
+        &plan("content.json"),
+        &[],
+        None,
+    );
+    matrix.print("client matrix, stdio, plans/content.json");
+    matrix.assert_all_passed("stdio, plans/content.json", 1);
+    assert_reports(&matrix, "stdio, plans/content.json", &content_counts());
+}
+
+#[test]
+fn every_official_client_reads_resources_gets_the_prompt_and_completes_over_http() {
+    ensure_testkit();
+    // Nothing in this plan changes the store: one server for all five clients.
+    let server = BillingHttp::spawn();
+    let mut matrix = Matrix::default();
+    matrix.run(
+        &["--http", server.url()],
+        &plan("content.json"),
+        &[],
+        Some(&server),
+    );
+    matrix.print("client matrix, Streamable HTTP, plans/content.json");
+    matrix.assert_all_passed("HTTP, plans/content.json", 1);
+    assert_reports(&matrix, "HTTP, plans/content.json", &content_counts());
+}
+
+#[test]
+fn every_official_client_is_asked_before_a_large_void_over_stdio() {
+    ensure_testkit();
+    let mut matrix = Matrix::default();
+    matrix.run(
+        &["--stdio", &stdio_command()],
+        &plan("confirm.json"),
+        &[],
+        None,
+    );
+    matrix.print("client matrix, stdio, plans/confirm.json");
+    matrix.assert_all_passed("stdio, plans/confirm.json", 1);
+    assert_reports(
+        &matrix,
+        "stdio, plans/confirm.json",
+        &[("calls", json!(13)), ("skipped", json!(0))],
+    );
+    assert_confirm_questions(&matrix, "stdio, plans/confirm.json");
+}
+
+#[test]
+fn every_official_client_is_asked_before_a_large_void_over_http() {
+    ensure_testkit();
+    let mut matrix = Matrix::default();
+    // The plan creates and voids invoices: one fresh server per client.
+    for (client, _) in MATRIX_CLIENTS {
+        let server = BillingHttp::spawn();
+        matrix.run(
+            &["--http", server.url()],
+            &plan("confirm.json"),
+            &[client],
+            Some(&server),
+        );
+    }
+    matrix.print("client matrix, Streamable HTTP, plans/confirm.json");
+    matrix.assert_all_passed("HTTP, plans/confirm.json", 1);
+    assert_reports(
+        &matrix,
+        "HTTP, plans/confirm.json",
+        &[("calls", json!(13)), ("skipped", json!(0))],
+    );
+    assert_confirm_questions(&matrix, "HTTP, plans/confirm.json");
+}
+
+#[test]
+fn a_client_without_elicitation_cannot_void_a_large_invoice_over_stdio() {
+    ensure_testkit();
+    let mut matrix = Matrix::default();
+    matrix.run(
+        &["--stdio", &stdio_command()],
+        &plan("confirm-unsupported.json"),
+        &[],
+        None,
+    );
+    matrix.print("client matrix, stdio, plans/confirm-unsupported.json");
+    matrix.assert_all_passed("stdio, plans/confirm-unsupported.json", 1);
+    assert_reports(
+        &matrix,
+        "stdio, plans/confirm-unsupported.json",
+        &[("calls", json!(4)), ("elicitations", json!([]))],
+    );
+}
+
+#[test]
+fn a_client_without_elicitation_cannot_void_a_large_invoice_over_http() {
+    ensure_testkit();
+    let mut matrix = Matrix::default();
+    // The plan creates an invoice: one fresh server per client.
+    for (client, _) in MATRIX_CLIENTS {
+        let server = BillingHttp::spawn();
+        matrix.run(
+            &["--http", server.url()],
+            &plan("confirm-unsupported.json"),
+            &[client],
+            Some(&server),
+        );
+    }
+    matrix.print("client matrix, Streamable HTTP, plans/confirm-unsupported.json");
+    matrix.assert_all_passed("HTTP, plans/confirm-unsupported.json", 1);
+    assert_reports(
+        &matrix,
+        "HTTP, plans/confirm-unsupported.json",
+        &[("calls", json!(4)), ("elicitations", json!([]))],
+    );
+}
+
 /// Runs the conformance `scenarios` at `spec` against a fresh server and requires every check
 /// to pass, except the baselined ones (`testkit/conformance/baseline-tools-only.yml`).
 fn conformance(spec: &str, scenarios: &[&str]) {
@@ -138,13 +346,15 @@ fn conformance(spec: &str, scenarios: &[&str]) {
 }
 
 #[test]
-fn conformance_2025_11_25_every_tools_only_scenario_passes() {
+fn conformance_2025_11_25_every_scenario_billing_can_serve_passes() {
     conformance(
         "2025-11-25",
         &[
             "server-initialize",
             "ping",
             "tools-list",
+            "prompts-list",
+            "resources-list",
             "server-session-lifecycle",
             "server-sse-multiple-streams",
             "dns-rebinding-protection",
@@ -153,12 +363,15 @@ fn conformance_2025_11_25_every_tools_only_scenario_passes() {
 }
 
 #[test]
-fn conformance_2026_07_28_every_tools_only_scenario_passes() {
+fn conformance_2026_07_28_every_scenario_billing_can_serve_passes() {
     conformance(
         "2026-07-28",
         &[
             "server-stateless",
             "tools-list",
+            "prompts-list",
+            "resources-list",
+            "sep-2164-resource-not-found",
             "caching",
             "http-header-validation",
             "server-sse-multiple-streams",

@@ -248,7 +248,37 @@ async fn replicas_starting_together_migrate_and_seed_once_and_tenants_stay_apart
     assert_eq!(open[0].id, "INV-3");
     let totals = a.totals_by_status("t_777").await.unwrap();
     assert_eq!(totals.iter().map(|t| t.1).sum::<u64>(), 1000);
+    // Completing an id: an exact prefix, in number order, at most the limit.
+    assert_eq!(
+        a.ids_with_prefix("t_777", "INV-99", 3).await.unwrap(),
+        ["INV-99", "INV-990", "INV-991"]
+    );
+    assert_eq!(
+        a.ids_with_prefix("t_777", "INV-1", 200)
+            .await
+            .unwrap()
+            .len(),
+        112
+    );
+    assert!(
+        a.ids_with_prefix("t_777", "inv-", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        a.ids_with_prefix("t_777", "INV-_", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // Another tenant sees none of it, and cannot change it.
+    assert!(
+        a.ids_with_prefix("t_other", "INV-", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(a.get("t_other", "INV-7").await.unwrap(), None);
     assert_eq!(a.page("t_other", None, 0, 10).await.unwrap().1, 0);
     assert!(
@@ -578,4 +608,255 @@ async fn fifty_voids_across_three_servers_on_one_database_one_succeeds() {
             .await;
         assert_eq!(got.data()["status"], "voided");
     }
+}
+
+/// A Tester on a fresh PgStore of `url` for the demo tenant, with write scope.
+async fn tester_on(url: &str) -> Tester {
+    let store = PgStore::connect(url, 2).await.unwrap();
+    let server = billing::builder_on(Invoices::Postgres(store.clone()))
+        .audit(billing::PgAuditSink::new(store))
+        .build()
+        .unwrap();
+    Tester::new(server).with_context(|call| {
+        call.extensions_mut().insert(
+            Principal::new("token:t_777")
+                .with_tenant("t_777")
+                .with_scopes([billing::WRITE_SCOPE.to_owned()]),
+        );
+    })
+}
+
+/// Waits until a backend runs a statement containing `query` and waits on `wait_event`, then
+/// terminates it (as a database restart or a failover would). Watches from a connection of its
+/// own: inside a transaction, `pg_stat_activity` is a snapshot taken once.
+async fn terminate_backend(url: &str, query: &str, wait_event: &str) {
+    let admin = &admin_client(url).await;
+    // Generous: the other tests start clusters of their own on the same two cores.
+    for _ in 0..1200 {
+        let row = admin
+            .query_opt(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%' \
+                 AND wait_event = $2",
+                &[&query, &wait_event],
+            )
+            .await
+            .unwrap();
+        if let Some(row) = row {
+            assert!(row.get::<_, bool>(0), "pg_terminate_backend refused");
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let activity: Vec<String> = admin
+        .query(
+            "SELECT pid::text || ' ' || coalesce(state, '') || ' ' || coalesce(wait_event, '') \
+             || ' ' || query FROM pg_stat_activity WHERE datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    panic!("no backend ran {query:?} waiting on {wait_event}: {activity:#?}");
+}
+
+/// A create of an invoice for `customer`, running.
+fn spawn_create(
+    tester: &Tester,
+    customer: &'static str,
+) -> tokio::task::JoinHandle<fusion::testing::TestResult> {
+    let tester = tester.clone();
+    tokio::spawn(async move {
+        tester
+            .call(
+                "billing.create_invoice",
+                json!({"customer_id": customer, "total_cents": 100}),
+            )
+            .await
+    })
+}
+
+async fn admin_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+async fn created_for(admin: &tokio_postgres::Client, customer: &str) -> i64 {
+    admin
+        .query_one(
+            "SELECT count(*) FROM invoices WHERE customer_id = $1",
+            &[&customer],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_before_the_commit_is_retryable_and_wrote_nothing() {
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database("lost_before").await;
+    let tester = tester_on(&url).await;
+    let admin = admin_client(&url).await;
+    // Another replica's create of the tenant holds the create lock, so ours waits inside its
+    // transaction, where its connection is cut.
+    admin.batch_execute("BEGIN").await.unwrap();
+    admin
+        .execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('billing.create/' || $1, 0))",
+            &[&"t_777"],
+        )
+        .await
+        .unwrap();
+    let create = spawn_create(&tester, "C-LOST");
+    terminate_backend(&url, "billing.create/", "advisory").await;
+    let result = create.await.unwrap();
+    admin.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        result.error_code(),
+        Some("StoreUnavailable"),
+        "{}",
+        result.raw_text()
+    );
+    assert_eq!(result.error()["retryable"], true, "{}", result.raw_text());
+    assert!(
+        !result.raw_text().contains("terminat"),
+        "{}",
+        result.raw_text()
+    );
+    assert_eq!(created_for(&admin, "C-LOST").await, 0);
+    assert_eq!(audit_count(&url, "billing.create_invoice", "ok").await, 0);
+    // The retry the agent is told to make succeeds once the pool has dropped the dead
+    // connection (a checkout may still hand it out once, which is answered retryable again).
+    let mut retry = None;
+    for _ in 0..5 {
+        let answer = tester
+            .call(
+                "billing.create_invoice",
+                json!({"customer_id": "C-LOST", "total_cents": 100}),
+            )
+            .await;
+        if !answer.is_error() {
+            retry = Some(answer);
+            break;
+        }
+        assert_eq!(
+            answer.error_code(),
+            Some("StoreUnavailable"),
+            "{}",
+            answer.raw_text()
+        );
+        let wait = answer.error()["retryAfterMs"].as_u64().unwrap_or(1000);
+        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+    }
+    assert!(retry.is_some(), "no retry succeeded");
+    assert_eq!(created_for(&admin, "C-LOST").await, 1);
+    assert_eq!(audit_count(&url, "billing.create_invoice", "ok").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_during_the_commit_is_reported_as_an_unknown_outcome() {
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database("lost_during").await;
+    let tester = tester_on(&url).await;
+    let admin = admin_client(&url).await;
+    // A deferred trigger makes this customer's commits slow, so the connection can be cut
+    // while PostgreSQL is committing.
+    admin
+        .batch_execute(
+            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN IF NEW.customer_id = 'C-SLOW' THEN PERFORM pg_sleep(30); END IF; \
+             RETURN NULL; END $$; \
+             CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON invoices \
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();",
+        )
+        .await
+        .unwrap();
+    let create = spawn_create(&tester, "C-SLOW");
+    terminate_backend(&url, "COMMIT", "PgSleep").await;
+    let result = create.await.unwrap();
+    assert_eq!(
+        result.error_code(),
+        Some("StoreOutcomeUnknown"),
+        "{}",
+        result.raw_text()
+    );
+    // Not retryable: a blind retry of a change that may have been applied could apply it twice.
+    assert_ne!(result.error()["retryable"], true, "{}", result.raw_text());
+    assert!(
+        !result.raw_text().contains("terminat"),
+        "{}",
+        result.raw_text()
+    );
+    // The agent is pointed at the calls that tell it what happened.
+    let text = result.raw_text();
+    assert!(text.contains("billing_get_invoice"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_are_not_invoice_changes_are_audited_through_the_pg_sink() {
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database("sink").await;
+    let tester = tester_on(&url).await;
+    let admin = admin_client(&url).await;
+    let sent = tester
+        .call("billing.send_reminder", json!({"id": "INV-3"}))
+        .await;
+    assert!(!sent.is_error(), "{}", sent.raw_text());
+    let row = admin
+        .query_one(
+            "SELECT tenant, principal, outcome FROM audit_events \
+             WHERE action = 'billing.send_reminder'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Option<String>>(0).as_deref(), Some("t_777"));
+    assert_eq!(
+        row.get::<_, Option<String>>(1).as_deref(),
+        Some("token:t_777")
+    );
+    assert_eq!(row.get::<_, String>(2), "ok");
+    // Reads are not audited.
+    let read = tester
+        .call("billing.get_invoice", json!({"id": "INV-3"}))
+        .await;
+    assert!(!read.is_error(), "{}", read.raw_text());
+    let total: i64 = admin
+        .query_one("SELECT count(*) FROM audit_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(total, 1);
+    // With the trail unwritable, the sent reminder is reported as AUDIT_FAILED (done, not to
+    // be retried), not as plain success, and the database error stays out of the answer.
+    admin
+        .batch_execute("ALTER TABLE audit_events RENAME TO audit_events_moved")
+        .await
+        .unwrap();
+    let unaudited = tester
+        .call("billing.send_reminder", json!({"id": "INV-3"}))
+        .await;
+    assert_eq!(
+        unaudited.error_code(),
+        Some("AUDIT_FAILED"),
+        "{}",
+        unaudited.raw_text()
+    );
+    assert!(
+        !unaudited.raw_text().contains("audit_events"),
+        "{}",
+        unaudited.raw_text()
+    );
 }

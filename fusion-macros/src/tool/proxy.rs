@@ -13,6 +13,8 @@ use syn::spanned::Spanned as _;
 use syn::{Attribute, FnArg, ItemFn, LitStr, Pat, Signature, Token, Visibility};
 
 use super::parse::Tool;
+use fusion_names::route::{Method, Route, Segment};
+
 use crate::common::fnv1a;
 
 /// A function declared without a body: `async fn get(id: String) -> Result<M, ToolError>;`.
@@ -49,152 +51,23 @@ impl Bodiless {
     }
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Method {
-    Get,
-    Head,
-    Post,
-    Put,
-    Patch,
-    Delete,
+/// The variant of `HttpMethod` the written code names.
+fn method_variant(method: Method) -> proc_macro2::Ident {
+    let name = match method {
+        Method::Get => "Get",
+        Method::Head => "Head",
+        Method::Post => "Post",
+        Method::Put => "Put",
+        Method::Patch => "Patch",
+        Method::Delete => "Delete",
+    };
+    proc_macro2::Ident::new(name, Span::call_site())
 }
 
-impl Method {
-    fn variant(self) -> proc_macro2::Ident {
-        let name = match self {
-            Method::Get => "Get",
-            Method::Head => "Head",
-            Method::Post => "Post",
-            Method::Put => "Put",
-            Method::Patch => "Patch",
-            Method::Delete => "Delete",
-        };
-        proc_macro2::Ident::new(name, Span::call_site())
-    }
-}
-
-enum Segment {
-    Literal(String),
-    /// `{name}`, with literal text around it in its segment (`{sid}.json`), usually none.
-    Param {
-        prefix: String,
-        name: String,
-        suffix: String,
-    },
-}
-
-struct Route {
-    method: Method,
-    segments: Vec<Segment>,
-}
-
-// A route is `METHOD /path`, at most one parameter per segment (`{id}`, or with literal text
-// around it, `{sid}.json`), named like an argument, each once; literal text needs no encoding
-// and a literal segment is never `.` or `..`; no query string or fragment (the same rules as
-// `fusion::upstream::HttpRoute::parse`, which code built at run time uses).
+/// The route, checked by the rules the runtime applies to routes built at run time.
 fn parse_route(template: &LitStr) -> Result<Route> {
-    let text = template.value();
-    let error = |message: String| Error::custom(message).with_span(template);
-    let (method, path) = text.trim().split_once(' ').ok_or_else(|| {
-        error(format!(
-            "`{text}` is not `METHOD /path`, such as `GET /invoices/{{id}}`"
-        ))
-    })?;
-    let method = match method {
-        "GET" => Method::Get,
-        "HEAD" => Method::Head,
-        "POST" => Method::Post,
-        "PUT" => Method::Put,
-        "PATCH" => Method::Patch,
-        "DELETE" => Method::Delete,
-        other => {
-            return Err(error(format!(
-                "`{other}` is not an HTTP method a route may use: GET, HEAD, POST, PUT, PATCH or DELETE"
-            )));
-        }
-    };
-    let path = path.trim();
-    let Some(rest) = path.strip_prefix('/') else {
-        return Err(error(format!("the path `{path}` must start with `/`")));
-    };
-    if let Some(at) = path.find(['?', '#']) {
-        let what = if path[at..].starts_with('?') {
-            "a query string"
-        } else {
-            "a fragment"
-        };
-        return Err(error(format!(
-            "`{path}` has {what} (`{}`): a route is a path only; the arguments that are not path parameters fill the query",
-            &path[at..]
-        )));
-    }
-    let check_literal = |text: &str, segment: &str| match text
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(*c)))
-    {
-        Some(bad) => Err(error(format!(
-            "`{segment}` holds `{bad}`, which a route may not: a route has no query string, fragment or encoding (arguments fill the query)"
-        ))),
-        None => Ok(()),
-    };
-    let mut segments = Vec::new();
-    if !rest.is_empty() {
-        for segment in rest.split('/') {
-            let (opens, closes) = (segment.matches('{').count(), segment.matches('}').count());
-            if opens > 1 || closes > 1 {
-                return Err(error(format!(
-                    "`{segment}`: a segment holds at most one path parameter"
-                )));
-            }
-            if let (Some(open), Some(close)) = (segment.find('{'), segment.find('}'))
-                && open < close
-            {
-                let (prefix, name, suffix) = (
-                    &segment[..open],
-                    &segment[open + 1..close],
-                    &segment[close + 1..],
-                );
-                let valid = name
-                    .chars()
-                    .next()
-                    .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                if !valid {
-                    return Err(error(format!(
-                        "`{{{name}}}`: a path parameter is named like an argument (letters, digits and `_`)"
-                    )));
-                }
-                check_literal(prefix, segment)?;
-                check_literal(suffix, segment)?;
-                if segments.iter().any(
-                    |other| matches!(other, Segment::Param { name: other, .. } if other == name),
-                ) {
-                    return Err(error(format!(
-                        "the path parameter `{{{name}}}` appears twice"
-                    )));
-                }
-                segments.push(Segment::Param {
-                    prefix: prefix.to_owned(),
-                    name: name.to_owned(),
-                    suffix: suffix.to_owned(),
-                });
-            } else if opens + closes > 0 {
-                return Err(error(format!(
-                    "`{segment}`: a path parameter is written `{{name}}`"
-                )));
-            } else if segment.is_empty() {
-                return Err(error(format!(
-                    "`{path}` has an empty segment (`//` or a trailing `/`)"
-                )));
-            } else if segment == "." || segment == ".." {
-                return Err(error(format!("`{path}` has a `{segment}` segment")));
-            } else {
-                check_literal(segment, segment)?;
-                segments.push(Segment::Literal(segment.to_owned()));
-            }
-        }
-    }
-    Ok(Route { method, segments })
+    fusion_names::route::parse(&template.value())
+        .map_err(|message| Error::custom(message).with_span(template))
 }
 
 /// Where `#[upstream(…)]` puts an argument.
@@ -280,7 +153,7 @@ pub(super) fn prepare(tool: &mut Tool, bodiless: bool, errors: &mut darling::err
         }
     }
     let private = tool.krate.private();
-    let method = route.method.variant();
+    let method = method_variant(route.method);
     let template_text = template.value();
     let path_names: Vec<&str> = route
         .segments

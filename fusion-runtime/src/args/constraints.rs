@@ -24,7 +24,7 @@ impl Constraints {
     /// constraint cannot be compiled (an invalid `pattern`): the server must not promise what it
     /// cannot check.
     pub(crate) fn of(schema: &Value) -> Result<Option<Constraints>, String> {
-        if !constrains(schema) {
+        if !constrains(schema) && !composes(schema) {
             return Ok(None);
         }
         jsonschema::options()
@@ -103,6 +103,15 @@ const CONSTRAINTS: &[&str] = &[
     "if",
     "not",
 ];
+
+/// Whether an input schema combines its fields at its root (`allOf`, `anyOf`, `oneOf`): serde
+/// checks fields one by one, never such a rule. Below the root, these keywords are how schemas
+/// of types write unions (an `Option`, an enum), which serde does check.
+fn composes(schema: &Value) -> bool {
+    ["allOf", "anyOf", "oneOf"]
+        .iter()
+        .any(|keyword| schema.get(keyword).is_some())
+}
 
 /// Whether `schema` constrains values beyond what serde enforces when it deserializes the
 /// parameter types. Bounds that only restate a numeric format's range (`uint8`: 0 to 255) and

@@ -25,6 +25,22 @@ use serde_json::{Map, Value};
 use crate::context::{FromContext, ServerParts};
 use crate::model::{ArgumentGroup, ModelFields};
 
+/// The keywords of an argument type's schema that constrain its fields together, kept in the
+/// input schema when the type is a tool's only source of arguments.
+pub(crate) const WHOLE_KEYWORDS: &[&str] = &[
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "minProperties",
+    "maxProperties",
+];
+
 /// The parameters of one tool, as declared. Turned into an input schema and an
 /// [`ArgLayout`] when the server is built.
 #[derive(Debug, Default)]
@@ -126,8 +142,20 @@ impl Params {
         let mut generator = crate::schema::input_generator();
         let mut properties = Map::new();
         let mut required: Vec<Value> = Vec::new();
+        // What a type taken whole says about its fields together (`allOf`, `if`…): kept, and
+        // enforced (see `constraints`), when it is the only source of arguments.
+        let mut whole_keywords = Map::new();
+        let sole_group = self.groups.len() == 1 && self.fields.is_empty();
         for group in &self.groups {
             let schema = (group.schema)(&mut generator).to_value();
+            if sole_group && let Value::Object(keywords) = &schema {
+                whole_keywords.extend(
+                    keywords
+                        .iter()
+                        .filter(|(keyword, _)| WHOLE_KEYWORDS.contains(&keyword.as_str()))
+                        .map(|(keyword, value)| (keyword.clone(), value.clone())),
+                );
+            }
             let empty = Map::new();
             // A struct without fields has an object schema without properties.
             let group_properties = match schema.get("properties") {
@@ -184,7 +212,9 @@ impl Params {
                 required.push(field.name.into());
             }
         }
-        crate::schema::object_schema(properties, required, &mut generator)
+        let mut schema = crate::schema::object_schema(properties, required, &mut generator);
+        schema.extend(whole_keywords);
+        schema
     }
 
     pub(crate) fn check_context(

@@ -326,6 +326,7 @@ pub(crate) fn seal_success(
         declared_actions,
         declared_ui,
         truncation,
+        media,
     } = presentation;
     let mut dropped = Vec::new();
     // The kinds a presenter declares are the ones its lockfile entry promises: no other leaves.
@@ -382,6 +383,8 @@ pub(crate) fn seal_success(
         content.push(ContentBlock::text(block.clone()));
     }
     meta.invalidates.clone_from(&sealed.invalidates);
+    // Last, so that the budget's positions of the data, notice and UI blocks hold.
+    content.extend(media.into_iter().map(crate::media::Media::into_block));
     let envelope = Success {
         ok: Const,
         data,

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::ToolError;
+use crate::media::WithMedia;
 use crate::model::Model;
 
 /// A presenter over one model. `#[presenter]` implements it; its [`Item`](Presenter::Item) is
@@ -517,6 +518,8 @@ pub struct Presentation {
     /// The kinds of UI block the presenter declared; a block of another kind is dropped.
     pub(crate) declared_ui: &'static [&'static str],
     pub(crate) truncation: Option<Truncation>,
+    /// Non-text blocks attached by [`WithMedia`](crate::media::WithMedia), sent after the text.
+    pub(crate) media: Vec<crate::media::Media>,
 }
 
 impl Presentation {
@@ -530,6 +533,7 @@ impl Presentation {
             declared_actions: &[],
             declared_ui: &[],
             truncation: None,
+            media: Vec::new(),
         }
     }
 
@@ -593,6 +597,22 @@ where
     fn present(self) -> Result<Presentation, ToolError> {
         let item = P::item(&self);
         presented::<P, _>(Presented::One(&item), &item, None)
+    }
+}
+
+/// A result with media attached ([`WithMedia`]): presented as the
+/// value alone, the media sent after its text blocks.
+impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
+    const PAGED: bool = T::PAGED;
+
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::data_schema(generator)
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        let mut presentation = self.value.present()?;
+        presentation.media.extend(self.media);
+        Ok(presentation)
     }
 }
 
@@ -710,6 +730,7 @@ fn presented<P: Presenter, D: Serialize + ?Sized>(
         declared_actions: P::ACTIONS,
         declared_ui: P::UI_KINDS,
         truncation,
+        media: Vec::new(),
     })
 }
 

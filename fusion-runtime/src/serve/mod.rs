@@ -76,6 +76,8 @@ mod content;
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "http")]
+mod replica;
+#[cfg(feature = "http")]
 mod sessions;
 #[cfg(feature = "stdio")]
 mod stdio;
@@ -84,6 +86,8 @@ mod streamable;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
+#[cfg(feature = "http")]
+pub use replica::{InvalidReplicaName, ReplicaName};
 #[cfg(feature = "http")]
 pub use sessions::{BoundedSessions, SessionsError};
 #[cfg(feature = "http")]
@@ -198,6 +202,8 @@ pub struct Mcp {
     context_factory: Option<ContextFactory>,
     #[cfg(feature = "http")]
     layers: Vec<streamable::RouterLayer>,
+    /// The connections its handlers serve that subscribed to resources.
+    subscriptions: Arc<Subscribers>,
 }
 
 impl std::fmt::Debug for Mcp {
@@ -219,6 +225,7 @@ impl Mcp {
             context_factory: None,
             #[cfg(feature = "http")]
             layers: Vec::new(),
+            subscriptions: Arc::default(),
         }
     }
 
@@ -287,8 +294,13 @@ impl Mcp {
             ServerCapabilities::builder().enable_tools().build()
         };
         let server = &self.server;
+        // Handlers log through `Log`, at the level each client asks for.
+        capabilities.logging = Some(Default::default());
         if server.has_resources() {
-            capabilities.resources = Some(ResourcesCapability::default());
+            // Sessions subscribe to resources and hear of the mutations that invalidate them.
+            let mut resources = ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            capabilities.resources = Some(resources);
         }
         if server.has_prompts() {
             capabilities.prompts = Some(PromptsCapability::default());
@@ -328,7 +340,9 @@ impl Mcp {
                 list_ttl: ttl,
                 discover_cache_scope: self.options.list_cache_scope,
                 context_factory: self.context_factory.clone(),
+                subscriptions: Arc::clone(&self.subscriptions),
             }),
+            connection: Arc::default(),
         }
     }
 }
@@ -418,10 +432,39 @@ impl std::error::Error for ServeError {
 }
 
 /// A Fusion server as an rmcp [`ServerHandler`]: a cheap `Arc` over what [`Mcp::handler`]
-/// computed once.
+/// computed once, and what one connection keeps across its requests (its log level, its
+/// resource subscriptions): each handler [`Mcp::handler`] makes is one connection's and its
+/// clones share it, while an HTTP session's is kept by the session registry, so that it
+/// outlives the worker of a parked session.
 #[derive(Clone)]
 pub struct McpHandler {
     shared: Arc<Shared>,
+    /// The connection of requests that bring none of their own (every one but those of an HTTP
+    /// session).
+    connection: Arc<ConnectionState>,
+}
+
+/// What one connection keeps across its requests: a 2025-11-25 session (held by the session
+/// registry over HTTP, so that it outlives the worker of a parked session), a stdio
+/// connection, or (for nothing) one stateless request.
+#[derive(Default)]
+pub(crate) struct ConnectionState {
+    /// The level `logging/setLevel` asked for (2025-11-25).
+    log_level: std::sync::Mutex<Option<crate::logging::LogLevel>>,
+    /// Its resource subscriptions: the URI and the resource's key.
+    subscriptions: std::sync::Mutex<Vec<(String, crate::key::ToolKey)>>,
+    /// Where its resource updates go: the peer of its latest request.
+    peer: std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>,
+}
+
+/// The most resources one session may be subscribed to at once.
+const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 256;
+
+fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data: a panic elsewhere cannot leave it half-updated.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl std::fmt::Debug for McpHandler {
@@ -444,7 +487,12 @@ struct Shared {
     // What discovery says is the same for every caller, whatever the access policy.
     discover_cache_scope: CacheScope,
     context_factory: Option<ContextFactory>,
+    /// The connections subscribed to resources (of every handler of the same [`Mcp`]).
+    subscriptions: Arc<Subscribers>,
 }
+
+/// The connections with resource subscriptions; ended ones are dropped as they are met.
+type Subscribers = std::sync::Mutex<Vec<std::sync::Weak<ConnectionState>>>;
 
 impl McpHandler {
     /// The server behind this handler.
@@ -452,11 +500,53 @@ impl McpHandler {
         &self.shared.server
     }
 
+    /// A handler for another connection: the same server, a state of its own.
+    pub(crate) fn for_new_session(&self) -> McpHandler {
+        McpHandler {
+            shared: Arc::clone(&self.shared),
+            connection: Arc::default(),
+        }
+    }
+
+    /// The connection `context` came on: its HTTP session's (found beside the request by the
+    /// endpoint), or this handler's.
+    fn connection_of(&self, context: &RequestContext<RoleServer>) -> Arc<ConnectionState> {
+        #[cfg(feature = "http")]
+        if let Some(connection) = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Arc<ConnectionState>>())
+        {
+            return Arc::clone(connection);
+        }
+        let _ = context;
+        Arc::clone(&self.connection)
+    }
+
     /// The call's context: the request's facts, then the context factory's additions. A
     /// panicking factory is an `INTERNAL_ERROR` (its text logged, never shown), not a request
     /// left unanswered.
     fn call_context(&self, context: RequestContext<RoleServer>) -> Result<CallContext, ToolError> {
         let mut call = self.shared.server.new_context();
+        // Log messages go to the client from the level it asked for: in this request's `_meta`
+        // (2026-07-28), or for the session (`logging/setLevel`).
+        let connection = self.connection_of(&context);
+        let log_level = context
+            .meta
+            .log_level()
+            .map(crate::logging::LogLevel::from_wire)
+            .or_else(|| *locked(&connection.log_level));
+        // A subscribed session's updates follow its latest worker (a parked session gets a new
+        // one when it is restored).
+        if !locked(&connection.subscriptions).is_empty() {
+            *locked(&connection.peer) = Some(context.peer.clone());
+        }
+        let log_sink = log_level.map(|level| {
+            Arc::new(crate::logging::LogSink {
+                peer: context.peer.clone(),
+                level,
+            })
+        });
         // The principal the HTTP layer verified travels in the request parts.
         #[cfg(feature = "http")]
         let principal = context
@@ -495,6 +585,9 @@ impl McpHandler {
         #[cfg(feature = "http")]
         if let Some(principal) = principal {
             call.extensions.insert(principal);
+        }
+        if let Some(sink) = log_sink {
+            call.extensions.insert(sink);
         }
         Ok(call)
     }
@@ -543,12 +636,17 @@ impl ServerHandler for McpHandler {
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        Ok(DiscoverResult::from_server_info(
-            self.supported_protocol_versions().into_owned(),
-            self.get_info(),
+        let mut info = self.get_info();
+        // Resource subscriptions are a session's (`resources/subscribe`, 2025-11-25): a
+        // stateless client has none to use.
+        if let Some(resources) = &mut info.capabilities.resources {
+            resources.subscribe = None;
+        }
+        Ok(
+            DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info)
+                .with_ttl_ms(self.shared.list_ttl)
+                .with_cache_scope(self.shared.discover_cache_scope),
         )
-        .with_ttl_ms(self.shared.list_ttl)
-        .with_cache_scope(self.shared.discover_cache_scope))
     }
 
     async fn list_tools(
@@ -637,14 +735,27 @@ impl ServerHandler for McpHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let call = self
+        let asking = Asking::of(&context);
+        let mut call = self
             .call_context(context)
             .map_err(|error| protocol_error("resources/read", error))?;
-        self.shared
-            .server
-            .read_resource(&request.uri, call)
-            .await
-            .map(ReadResourceResponse::from)
+        // The URI holds the variables: the state is bound to it.
+        let target = format!("resources/read {}", request.uri);
+        let binding = LazyBinding::new(&asking, &target, || Value::Null, &call);
+        let round = self
+            .open_round(
+                asking,
+                &binding,
+                request.request_state,
+                request.input_responses,
+            )
+            .map_err(|error| self.refuse_content(&request.uri, error))?;
+        call.extensions_mut().insert(Arc::clone(&round));
+        let outcome = self.shared.server.read_resource(&request.uri, call).await;
+        if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
+            return Ok(ReadResourceResponse::InputRequired(input_required));
+        }
+        outcome.map(ReadResourceResponse::from)
     }
 
     async fn list_prompts(
@@ -680,14 +791,36 @@ impl ServerHandler for McpHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let call = self
+        let asking = Asking::of(&context);
+        let mut call = self
             .call_context(context)
             .map_err(|error| protocol_error("prompts/get", error))?;
-        self.shared
+        // `prompts/get NAME`: never a tool's name, so a state cannot move between the two.
+        let target = format!("prompts/get {}", request.name);
+        let binding = LazyBinding::new(
+            &asking,
+            &target,
+            || Value::Object(request.arguments.clone().unwrap_or_default()),
+            &call,
+        );
+        let round = self
+            .open_round(
+                asking,
+                &binding,
+                request.request_state,
+                request.input_responses,
+            )
+            .map_err(|error| self.refuse_content(&request.name, error))?;
+        call.extensions_mut().insert(Arc::clone(&round));
+        let outcome = self
+            .shared
             .server
             .get_prompt(&request.name, request.arguments, call)
-            .await
-            .map(GetPromptResponse::from)
+            .await;
+        if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
+            return Ok(GetPromptResponse::InputRequired(input_required));
+        }
+        outcome.map(GetPromptResponse::from)
     }
 
     async fn complete(
@@ -741,6 +874,71 @@ impl ServerHandler for McpHandler {
         self.listen_for_changes(context).await
     }
 
+    // rmcp marks logging deprecated (SEP-2577); sessions still set their level this way.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // A stateless request says its level in its own `_meta`: there is no session to set.
+        if Asking::of(&context).rounds {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        *locked(&self.connection_of(&context).log_level) =
+            Some(crate::logging::LogLevel::from_wire(request.level));
+        Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let connection = self.connection_of(&context);
+        let peer = context.peer.clone();
+        let call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("resources/subscribe", error))?;
+        let key = self.shared.server.subscribable(&request.uri, &call)?;
+        {
+            let mut subscriptions = locked(&connection.subscriptions);
+            if subscriptions.iter().any(|(uri, _)| *uri == request.uri) {
+                return Ok(());
+            }
+            if subscriptions.len() >= MAX_SUBSCRIPTIONS_PER_SESSION {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "resources/subscribe: a session may hold at most {MAX_SUBSCRIPTIONS_PER_SESSION} subscriptions"
+                    ),
+                    None,
+                ));
+            }
+            subscriptions.push((request.uri, key));
+        }
+        *locked(&connection.peer) = Some(peer);
+        let mut subscribers = locked(&self.shared.subscriptions);
+        subscribers.retain(|subscriber| subscriber.strong_count() > 0);
+        if !subscribers
+            .iter()
+            .any(|subscriber| std::ptr::eq(subscriber.as_ptr(), Arc::as_ptr(&connection)))
+        {
+            subscribers.push(Arc::downgrade(&connection));
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        locked(&self.connection_of(&context).subscriptions).retain(|(uri, _)| *uri != request.uri);
+        Ok(())
+    }
+
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
         let builtin = self
             .shared
@@ -758,161 +956,286 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name: Cow<'_, str> = request.name;
-        // Elicitation: over a session the handler asks the client; on 2026-07-28 it asks by
-        // answering `input_required`, and the retry brings the answers under a sealed state.
-        let rounds = context
-            .protocol_version()
-            .is_some_and(|version| !version.has_initialize());
-        let supported = context
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.elicitation.is_some());
-        let era = if rounds {
-            None
-        } else {
-            Some(crate::elicit::Era::Session(context.peer.clone()))
-        };
+        let asking = Asking::of(&context);
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
-                // What a sealed request state is bound to: only rounds (2026-07-28) seal one,
-                // and only a state that comes in or goes out needs it, so it is computed then.
-                let bound = era.is_none().then(|| {
-                    (
-                        Value::Object(request.arguments.clone().unwrap_or_default()),
-                        call.principal().map(|principal| principal.subject.clone()),
-                    )
-                });
-                let binding = || {
-                    let (arguments, subject) = bound.as_ref().expect("rounds keep what binds");
-                    crate::request_state::Binding::new(&name, arguments, subject.as_deref())
+                let binding = LazyBinding::new(
+                    &asking,
+                    &name,
+                    || Value::Object(request.arguments.clone().unwrap_or_default()),
+                    &call,
+                );
+                let round = match self.open_round(
+                    asking,
+                    &binding,
+                    request.request_state,
+                    request.input_responses,
+                ) {
+                    Ok(round) => round,
+                    Err(error) => return Err(self.refuse_request(&name, error)?),
                 };
-                let opened = match era {
-                    Some(era) => {
-                        let supported = match &era {
-                            crate::elicit::Era::Session(peer) => {
-                                supported || crate::elicit::peer_supports(peer)
-                            }
-                            crate::elicit::Era::Rounds(_) => supported,
-                        };
-                        Ok(crate::elicit::Round::new(era, supported))
-                    }
-                    None => self
-                        .open_rounds(binding, request.request_state, request.input_responses)
-                        .map(|asked| {
-                            crate::elicit::Round::new(crate::elicit::Era::Rounds(asked), supported)
-                        }),
-                };
-                match opened {
-                    Ok(round) => {
-                        let round = Arc::new(round);
-                        call.extensions_mut().insert(Arc::clone(&round));
-                        let outcome = self
-                            .shared
-                            .server
-                            .call_tool(&name, request.arguments, call)
-                            .await;
-                        if let crate::elicit::Era::Rounds(asked) = &round.era
-                            && let Some((key, params)) = round.take_pending()
-                        {
-                            return Ok(CallToolResponse::InputRequired(self.input_required(
-                                &binding(),
-                                asked,
-                                key,
-                                params,
-                            )));
-                        }
-                        outcome
-                    }
-                    Err(error) => self.shared.server.refuse_call(&name, error),
+                call.extensions_mut().insert(Arc::clone(&round));
+                let outcome = self
+                    .shared
+                    .server
+                    .call_tool(&name, request.arguments, call)
+                    .await;
+                let failed = outcome
+                    .as_ref()
+                    .is_ok_and(|result| result.is_error == Some(true));
+                if let Some(input_required) = self.close_round(&round, &binding, failed)? {
+                    return Ok(CallToolResponse::InputRequired(input_required));
                 }
+                if let Ok(result) = &outcome
+                    && !failed
+                {
+                    self.notify_invalidated(result);
+                }
+                outcome
             }
             Err(error) => self.shared.server.refuse_call(&name, error),
         };
         match outcome {
             Ok(result) => Ok(CallToolResponse::Complete(result)),
-            Err(unknown) => Err(ErrorData::new(
-                ErrorCode::INVALID_PARAMS,
-                format!("unknown tool: {}", unknown.0),
-                None,
-            )),
+            Err(unknown) => Err(unknown_tool(&unknown.0)),
         }
     }
 }
 
+fn unknown_tool(name: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INVALID_PARAMS,
+        format!("unknown tool: {name}"),
+        None,
+    )
+}
+
+/// What a request tells about asking its client: the protocol era and the capabilities the
+/// client declared.
+struct Asking {
+    /// 2026-07-28: ask by answering `input_required`; otherwise over the session.
+    rounds: bool,
+    peer: rmcp::Peer<RoleServer>,
+    capabilities: Option<rmcp::model::ClientCapabilities>,
+}
+
+impl Asking {
+    fn of(context: &RequestContext<RoleServer>) -> Asking {
+        Asking {
+            rounds: context
+                .protocol_version()
+                .is_some_and(|version| !version.has_initialize()),
+            peer: context.peer.clone(),
+            capabilities: context.client_capabilities(),
+        }
+    }
+}
+
+/// What a sealed request state is bound to (target, arguments, principal). Only 2026-07-28
+/// rounds open or seal a state, and only when one comes in or goes out, so the arguments'
+/// digest is taken then: it was a sha256 of every call's arguments, about 7k instructions.
+struct LazyBinding<'a> {
+    target: &'a str,
+    /// The arguments and the principal's subject, kept only when the call asks in rounds.
+    kept: Option<(Value, Option<String>)>,
+}
+
+impl<'a> LazyBinding<'a> {
+    fn new(
+        asking: &Asking,
+        target: &'a str,
+        arguments: impl FnOnce() -> Value,
+        call: &crate::context::CallContext,
+    ) -> LazyBinding<'a> {
+        let kept = asking.rounds.then(|| {
+            let subject = call.principal().map(|principal| principal.subject.clone());
+            (arguments(), subject)
+        });
+        LazyBinding { target, kept }
+    }
+
+    fn get(&self) -> crate::request_state::Binding {
+        // `open_round` and `close_round` return before this unless the call asks in rounds.
+        let (arguments, subject) = self.kept.as_ref().expect("a round's binding is kept");
+        crate::request_state::Binding::new(self.target, arguments, subject.as_deref())
+    }
+}
+
 impl McpHandler {
-    /// The questions asked and answered in earlier rounds of a 2026-07-28 call: none on a first
-    /// call; on a retry, those of its verified state with the new answers added.
-    fn open_rounds(
+    /// The round a handler asks in: over the session, or (2026-07-28) with the questions asked
+    /// and answered in earlier rounds: none on a first call; on a retry, those of its verified
+    /// state with the new answers added. Answers without a state are not trusted (the
+    /// questions are asked again) and answers to no open question are ignored; a state that
+    /// does not verify, or an answer that is not a result of its question's kind, is refused.
+    fn open_round(
         &self,
-        binding: impl FnOnce() -> crate::request_state::Binding,
+        asking: Asking,
+        binding: &LazyBinding<'_>,
         state: Option<String>,
         responses: Option<rmcp::model::InputResponses>,
-    ) -> Result<std::collections::BTreeMap<String, crate::elicit::Asked>, ToolError> {
-        let responses = responses.unwrap_or_default();
+    ) -> Result<Arc<crate::elicit::Round>, ToolError> {
+        use crate::elicit::{Era, Need, Round};
+        let capabilities = asking.capabilities.as_ref();
+        if !asking.rounds {
+            return Ok(Arc::new(Round::new(
+                Era::Session(asking.peer),
+                capabilities,
+            )));
+        }
         let Some(state) = state else {
-            if responses.is_empty() {
-                return Ok(Default::default());
-            }
-            return Err(ToolError::from(crate::request_state::StateError::Malformed)
-                .with_details(serde_json::json!({"why": "inputResponses without requestState"})));
+            return Ok(Arc::new(Round::new(
+                Era::Rounds(Default::default()),
+                capabilities,
+            )));
         };
         let data = self
             .shared
             .server
             .inner
             .state_keys
-            .open(&state, &binding())?;
+            .open(&state, &binding.get())?;
         let mut asked = crate::elicit::from_state_data(data)
             .ok_or_else(|| ToolError::from(crate::request_state::StateError::Malformed))?;
-        for (key, answer) in responses {
-            match asked.get_mut(&key) {
-                Some(question) if question.answer.is_none() => question.answer = Some(answer),
-                _ => {
-                    return Err(ToolError::new(
-                        crate::error::codes::VALIDATION_ERROR,
-                        format!("inputResponses.{key} answers no question that is open."),
-                    )
-                    .with_recovery(
-                        "Answer exactly the inputRequests of the last input_required result.",
-                    ));
-                }
+        for (key, answer) in responses.unwrap_or_default() {
+            let Some(question) = asked
+                .get_mut(&key)
+                .filter(|question| question.answer.is_none())
+            else {
+                continue;
+            };
+            if !Need::of_method(&question.method).is_some_and(|need| need.accepts(&answer)) {
+                return Err(ToolError::new(
+                    crate::error::codes::VALIDATION_ERROR,
+                    format!(
+                        "inputResponses.{key} is not a result of {}.",
+                        question.method
+                    ),
+                )
+                .with_recovery("Answer each inputRequest with the result of its method."));
             }
+            question.answer = Some(answer);
         }
-        Ok(asked)
+        Ok(Arc::new(Round::new(Era::Rounds(asked), capabilities)))
     }
 
-    /// The `input_required` result that asks `params` under `key`, with the sealed state of
-    /// every question so far.
-    fn input_required(
+    /// After the handler: the `input_required` result asking this run's questions (with the
+    /// sealed state of every question so far), or `-32021` when the handler failed for want of
+    /// a capability the client did not declare (2026-07-28); `None` when the result stands.
+    fn close_round(
         &self,
-        binding: &crate::request_state::Binding,
-        asked: &std::collections::BTreeMap<String, crate::elicit::Asked>,
-        key: String,
-        params: rmcp::model::ElicitRequestParams,
-    ) -> rmcp::model::InputRequiredResult {
-        let message = match &params {
-            rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. }
-            | rmcp::model::ElicitRequestParams::UrlElicitationParams { message, .. } => {
-                message.clone()
-            }
-            _ => String::new(),
+        round: &crate::elicit::Round,
+        binding: &LazyBinding<'_>,
+        failed: bool,
+    ) -> Result<Option<rmcp::model::InputRequiredResult>, ErrorData> {
+        let crate::elicit::Era::Rounds(asked) = &round.era else {
+            return Ok(None);
         };
+        if let Some(need) = round.take_missing()
+            && failed
+        {
+            return Err(ErrorData::missing_required_client_capability(
+                need.capabilities(),
+            ));
+        }
+        let pending = round.take_pending();
+        if pending.is_empty() {
+            return Ok(None);
+        }
         let mut asked = asked.clone();
-        asked.insert(
-            key.clone(),
-            crate::elicit::Asked {
-                message,
-                answer: None,
-            },
-        );
+        let mut requests = rmcp::model::InputRequests::new();
+        for (key, pending) in pending {
+            asked.insert(key.clone(), pending.asked);
+            requests.insert(key, pending.request);
+        }
         let inner = &self.shared.server.inner;
-        let state =
-            inner
-                .state_keys
-                .seal(binding, &crate::elicit::state_data(&asked), inner.state_ttl);
-        let request =
-            rmcp::model::InputRequest::Elicitation(rmcp::model::ElicitRequest::new(params));
-        rmcp::model::InputRequiredResult::new(Some([(key, request)].into()), Some(state))
+        let state = inner.state_keys.seal(
+            &binding.get(),
+            &crate::elicit::state_data(&asked),
+            inner.state_ttl,
+        );
+        Ok(Some(rmcp::model::InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
     }
+
+    /// A request refused before its handler ran (a request state that does not verify, an
+    /// answer of the wrong kind): a JSON-RPC invalid-params error whose `data` is the error
+    /// body a tool would send, recorded as the call's failure.
+    fn refuse_request(&self, name: &str, error: ToolError) -> Result<ErrorData, ErrorData> {
+        let result = self
+            .shared
+            .server
+            .refuse_call(name, error)
+            .map_err(|unknown| unknown_tool(&unknown.0))?;
+        Ok(invalid_params_with_body(result.structured_content))
+    }
+}
+
+impl McpHandler {
+    /// A prompt or read refused before its handler ran: as [`McpHandler::refuse_request`],
+    /// naming the prompt or resource.
+    fn refuse_content(&self, name: &str, error: ToolError) -> ErrorData {
+        let inner = &self.shared.server.inner;
+        let parts = crate::envelope::SealedParts::for_tool(name, &inner.version);
+        let sealed = crate::envelope::seal_error(&inner.names, &parts, error);
+        invalid_params_with_body(sealed.result.structured_content)
+    }
+}
+
+impl McpHandler {
+    /// Tells every session subscribed to a resource that a successful call's `invalidates`
+    /// names (by key) that it changed (`notifications/resources/updated`).
+    fn notify_invalidated(&self, result: &rmcp::model::CallToolResult) {
+        let Some(globs) = result
+            .structured_content
+            .as_ref()
+            .and_then(|envelope| envelope["meta"]["invalidates"].as_array())
+            .filter(|globs| !globs.is_empty())
+        else {
+            return;
+        };
+        let globs: Vec<crate::key::Glob> = globs
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(|glob| crate::key::Glob::parse(glob.to_owned()).ok())
+            .collect();
+        let mut subscribers = locked(&self.shared.subscriptions);
+        subscribers.retain(|subscriber| subscriber.strong_count() > 0);
+        for connection in subscribers.iter().filter_map(std::sync::Weak::upgrade) {
+            let Some(peer) = locked(&connection.peer).clone() else {
+                continue;
+            };
+            for (uri, _) in locked(&connection.subscriptions)
+                .iter()
+                .filter(|(_, key)| globs.iter().any(|glob| glob.matches(key.as_str())))
+            {
+                let (peer, updated) = (
+                    peer.clone(),
+                    rmcp::model::ResourceUpdatedNotificationParam::new(uri),
+                );
+                // Sent off the call's path: a slow or gone client does not hold the call up.
+                tokio::spawn(async move {
+                    if let Err(error) = peer.notify_resource_updated(updated).await {
+                        tracing::debug!(%error, "resource update not delivered");
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// `-32602` with the error body of a sealed failure envelope as `data`.
+fn invalid_params_with_body(envelope: Option<Value>) -> ErrorData {
+    let body = envelope
+        .and_then(|mut envelope| envelope.get_mut("error").map(Value::take))
+        .unwrap_or(Value::Null);
+    let message = body
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("The request was refused.")
+        .to_owned();
+    ErrorData::invalid_params(message, Some(body))
 }
 
 /// A failure before a request that has no tool result to carry it (`tools/list`): a JSON-RPC

@@ -31,6 +31,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::ReplicaName;
+
 /// Who sent a request, as the bearer layer verified it: the credential (a digest of the token)
 /// owns the sessions it opens; the principal (subject and tenant) is what the per-principal
 /// cap counts.
@@ -118,6 +120,8 @@ impl fmt::Debug for BoundedSessions {
 
 struct Shared {
     inner: LocalSessionManager,
+    /// Carried in every session id this server issues, for a load balancer to route by.
+    replica: Option<ReplicaName>,
     registry: Mutex<Registry>,
     limits: SessionLimits,
     /// Woken when a session has finished parking.
@@ -150,6 +154,9 @@ struct Entry {
     /// Standalone (GET) streams open.
     listeners: u32,
     last_seen: Instant,
+    /// What the session keeps across its requests (its log level, its subscriptions): here,
+    /// so that it outlives the worker of a parked session. Made at its first use.
+    connection: Option<Arc<super::ConnectionState>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +184,8 @@ pub struct SessionsError {
 enum ErrorKind {
     Refused(Refusal),
     Local(LocalSessionManagerError),
+    /// A fresh session id already names a session (a 122-bit random collision).
+    IdTaken,
 }
 
 impl fmt::Display for SessionsError {
@@ -192,6 +201,7 @@ impl fmt::Display for SessionsError {
                 write!(f, "too many open sessions (limit {limit})")
             }
             ErrorKind::Local(error) => fmt::Display::fmt(error, f),
+            ErrorKind::IdTaken => f.write_str("a fresh session id was already in use"),
         }
     }
 }
@@ -200,7 +210,7 @@ impl std::error::Error for SessionsError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.kind {
             ErrorKind::Local(error) => Some(error),
-            ErrorKind::Refused(_) => None,
+            ErrorKind::Refused(_) | ErrorKind::IdTaken => None,
         }
     }
 }
@@ -251,7 +261,11 @@ impl Registry {
 impl BoundedSessions {
     /// Sessions bounded by `limits`; parked sessions are dropped when `stop` is cancelled
     /// (the server's shutdown).
-    pub(crate) fn new(limits: SessionLimits, stop: CancellationToken) -> Self {
+    pub(crate) fn new(
+        limits: SessionLimits,
+        replica: Option<ReplicaName>,
+        stop: CancellationToken,
+    ) -> Self {
         let mut inner = LocalSessionManager::default();
         // Idle sessions are parked and expired by the sweeper below, which knows whether a call
         // is in flight; rmcp's own keep-alive would end a session in the middle of a long call.
@@ -259,6 +273,7 @@ impl BoundedSessions {
         BoundedSessions {
             shared: Arc::new(Shared {
                 inner,
+                replica,
                 registry: Mutex::default(),
                 limits,
                 parked: Notify::new(),
@@ -283,6 +298,13 @@ impl BoundedSessions {
                 .is_some_and(|owner| owner.credential == caller.credential),
             _ => false,
         }
+    }
+
+    /// What session `session` keeps across its requests, when this registry knows it.
+    pub(crate) fn connection(&self, session: &str) -> Option<Arc<super::ConnectionState>> {
+        let mut registry = self.shared.lock();
+        let entry = registry.sessions.get_mut(session)?;
+        Some(Arc::clone(entry.connection.get_or_insert_default()))
     }
 
     /// How many sessions are open, parked ones included.
@@ -498,7 +520,22 @@ impl SessionManager for BoundedSessions {
                 });
             }
         };
-        let (id, transport) = self.shared.inner.create_session().await?;
+        let (id, transport) = match &self.shared.replica {
+            None => self.shared.inner.create_session().await?,
+            Some(replica) => {
+                let id: SessionId = format!("{replica}.{}", uuid::Uuid::new_v4()).into();
+                // rmcp's `create_session` draws an id of its own; `restore_session` builds the
+                // same worker (same configuration) under the id it is given.
+                match self.shared.inner.restore_session(Arc::clone(&id)).await? {
+                    RestoreOutcome::Restored(transport) => (id, transport),
+                    _ => {
+                        return Err(SessionsError {
+                            kind: ErrorKind::IdTaken,
+                        });
+                    }
+                }
+            }
+        };
         reservation.armed = false;
         self.shared.lock().sessions.insert(
             Arc::clone(&id),
@@ -510,6 +547,7 @@ impl SessionManager for BoundedSessions {
                 calls: 0,
                 listeners: 0,
                 last_seen: Instant::now(),
+                connection: None,
             },
         );
         Ok((id, transport))
@@ -697,7 +735,7 @@ mod tests {
 
     #[tokio::test]
     async fn caps_count_per_principal_and_in_total_and_free_on_close() {
-        let sessions = BoundedSessions::new(limits(), CancellationToken::new());
+        let sessions = BoundedSessions::new(limits(), None, CancellationToken::new());
         let alpha = caller(1, 1);
         let alpha_again = caller(2, 1);
         let beta = caller(3, 2);
@@ -721,7 +759,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_session_belongs_to_its_credential_alone() {
-        let sessions = BoundedSessions::new(limits(), CancellationToken::new());
+        let sessions = BoundedSessions::new(limits(), None, CancellationToken::new());
         let alpha = caller(1, 1);
         let id = open(&sessions, Some(alpha)).await.unwrap();
         assert!(sessions.belongs_to(&id, Some(&alpha)));
@@ -731,5 +769,26 @@ mod tests {
         assert!(!sessions.belongs_to("unknown", Some(&alpha)));
         let anonymous = open(&sessions, None).await.unwrap();
         assert!(!sessions.belongs_to(&anonymous, Some(&alpha)));
+    }
+
+    #[tokio::test]
+    async fn a_named_replica_issues_session_ids_that_start_with_its_name() {
+        let replica = ReplicaName::new("r2").unwrap();
+        let sessions = BoundedSessions::new(limits(), Some(replica), CancellationToken::new());
+        let first = open(&sessions, None).await.unwrap();
+        let second = open(&sessions, None).await.unwrap();
+        for id in [&first, &second] {
+            let random = id
+                .strip_prefix("r2.")
+                .expect("the replica's name, then a dot");
+            assert!(uuid::Uuid::parse_str(random).is_ok(), "{id}");
+            assert!(sessions.has_session(id).await.unwrap());
+        }
+        assert_ne!(first, second);
+        // Counted and closed like any other session.
+        assert_eq!(sessions.len(), 2);
+        sessions.close_session(&first).await.unwrap();
+        assert!(!sessions.has_session(&first).await.unwrap());
+        assert_eq!(sessions.len(), 1);
     }
 }

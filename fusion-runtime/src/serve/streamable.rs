@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{Authenticator, TokenVerifier};
 use super::connections::ConnectionLimits;
 use super::sessions::{BoundedSessions, Caller, Opener, Refusal, SessionLimits};
-use super::{Mcp, McpHandler, ServeError};
+use super::{Mcp, McpHandler, ReplicaName, ServeError};
 
 /// A tower layer added with [`Mcp::layer`], kept as what it does to the router.
 pub(super) type RouterLayer = Arc<dyn Fn(axum::Router) -> axum::Router + Send + Sync>;
@@ -78,7 +78,12 @@ impl Mcp {
         sessions: BoundedSessions,
     ) -> StreamableHttpService<McpHandler, BoundedSessions> {
         let handler = self.handler();
-        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(sessions), config)
+        // One handler per session (and per stateless request): each holds its own log level.
+        StreamableHttpService::new(
+            move || Ok(handler.for_new_session()),
+            Arc::new(sessions),
+            config,
+        )
     }
 
     /// An axum router serving the endpoint at `options.path`, to merge into an existing
@@ -458,9 +463,9 @@ impl tower::Service<axum::extract::Request> for SharedEndpoint {
 }
 
 impl Endpoint {
-    async fn serve(&self, request: axum::extract::Request) -> axum::response::Response {
+    async fn serve(&self, mut request: axum::extract::Request) -> axum::response::Response {
         let caller = request.extensions().get::<Caller>().copied();
-        if let Some(session) = request.headers().get(SESSION_HEADER) {
+        if let Some(session) = request.headers().get(SESSION_HEADER).cloned() {
             // A session id proves nothing about its bearer, and a session's streams carry its
             // owner's responses: another credential (even of the same principal) is answered
             // as if the session did not exist, as rmcp answers an unknown one.
@@ -471,6 +476,14 @@ impl Endpoint {
             {
                 tracing::debug!("refused a session id that this credential did not open");
                 return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            }
+            // The handler finds what the session keeps (its log level…) beside the request.
+            if let Some(connection) = session
+                .to_str()
+                .ok()
+                .and_then(|id| self.sessions.connection(id))
+            {
+                request.extensions_mut().insert(connection);
             }
             return self.handle(request).await;
         }
@@ -621,6 +634,7 @@ fn refused_session(refusal: Refusal) -> axum::response::Response {
 /// | [`max_sessions`](Self::max_sessions) | 4096 | 2025-11-25 sessions open at once, parked ones included; beyond it `initialize` gets `503` |
 /// | [`max_sessions_per_principal`](Self::max_sessions_per_principal) | 100 | sessions one principal (subject and tenant, whatever its tokens) may hold; beyond it `initialize` gets `429` |
 /// | [`session_idle_timeout`](Self::session_idle_timeout) | 5 min | a session with no request for this long is closed (rmcp's own default); its client gets 404 and initializes again |
+/// | [`replica`](Self::replica) | none | session ids are random; with a [`ReplicaName`], each starts with it (`r1.…`), for a load balancer to route a session to the replica that holds it |
 /// | [`session_park_after`](Self::session_park_after) | 60 s | a session with no request in flight and no open stream for this long gives up its worker (about 95 kB) and keeps its `initialize` parameters (about 600 bytes); its next request restores it transparently |
 ///
 /// Refusals carry a JSON-RPC error in a JSON body a client can show: `503` for the connection
@@ -684,6 +698,10 @@ pub struct HttpOptions {
     /// A session with nothing in flight for this long is parked: its worker is dropped and its
     /// next request restores it (60 s).
     pub session_park_after: Duration,
+    /// This replica's name, carried in every session id it issues (`r1.6f1c…`) so that a
+    /// load balancer in front of several replicas can send each session's requests to the
+    /// replica that holds it (see [`ReplicaName`]); `None` (the default) for random ids.
+    pub replica: Option<ReplicaName>,
 }
 
 impl Default for HttpOptions {
@@ -716,6 +734,7 @@ impl Default for HttpOptions {
             max_sessions_per_principal: 100,
             session_idle_timeout: Some(Duration::from_secs(300)),
             session_park_after: Duration::from_secs(60),
+            replica: None,
         }
     }
 }
@@ -736,6 +755,13 @@ impl HttpOptions {
     #[must_use]
     pub fn auth(mut self, verifier: impl TokenVerifier) -> Self {
         self.auth = Some(Arc::new(verifier));
+        self
+    }
+
+    /// Names this replica in every session id it issues (see [`ReplicaName`]).
+    #[must_use]
+    pub fn replica(mut self, name: ReplicaName) -> Self {
+        self.replica = Some(name);
         self
     }
 
@@ -762,6 +788,7 @@ impl HttpOptions {
                 park_after: self.session_park_after,
                 idle_timeout: self.session_idle_timeout,
             },
+            self.replica.clone(),
             self.shutdown.clone(),
         )
     }
@@ -816,6 +843,7 @@ impl fmt::Debug for HttpOptions {
             )
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("session_park_after", &self.session_park_after)
+            .field("replica", &self.replica)
             .finish_non_exhaustive()
     }
 }

@@ -5,61 +5,9 @@ use std::fmt;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
-/// The HTTP method of an upstream route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HttpMethod {
-    /// `GET`
-    Get,
-    /// `HEAD`
-    Head,
-    /// `POST`
-    Post,
-    /// `PUT`
-    Put,
-    /// `PATCH`
-    Patch,
-    /// `DELETE`
-    Delete,
-}
-
-impl HttpMethod {
-    /// The method's name, upper case.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            HttpMethod::Get => "GET",
-            HttpMethod::Head => "HEAD",
-            HttpMethod::Post => "POST",
-            HttpMethod::Put => "PUT",
-            HttpMethod::Patch => "PATCH",
-            HttpMethod::Delete => "DELETE",
-        }
-    }
-
-    /// The method called `name` (upper case), if it is one a route may use.
-    pub fn parse(name: &str) -> Option<Self> {
-        Some(match name {
-            "GET" => HttpMethod::Get,
-            "HEAD" => HttpMethod::Head,
-            "POST" => HttpMethod::Post,
-            "PUT" => HttpMethod::Put,
-            "PATCH" => HttpMethod::Patch,
-            "DELETE" => HttpMethod::Delete,
-            _ => return None,
-        })
-    }
-
-    /// Whether the arguments that are not path parameters go in a JSON body (`POST`, `PUT`,
-    /// `PATCH`) rather than in the query string.
-    pub const fn has_body(self) -> bool {
-        matches!(self, HttpMethod::Post | HttpMethod::Put | HttpMethod::Patch)
-    }
-}
-
-impl fmt::Display for HttpMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The HTTP method of an upstream route: `GET`, `HEAD`, `POST`, `PUT`, `PATCH` or `DELETE`
+/// (the same type the route syntax is checked with at compile time).
+pub use fusion_names::route::Method as HttpMethod;
 
 /// One segment of a route's path: literal text or a parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,43 +52,27 @@ impl HttpRoute {
     /// assert!(HttpRoute::parse("GET /invoices/{a}-{b}").is_err());
     /// ```
     pub fn parse(template: &str) -> Result<Self, String> {
-        let (method, path) = template.trim().split_once(' ').ok_or_else(|| {
-            format!("`{template}` is not `METHOD /path`, such as `GET /invoices/{{id}}`")
-        })?;
-        let method = HttpMethod::parse(method).ok_or_else(|| {
-            format!("`{method}` is not an HTTP method a route may use (GET, HEAD, POST, PUT, PATCH or DELETE, upper case)")
-        })?;
-        let path = path.trim();
-        let Some(rest) = path.strip_prefix('/') else {
-            return Err(format!("the path `{path}` must start with `/`"));
-        };
-        if let Some(at) = path.find(['?', '#']) {
-            let what = if path[at..].starts_with('?') {
-                "a query string"
-            } else {
-                "a fragment"
-            };
-            return Err(format!(
-                "`{path}` has {what} (`{}`): a route is a path only; the arguments that are not path parameters fill the query",
-                &path[at..]
-            ));
-        }
-        let mut segments = Vec::new();
-        if !rest.is_empty() {
-            for segment in rest.split('/') {
-                segments.push(parse_segment(segment, path)?);
-            }
-        }
-        let mut seen: Vec<&str> = Vec::new();
-        for segment in &segments {
-            if let RouteSegment::Param { name, .. } = segment {
-                if seen.contains(&name.as_ref()) {
-                    return Err(format!("the path parameter `{{{name}}}` appears twice"));
-                }
-                seen.push(name);
-            }
-        }
-        Ok(HttpRoute { method, segments })
+        let route = fusion_names::route::parse(template)?;
+        let segments = route
+            .segments
+            .into_iter()
+            .map(|segment| match segment {
+                fusion_names::route::Segment::Literal(text) => RouteSegment::Literal(text.into()),
+                fusion_names::route::Segment::Param {
+                    prefix,
+                    name,
+                    suffix,
+                } => RouteSegment::Param {
+                    prefix: prefix.into(),
+                    name: name.into(),
+                    suffix: suffix.into(),
+                },
+            })
+            .collect();
+        Ok(HttpRoute {
+            method: route.method,
+            segments,
+        })
     }
 
     /// The method.
@@ -179,71 +111,6 @@ impl fmt::Display for HttpRoute {
             }
         }
         Ok(())
-    }
-}
-
-fn parse_segment(segment: &str, path: &str) -> Result<RouteSegment, String> {
-    let opens = segment.matches('{').count();
-    let closes = segment.matches('}').count();
-    if opens > 1 || closes > 1 {
-        return Err(format!(
-            "`{segment}` in `{path}`: a segment holds at most one path parameter"
-        ));
-    }
-    if let (Some(open), Some(close)) = (segment.find('{'), segment.find('}'))
-        && open < close
-    {
-        let (prefix, name, suffix) = (
-            &segment[..open],
-            &segment[open + 1..close],
-            &segment[close + 1..],
-        );
-        let valid = name
-            .chars()
-            .next()
-            .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(format!(
-                "`{{{name}}}` in `{path}`: a path parameter is named like an argument (letters, digits and `_`)"
-            ));
-        }
-        for text in [prefix, suffix] {
-            check_literal(text, segment, path)?;
-        }
-        return Ok(RouteSegment::Param {
-            prefix: Cow::Owned(prefix.to_owned()),
-            name: Cow::Owned(name.to_owned()),
-            suffix: Cow::Owned(suffix.to_owned()),
-        });
-    }
-    if opens + closes > 0 {
-        return Err(format!(
-            "`{segment}` in `{path}`: a path parameter is written `{{name}}`"
-        ));
-    }
-    if segment.is_empty() {
-        return Err(format!(
-            "`{path}` has an empty segment (`//` or a trailing `/`)"
-        ));
-    }
-    if segment == "." || segment == ".." {
-        return Err(format!("`{path}` has a `{segment}` segment"));
-    }
-    check_literal(segment, segment, path)?;
-    Ok(RouteSegment::Literal(Cow::Owned(segment.to_owned())))
-}
-
-/// Literal text of a route holds only characters that need no encoding in a path.
-fn check_literal(text: &str, segment: &str, path: &str) -> Result<(), String> {
-    match text
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(*c)))
-    {
-        Some(bad) => Err(format!(
-            "`{segment}` in `{path}` holds `{bad}`, which a route may not (no query string, fragment or encoding in a route)"
-        )),
-        None => Ok(()),
     }
 }
 
