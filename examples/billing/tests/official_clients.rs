@@ -310,7 +310,7 @@ fn conformance(spec: &str, scenarios: &[&str]) {
     ensure_testkit();
     let server = BillingHttp::spawn();
     let baseline = support::testkit_dir().join("conformance/baseline-tools-only.yml");
-    let run = Conformance::run(server.url(), spec, &baseline, scenarios);
+    let run = Conformance::run(server.url(), spec, Some(&baseline), scenarios);
     let suite = std::fs::read_to_string(
         support::test_deps_dir()
             .join("node/node_modules/@modelcontextprotocol/conformance/package.json"),

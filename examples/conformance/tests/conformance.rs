@@ -149,7 +149,7 @@ const ACCEPTED_WARNINGS: &[(&str, &str, &str, &str)] = &[
 fn conformance(spec: &str, scenarios: &[&str]) {
     ensure_testkit();
     let server = ServerHttp::spawn();
-    let run = Conformance::run(server.url(), spec, scenarios);
+    let run = Conformance::run(server.url(), spec, None, scenarios);
     let suite = std::fs::read_to_string(
         support::test_deps_dir()
             .join("node/node_modules/@modelcontextprotocol/conformance/package.json"),
