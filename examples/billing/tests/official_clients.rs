@@ -49,66 +49,67 @@ fn stdio_command() -> String {
     support::shell_line(&[billing_bin().to_string_lossy().as_ref(), "--in-memory"])
 }
 
-#[test]
-fn every_official_client_passes_the_billing_plan_over_stdio() {
+/// Whether a plan changes the store: one that does needs a fresh HTTP server per client, so
+/// that each client finds the demo data as the plan expects it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Read,
+    Changed,
+}
+
+/// Every official client runs `plans/<name>` over stdio (each spawns its own server), and every
+/// step passes; the matrix is printed and returned for the plan's own checks.
+fn passes_over_stdio(name: &str) -> Matrix {
     ensure_testkit();
     let mut matrix = Matrix::default();
-    matrix.run(
-        &["--stdio", &stdio_command()],
-        &plan("billing.json"),
-        &[],
-        None,
-    );
-    matrix.print("client matrix, stdio, plans/billing.json");
-    matrix.assert_all_passed("stdio, plans/billing.json", 1);
+    matrix.run(&["--stdio", &stdio_command()], &plan(name), &[], None);
+    matrix.print(&format!("client matrix, stdio, plans/{name}"));
+    matrix.assert_all_passed(&format!("stdio, plans/{name}"), 1);
+    matrix
+}
+
+/// The same over Streamable HTTP, against `billing --in-memory` on 127.0.0.1.
+fn passes_over_http(name: &str, store: Store) -> Matrix {
+    ensure_testkit();
+    let mut matrix = Matrix::default();
+    if store == Store::Changed {
+        for (client, _) in MATRIX_CLIENTS {
+            let server = BillingHttp::spawn();
+            matrix.run(
+                &["--http", server.url()],
+                &plan(name),
+                &[client],
+                Some(&server),
+            );
+        }
+    } else {
+        let server = BillingHttp::spawn();
+        matrix.run(&["--http", server.url()], &plan(name), &[], Some(&server));
+    }
+    matrix.print(&format!("client matrix, Streamable HTTP, plans/{name}"));
+    matrix.assert_all_passed(&format!("HTTP, plans/{name}"), 1);
+    matrix
+}
+
+#[test]
+fn every_official_client_passes_the_billing_plan_over_stdio() {
+    passes_over_stdio("billing.json");
 }
 
 #[test]
 fn every_official_client_passes_the_billing_plan_over_http() {
-    ensure_testkit();
-    let mut matrix = Matrix::default();
-    // The plan mutates (voids INV-3, creates INV-1001): one fresh server per client.
-    for (client, _) in MATRIX_CLIENTS {
-        let server = BillingHttp::spawn();
-        matrix.run(
-            &["--http", server.url()],
-            &plan("billing.json"),
-            &[client],
-            Some(&server),
-        );
-    }
-    matrix.print("client matrix, Streamable HTTP, plans/billing.json");
-    matrix.assert_all_passed("HTTP, plans/billing.json", 1);
+    // The plan voids INV-3 and creates INV-1001.
+    passes_over_http("billing.json", Store::Changed);
 }
 
 #[test]
 fn a_guarded_field_is_rejected_for_every_official_client_over_stdio() {
-    ensure_testkit();
-    let mut matrix = Matrix::default();
-    matrix.run(
-        &["--stdio", &stdio_command()],
-        &plan("guarded.json"),
-        &[],
-        None,
-    );
-    matrix.print("client matrix, stdio, plans/guarded.json");
-    matrix.assert_all_passed("stdio, plans/guarded.json", 1);
+    passes_over_stdio("guarded.json");
 }
 
 #[test]
 fn a_guarded_field_is_rejected_for_every_official_client_over_http() {
-    ensure_testkit();
-    // Nothing in this plan changes the store: one server for all five clients.
-    let server = BillingHttp::spawn();
-    let mut matrix = Matrix::default();
-    matrix.run(
-        &["--http", server.url()],
-        &plan("guarded.json"),
-        &[],
-        Some(&server),
-    );
-    matrix.print("client matrix, Streamable HTTP, plans/guarded.json");
-    matrix.assert_all_passed("HTTP, plans/guarded.json", 1);
+    passes_over_http("guarded.json", Store::Read);
 }
 
 /// Every client's report holds these values (report key → value): what the plan implies the
@@ -188,92 +189,39 @@ fn content_counts() -> [(&'static str, Value); 8] {
 
 #[test]
 fn every_official_client_reads_resources_gets_the_prompt_and_completes_over_stdio() {
-    ensure_testkit();
-    let mut matrix = Matrix::default();
-    matrix.run(
-        &["--stdio", &stdio_command()],
-        &plan("content.json"),
-        &[],
-        None,
-    );
-    matrix.print("client matrix, stdio, plans/content.json");
-    matrix.assert_all_passed("stdio, plans/content.json", 1);
+    let matrix = passes_over_stdio("content.json");
     assert_reports(&matrix, "stdio, plans/content.json", &content_counts());
 }
 
 #[test]
 fn every_official_client_reads_resources_gets_the_prompt_and_completes_over_http() {
-    ensure_testkit();
-    // Nothing in this plan changes the store: one server for all five clients.
-    let server = BillingHttp::spawn();
-    let mut matrix = Matrix::default();
-    matrix.run(
-        &["--http", server.url()],
-        &plan("content.json"),
-        &[],
-        Some(&server),
-    );
-    matrix.print("client matrix, Streamable HTTP, plans/content.json");
-    matrix.assert_all_passed("HTTP, plans/content.json", 1);
+    let matrix = passes_over_http("content.json", Store::Read);
     assert_reports(&matrix, "HTTP, plans/content.json", &content_counts());
+}
+
+/// What every client's report of `plans/confirm.json` says it did.
+fn confirm_counts() -> [(&'static str, Value); 2] {
+    [("calls", json!(13)), ("skipped", json!(0))]
 }
 
 #[test]
 fn every_official_client_is_asked_before_a_large_void_over_stdio() {
-    ensure_testkit();
-    let mut matrix = Matrix::default();
-    matrix.run(
-        &["--stdio", &stdio_command()],
-        &plan("confirm.json"),
-        &[],
-        None,
-    );
-    matrix.print("client matrix, stdio, plans/confirm.json");
-    matrix.assert_all_passed("stdio, plans/confirm.json", 1);
-    assert_reports(
-        &matrix,
-        "stdio, plans/confirm.json",
-        &[("calls", json!(13)), ("skipped", json!(0))],
-    );
+    let matrix = passes_over_stdio("confirm.json");
+    assert_reports(&matrix, "stdio, plans/confirm.json", &confirm_counts());
     assert_confirm_questions(&matrix, "stdio, plans/confirm.json");
 }
 
 #[test]
 fn every_official_client_is_asked_before_a_large_void_over_http() {
-    ensure_testkit();
-    let mut matrix = Matrix::default();
-    // The plan creates and voids invoices: one fresh server per client.
-    for (client, _) in MATRIX_CLIENTS {
-        let server = BillingHttp::spawn();
-        matrix.run(
-            &["--http", server.url()],
-            &plan("confirm.json"),
-            &[client],
-            Some(&server),
-        );
-    }
-    matrix.print("client matrix, Streamable HTTP, plans/confirm.json");
-    matrix.assert_all_passed("HTTP, plans/confirm.json", 1);
-    assert_reports(
-        &matrix,
-        "HTTP, plans/confirm.json",
-        &[("calls", json!(13)), ("skipped", json!(0))],
-    );
+    // The plan creates and voids invoices.
+    let matrix = passes_over_http("confirm.json", Store::Changed);
+    assert_reports(&matrix, "HTTP, plans/confirm.json", &confirm_counts());
     assert_confirm_questions(&matrix, "HTTP, plans/confirm.json");
 }
 
 #[test]
 fn a_client_without_elicitation_cannot_void_a_large_invoice_over_stdio() {
-    ensure_testkit();
-    let mut matrix = Matrix::default();
-    matrix.run(
-        &["--stdio", &stdio_command()],
-        &plan("confirm-unsupported.json"),
-        &[],
-        None,
-    );
-    matrix.print("client matrix, stdio, plans/confirm-unsupported.json");
-    matrix.assert_all_passed("stdio, plans/confirm-unsupported.json", 1);
+    let matrix = passes_over_stdio("confirm-unsupported.json");
     assert_reports(
         &matrix,
         "stdio, plans/confirm-unsupported.json",
@@ -283,20 +231,8 @@ fn a_client_without_elicitation_cannot_void_a_large_invoice_over_stdio() {
 
 #[test]
 fn a_client_without_elicitation_cannot_void_a_large_invoice_over_http() {
-    ensure_testkit();
-    let mut matrix = Matrix::default();
-    // The plan creates an invoice: one fresh server per client.
-    for (client, _) in MATRIX_CLIENTS {
-        let server = BillingHttp::spawn();
-        matrix.run(
-            &["--http", server.url()],
-            &plan("confirm-unsupported.json"),
-            &[client],
-            Some(&server),
-        );
-    }
-    matrix.print("client matrix, Streamable HTTP, plans/confirm-unsupported.json");
-    matrix.assert_all_passed("HTTP, plans/confirm-unsupported.json", 1);
+    // The plan creates an invoice.
+    let matrix = passes_over_http("confirm-unsupported.json", Store::Changed);
     assert_reports(
         &matrix,
         "HTTP, plans/confirm-unsupported.json",
