@@ -55,13 +55,6 @@ trap cleanup EXIT
 # shellcheck source=bench/lib.sh
 source "$root/bench/lib.sh"
 
-# calls_to FILE REGEX: how many times the functions whose names match REGEX were called.
-calls_to() {
-  awk -v pattern="$2" '/^cfn=/ { callee = substr($0, 5) }
-    /^calls=/ { if (callee ~ pattern) { split($0, field, /[= ]/); total += field[2] } }
-    END { print total + 0 }' "$1"
-}
-
 # measure TARGET MODE SECONDS: prints "<instructions> <calls> <tasks spawned> <task wakes>"
 # for one run under callgrind.
 measure() {
@@ -97,21 +90,7 @@ measure() {
 }
 
 table() {
-  printf '%-18s %14s %14s %7s   %13s %13s   %13s %13s\n' mode "fusion Ir/call" "raw Ir/call" \
-    ratio "fusion tasks" "raw tasks" "fusion wakes" "raw wakes"
-  for mode in $modes; do
-    declare -A per_call=() tasks=() wakes=()
-    for target in fusion raw; do
-      read -r ir_s calls_s tasks_s wakes_s < <(measure "$target" "$mode" "$short")
-      read -r ir_l calls_l tasks_l wakes_l < <(measure "$target" "$mode" "$long")
-      per_call[$target]="$(python3 -c "print(round(($ir_l - $ir_s) / max(1, $calls_l - $calls_s)))")"
-      tasks[$target]="$(python3 -c "print(f'{($tasks_l - $tasks_s) / max(1, $calls_l - $calls_s):.2f}')")"
-      wakes[$target]="$(python3 -c "print(f'{($wakes_l - $wakes_s) / max(1, $calls_l - $calls_s):.2f}')")"
-    done
-    printf '%-18s %14s %14s %7s   %13s %13s   %13s %13s\n' "$mode" "${per_call[fusion]}" \
-      "${per_call[raw]}" "$(python3 -c "print(f'{${per_call[fusion]} / ${per_call[raw]}:.3f}')")" \
-      "${tasks[fusion]}" "${tasks[raw]}" "${wakes[fusion]}" "${wakes[raw]}"
-  done
+  marginal_table fusion
   echo "(tasks: tokio tasks spawned per call; wakes: task wake-ups per call; both marginal, as Ir)"
 }
 mkdir -p "$root/bench/results"

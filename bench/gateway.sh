@@ -75,13 +75,6 @@ trap cleanup EXIT
 # shellcheck source=bench/lib.sh
 source "$root/bench/lib.sh"
 
-# calls_to FILE REGEX: how many times the functions whose names match REGEX were called.
-calls_to() {
-  awk -v pattern="$2" '/^cfn=/ { callee = substr($0, 5) }
-    /^calls=/ { if (callee ~ pattern) { split($0, field, /[= ]/); total += field[2] } }
-    END { print total + 0 }' "$1"
-}
-
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
 # start_upstream MODE: raw-billing over HTTP for the gateway (HTTP modes); sets upstream_url.
@@ -156,21 +149,7 @@ measure() {
 
 cpu_table() {
   echo "CPU per call (callgrind, marginal over ${short}s and ${long}s of load; the gateway's own process)"
-  printf '%-18s %16s %14s %7s   %13s %11s   %13s %11s\n' mode "gateway Ir/call" "raw Ir/call" \
-    ratio "gateway tasks" "raw tasks" "gateway wakes" "raw wakes"
-  for mode in $modes; do
-    declare -A per_call=() tasks=() wakes=()
-    for target in gateway raw; do
-      read -r ir_s calls_s tasks_s wakes_s < <(measure "$target" "$mode" "$short")
-      read -r ir_l calls_l tasks_l wakes_l < <(measure "$target" "$mode" "$long")
-      per_call[$target]="$(python3 -c "print(round(($ir_l - $ir_s) / max(1, $calls_l - $calls_s)))")"
-      tasks[$target]="$(python3 -c "print(f'{($tasks_l - $tasks_s) / max(1, $calls_l - $calls_s):.2f}')")"
-      wakes[$target]="$(python3 -c "print(f'{($wakes_l - $wakes_s) / max(1, $calls_l - $calls_s):.2f}')")"
-    done
-    printf '%-18s %16s %14s %7s   %13s %11s   %13s %11s\n' "$mode" "${per_call[gateway]}" \
-      "${per_call[raw]}" "$(python3 -c "print(f'{${per_call[gateway]} / ${per_call[raw]}:.3f}')")" \
-      "${tasks[gateway]}" "${tasks[raw]}" "${wakes[gateway]}" "${wakes[raw]}"
-  done
+  marginal_table gateway
   echo "(ratio: the gateway's instructions per proxied call over the raw peer's per direct call;"
   echo " tasks: tokio tasks spawned per call; wakes: task wake-ups per call)"
 }
