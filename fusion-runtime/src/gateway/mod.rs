@@ -17,14 +17,21 @@
 //!             .bearer_token(std::env::var("CRM_TOKEN")?)
 //!             .timeout(Duration::from_secs(10)),
 //!     )
+//!     // Its tools under their own names (`search`, not `docs_search`).
+//!     .mount("docs", Upstream::http("http://127.0.0.1:9100/mcp").unprefixed())
 //!     .build()?;
 //! server.upstreams_ready().await; // first catalogs fetched (or failed)
 //! // `billing_get_invoice`, `crm_find_contact`, … beside the built-in tools.
 //! # Ok(()) }
 //! ```
 //!
-//! **Listing.** An upstream's tools appear as `{prefix}_{tool}`, their definitions otherwise
-//! as the upstream gives them (schemas, annotations, title, `_meta`). Each upstream's catalog
+//! **Listing.** An upstream's tools appear as `{prefix}_{tool}`, or under their own names when
+//! mounted [`Upstream::unprefixed`] (policy and audit in front of an existing server, its tools
+//! not renamed), their definitions otherwise as the upstream gives them (schemas, annotations,
+//! title, `_meta`). Either way the prefix names the mount everywhere else: access policies and
+//! audit records see the canonical key `prefix.tool`. A name two tools would have is served
+//! once, failing closed: a built-in tool keeps it, else the upstream mounted first; the other
+//! tool is not served, and that is logged at error level, naming both. Each upstream's catalog
 //! is fetched when it connects and again when it says its tools changed
 //! (`notifications/tools/list_changed`: sent unasked by stdio and 2025-11-25 session
 //! upstreams, on a `subscriptions/listen` stream the gateway opens to a 2026-07-28 upstream
@@ -120,6 +127,7 @@ pub struct Upstream {
     pub(crate) toolset: Option<String>,
     pub(crate) backoff: (Duration, Duration),
     pub(crate) protocol: UpstreamProtocol,
+    pub(crate) unprefixed: bool,
 }
 
 #[derive(Clone)]
@@ -157,6 +165,7 @@ impl std::fmt::Debug for Upstream {
             .field("concurrency", &self.concurrency)
             .field("refresh_every", &self.refresh_every)
             .field("protocol", &self.protocol)
+            .field("unprefixed", &self.unprefixed)
             .finish_non_exhaustive()
     }
 }
@@ -172,6 +181,7 @@ impl Upstream {
             toolset: None,
             backoff: (Duration::from_millis(100), Duration::from_secs(30)),
             protocol: UpstreamProtocol::Auto,
+            unprefixed: false,
         }
     }
 
@@ -300,6 +310,21 @@ impl Upstream {
     #[must_use]
     pub fn protocol(mut self, protocol: UpstreamProtocol) -> Self {
         self.protocol = protocol;
+        self
+    }
+
+    /// Serves the upstream's tools under their own names instead of `{prefix}_{tool}`: policy
+    /// and audit in front of one existing server, its tools not renamed. The prefix stays the
+    /// mount's namespace everywhere else: canonical keys (`prefix.tool`) for access policies
+    /// and audit, the default toolset, [`UpstreamStatus`], logs.
+    ///
+    /// A name that another tool already has is not served, and the collision is logged at
+    /// error level with both owners each time the catalog is rebuilt: a built-in tool keeps its
+    /// name, and between mounts the one mounted first does. A call never reaches another
+    /// tool than the one listed under its name.
+    #[must_use]
+    pub fn unprefixed(mut self) -> Self {
+        self.unprefixed = true;
         self
     }
 
@@ -471,7 +496,7 @@ impl Gateway {
             .rebuilding
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut by_name = HashMap::new();
+        let mut by_name: HashMap<String, Arc<ProxiedTool>> = HashMap::new();
         let mut order = Vec::new();
         let mut keys = HashSet::new();
         for (index, state) in self.upstreams.iter().enumerate() {
@@ -480,19 +505,34 @@ impl Gateway {
                     continue;
                 };
                 let name = proxied.name().to_owned();
-                if self.builtin_names.contains(&name) || by_name.contains_key(&name) {
+                // Fail closed: the name keeps its first owner (built-in, then mount order), and
+                // the other tool is not served at all.
+                let owner = if self.builtin_names.contains(&name) {
+                    Some("a built-in tool".to_owned())
+                } else {
+                    by_name.get(&name).map(|other| {
+                        format!(
+                            "tool `{}` of upstream `{}`",
+                            other.upstream_name, self.upstreams[other.upstream].prefix
+                        )
+                    })
+                };
+                if let Some(owner) = owner {
                     tracing::error!(
                         upstream = %state.prefix,
-                        tool = %name,
-                        "an upstream tool is hidden: another tool already has its name"
+                        tool = %tool.name,
+                        exposed = %name,
+                        served = %owner,
+                        "an upstream tool is not served: its name `{name}` is taken by {owner}"
                     );
                     continue;
                 }
                 if !keys.insert(proxied.facts.key.clone()) {
                     tracing::error!(
                         upstream = %state.prefix,
-                        tool = %name,
-                        "an upstream tool is hidden: another tool already has its key"
+                        tool = %tool.name,
+                        key = %proxied.facts.key.as_str(),
+                        "an upstream tool is not served: another tool of it already has its key"
                     );
                     continue;
                 }
@@ -591,7 +631,11 @@ fn proxy(
     version: &str,
 ) -> Option<ProxiedTool> {
     let prefix = &state.prefix;
-    let exposed = format!("{prefix}_{}", tool.name);
+    let exposed = if state.config.unprefixed {
+        tool.name.to_string()
+    } else {
+        format!("{prefix}_{}", tool.name)
+    };
     let mut problems = Vec::new();
     crate::key::check_exposed_name(&exposed, &mut problems);
     if !problems.is_empty() {
