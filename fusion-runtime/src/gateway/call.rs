@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, ErrorData,
-    JsonObject, ProgressToken, RequestId, RequestMetaObject, ServerResult,
+    InputRequiredResult, JsonObject, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
+    ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -16,7 +17,7 @@ use serde_json::{Value, json};
 use super::http::{Call, HttpCalls, Sent};
 use super::progress::Relay;
 use super::upstream::UpstreamState;
-use super::{ProxiedTool, codes as gateway_codes};
+use super::{Answer, Passthrough, ProxiedTool, codes as gateway_codes};
 use crate::context::CallContext;
 use crate::envelope::{Outcome, Sealed};
 use crate::error::{ToolError, codes, echo};
@@ -44,6 +45,9 @@ pub(crate) enum Failure {
     Unexpected(String),
     /// rmcp's own request timeout.
     Timeout(Duration),
+    /// Answered `input_required` (2026-07-28): the upstream asks the caller for input. Passed
+    /// back to a caller that asks in rounds ([`Passthrough`]); an error for any other.
+    InputRequired(Box<InputRequiredResult>),
 }
 
 impl From<ServiceError> for Failure {
@@ -79,6 +83,11 @@ pub(crate) async fn send(
     if let Some(tracestate) = context.meta().get_tracestate() {
         meta.set_tracestate(tracestate);
     }
+    // A 2026-07-28 caller's round: its state and answers go to the upstream untouched.
+    let through = context
+        .extensions()
+        .get::<Arc<Passthrough>>()
+        .map(Arc::as_ref);
     // Progress goes back only to a caller that asked for it.
     let mut relay = match (&context.request.peer, context.progress_token()) {
         (Some(caller), Some(token)) => Some(Relay::new(caller.clone(), token)),
@@ -97,11 +106,14 @@ pub(crate) async fn send(
             &args,
             &meta,
             relay.as_mut(),
+            through,
             context,
         ))
         .await?;
         match sent {
-            Sent::Done(outcome) => return outcome.map_err(|failure| failed(upstream, failure)),
+            Sent::Done(outcome) => {
+                return outcome.map_err(|failure| failed(upstream, failure, through));
+            }
             Sent::SessionExpired => {
                 tracing::debug!(upstream = %upstream.prefix,
                     "the upstream's session expired; the call goes through rmcp's client");
@@ -109,7 +121,7 @@ pub(crate) async fn send(
         }
     }
     Box::pin(over_rmcp(
-        upstream, &link.peer, tool, args, meta, relay, context,
+        upstream, &link.peer, tool, args, meta, relay, through, context,
     ))
     .await
 }
@@ -124,6 +136,7 @@ async fn over_http(
     args: &JsonObject,
     meta: &RequestMetaObject,
     mut relay: Option<&mut Relay>,
+    through: Option<&Passthrough>,
     context: &CallContext,
 ) -> Result<Sent, ToolError> {
     let id = http.next_id();
@@ -146,6 +159,7 @@ async fn over_http(
         arguments: args,
         trace: meta,
         progress: relay.as_ref().map(|relay| relay.queue().clone()),
+        through,
     });
     let exchange = std::pin::pin!(exchange);
     let sent = tokio::select! {
@@ -159,18 +173,32 @@ async fn over_http(
 }
 
 /// The call through rmcp's client.
+#[allow(clippy::too_many_arguments)]
 async fn over_rmcp(
     upstream: &Arc<UpstreamState>,
     peer: &Peer<RoleClient>,
     tool: &ProxiedTool,
     args: JsonObject,
-    meta: RequestMetaObject,
+    mut meta: RequestMetaObject,
     mut relay: Option<Relay>,
+    through: Option<&Passthrough>,
     context: &CallContext,
 ) -> Result<CallToolResult, ToolError> {
-    let mut request = CallToolRequest::new(
-        CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(args),
-    );
+    let mut params = CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(args);
+    if let Some(through) = through {
+        params.request_state.clone_from(&through.request_state);
+        params.input_responses.clone_from(&through.input_responses);
+        // The caller's capabilities replace the gateway's in a stateless request's facts
+        // (rmcp puts its own first; these extend them).
+        if let Some(capabilities) = &through.capabilities
+            && peer
+                .peer_info()
+                .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
+        {
+            meta.set_client_capabilities(capabilities.clone());
+        }
+    }
+    let mut request = CallToolRequest::new(params);
     // The transport routes the request's progress to the relay as it sends it, under the
     // token rmcp picks: none can come before its route.
     if let Some(relay) = &relay {
@@ -180,7 +208,7 @@ async fn over_rmcp(
     let handle = peer
         .send_request_with_option(ClientRequest::CallToolRequest(request), options)
         .await
-        .map_err(|error| failed(upstream, error.into()))?;
+        .map_err(|error| failed(upstream, error.into(), through))?;
     if let Some(relay) = &mut relay {
         relay.route(upstream.routes(), handle.progress_token.clone());
     }
@@ -198,11 +226,16 @@ async fn over_rmcp(
     abandon.id = None;
     match response {
         Ok(ServerResult::CallToolResult(result)) => Ok(result),
+        Ok(ServerResult::InputRequiredResult(result)) => Err(failed(
+            upstream,
+            Failure::InputRequired(Box::new(result)),
+            through,
+        )),
         Ok(other) => Err(upstream_error(
             &upstream.prefix,
             format!("tools/call answered with something else than a tool result: {other:?}"),
         )),
-        Err(error) => Err(failed(upstream, error.into())),
+        Err(error) => Err(failed(upstream, error.into(), through)),
     }
 }
 
@@ -273,9 +306,46 @@ pub(crate) fn passed(mut result: CallToolResult) -> Sealed {
 }
 
 /// What a failed exchange with the upstream becomes for the agent: never the upstream's raw
-/// text, except a short echo of why it rejected the arguments.
-fn failed(upstream: &UpstreamState, failure: Failure) -> ToolError {
+/// text, except a short echo of why it rejected the arguments. For a caller that asks in rounds
+/// (`through`), what belongs to its own exchange with the upstream goes back to it untouched
+/// (set in `through`, sent by the transport instead of the error returned here): an
+/// `input_required` answer, a `-32021` for a capability it did not declare, and the refusal of
+/// the state or answers it sent.
+fn failed(upstream: &UpstreamState, failure: Failure, through: Option<&Passthrough>) -> ToolError {
     match failure {
+        Failure::InputRequired(result) => match through {
+            Some(through) => {
+                through.set(Answer::InputRequired(*result));
+                ToolError::new(
+                    crate::elicit::INPUT_REQUIRED,
+                    "The call waits for the client's answer.",
+                )
+            }
+            None => upstream_error(
+                &upstream.prefix,
+                "tools/call answered input_required to a caller that does not ask in rounds".into(),
+            ),
+        },
+        Failure::Rpc(data)
+            if through.is_some_and(|through| {
+                data.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                    || (data.code == ErrorCode::INVALID_PARAMS && through.answers())
+            }) =>
+        {
+            let code = if data.code == ErrorCode::INVALID_PARAMS {
+                codes::VALIDATION_ERROR
+            } else {
+                gateway_codes::UPSTREAM_ERROR
+            };
+            let message = format!(
+                "The upstream server refused the request: {}",
+                echo(&data.message, 300)
+            );
+            if let Some(through) = through {
+                through.set(Answer::Error(data));
+            }
+            ToolError::new(code, message)
+        }
         Failure::Rpc(data) if data.code == ErrorCode::INVALID_PARAMS => {
             let unknown =
                 data.message.contains("nknown tool") || data.message.contains("not found");

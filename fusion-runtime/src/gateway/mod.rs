@@ -54,6 +54,16 @@
 //! `structuredContent`, `isError`), never re-enveloped. Every successful proxied call is
 //! audited as a write, whatever the upstream's annotations say.
 //!
+//! **Asking in rounds.** A 2026-07-28 caller's rounds with a proxied tool are the upstream's:
+//! the call's `requestState` and `inputResponses` go to the upstream untouched (the gateway's
+//! own state keys never see them), with the caller's capabilities in place of the gateway's in
+//! a stateless upstream's request; the upstream's `input_required` answer comes back untouched,
+//! and so do the JSON-RPC errors that belong to the caller's request: `-32021` for a
+//! capability it did not declare, and the refusal of a state or answers it sent back. Such a
+//! round is not audited (the call is not done). Requests an upstream sends during a call on a
+//! 2025-11-25 session (sampling, elicitation) are answered by the gateway's own client, which
+//! declares none of those capabilities, and its log messages are not forwarded.
+//!
 //! **Failing.** An upstream that cannot be reached, died or did not answer in time gives a
 //! retryable error with an `errorId` (the cause is logged under it, never shown); a JSON-RPC
 //! error of the upstream is mapped to a code (`VALIDATION_ERROR`, `UNKNOWN_TOOL`,
@@ -727,6 +737,60 @@ fn names_header_params(schema: &Value) -> bool {
 
 fn annotations_or_default(annotations: Option<&ToolAnnotations>) -> ToolAnnotations {
     annotations.cloned().unwrap_or_default()
+}
+
+/// A proxied call of a 2026-07-28 caller, which asks for input in rounds: what the caller sent
+/// for the upstream (its `requestState` and `inputResponses`, its capabilities), passed on
+/// untouched, and what the upstream answered that is not a tool result, passed back untouched
+/// by the transport. The upstream seals and verifies its own state: the gateway's keys never
+/// see it.
+pub(crate) struct Passthrough {
+    pub(crate) request_state: Option<String>,
+    pub(crate) input_responses: Option<rmcp::model::InputResponses>,
+    /// The caller's capabilities, sent to a stateless upstream instead of the gateway's own
+    /// (none): what the upstream may ask the caller for.
+    pub(crate) capabilities: Option<rmcp::model::ClientCapabilities>,
+    answer: std::sync::Mutex<Option<Answer>>,
+}
+
+/// What an upstream answered a round-asking call, other than a tool result.
+pub(crate) enum Answer {
+    /// `input_required`: the caller answers, then calls again with the upstream's state.
+    InputRequired(rmcp::model::InputRequiredResult),
+    /// A protocol error that belongs to the caller's request: a client capability it did not
+    /// declare (`-32021`), or a state or answers the upstream refused.
+    Error(rmcp::ErrorData),
+}
+
+impl Passthrough {
+    pub(crate) fn new(
+        request_state: Option<String>,
+        input_responses: Option<rmcp::model::InputResponses>,
+        capabilities: Option<rmcp::model::ClientCapabilities>,
+    ) -> Self {
+        Passthrough {
+            request_state,
+            input_responses,
+            capabilities,
+            answer: Default::default(),
+        }
+    }
+
+    /// Whether the call answers an earlier `input_required` (the upstream judges the state).
+    pub(crate) fn answers(&self) -> bool {
+        self.request_state.is_some() || self.input_responses.is_some()
+    }
+
+    pub(crate) fn set(&self, answer: Answer) {
+        *self.answer.lock().unwrap_or_else(PoisonError::into_inner) = Some(answer);
+    }
+
+    pub(crate) fn take(&self) -> Option<Answer> {
+        self.answer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
 }
 
 /// What one upstream is doing, for health checks and tests.

@@ -959,6 +959,39 @@ impl ServerHandler for McpHandler {
         let asking = Asking::of(&context);
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
+                // A proxied tool of a 2026-07-28 caller: its rounds are the upstream's (SPEC R7).
+                #[cfg(feature = "gateway")]
+                if asking.rounds
+                    && self.shared.server.gateway().is_some()
+                    && self.shared.server.tool(&name).is_none()
+                {
+                    let through = Arc::new(crate::gateway::Passthrough::new(
+                        request.request_state,
+                        request.input_responses,
+                        asking.capabilities,
+                    ));
+                    call.extensions_mut().insert(Arc::clone(&through));
+                    let outcome = self
+                        .shared
+                        .server
+                        .call_tool(&name, request.arguments, call)
+                        .await;
+                    return match through.take() {
+                        Some(crate::gateway::Answer::InputRequired(result)) => {
+                            Ok(CallToolResponse::InputRequired(result))
+                        }
+                        Some(crate::gateway::Answer::Error(error)) => Err(error),
+                        None => match outcome {
+                            Ok(result) => {
+                                if result.is_error != Some(true) {
+                                    self.notify_invalidated(&result);
+                                }
+                                Ok(CallToolResponse::Complete(result))
+                            }
+                            Err(unknown) => Err(unknown_tool(&unknown.0)),
+                        },
+                    };
+                }
                 let binding = LazyBinding::new(
                     &asking,
                     &name,
