@@ -302,9 +302,9 @@ impl Mcp {
             resources.subscribe = Some(true);
             capabilities.resources = Some(resources);
         }
-        if server.has_prompts() {
-            capabilities.prompts = Some(PromptsCapability::default());
-        }
+        // Every server answers `prompts/list` (an empty list, with its caching hints, when it
+        // has none): one that answers it must declare it (2026-07-28, SEP-2575).
+        capabilities.prompts = Some(PromptsCapability::default());
         if server.has_completions() {
             capabilities.completions = Some(Default::default());
         }
