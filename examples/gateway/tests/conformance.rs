@@ -49,6 +49,12 @@ const SCENARIOS_2025_11_25: &[&str] = &[
     "tools-call-error",
     "tools-call-with-progress",
     "json-schema-2020-12",
+    // Requests to the caller during a proxied call: the upstream's `input_required` questions,
+    // asked over the caller's session by the gateway.
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
 ];
 
 /// The server scenarios of 2026-07-28 that apply to a tools gateway: all pass through it.
@@ -99,21 +105,6 @@ const LEFT_OUT_2025_11_25: &[(&str, &str)] = &[
         "tools-call-with-logging",
         "an upstream's `notifications/message` during a proxied call are not forwarded to the \
          caller (only its progress is)",
-    ),
-    (
-        "tools-call-sampling",
-        "requests an upstream sends during a proxied call (sampling, elicitation) are answered \
-         by the gateway's own client, not forwarded to the caller's session",
-    ),
-    (
-        "tools-call-elicitation",
-        "requests an upstream sends during a proxied call (sampling, elicitation) are answered \
-         by the gateway's own client, not forwarded to the caller's session",
-    ),
-    (
-        "elicitation-",
-        "requests an upstream sends during a proxied call (sampling, elicitation) are answered \
-         by the gateway's own client, not forwarded to the caller's session",
     ),
     (
         "tasks-",

@@ -3,8 +3,8 @@
 //! `requestState`), and the caller's answers and that state reach the upstream untouched on
 //! the retry, with the caller's capabilities; the upstream judges its own state (a refusal is
 //! the caller's JSON-RPC error). On the gateway's own HTTP path and through rmcp's client (a
-//! tool with an `Mcp-Param` header). A 2025-11-25 caller cannot answer in rounds: the same
-//! answer is an upstream error for it.
+//! tool with an `Mcp-Param` header). A 2025-11-25 caller is asked the upstream's questions over
+//! its session by the gateway, which calls the upstream again with the answers.
 
 mod support;
 
@@ -25,6 +25,17 @@ use support::*;
 struct Elicits;
 
 impl ClientHandler for Elicits {
+    /// Picks `b` (a 2025-11-25 session's elicitation).
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let mut result = rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept);
+        result.content = Some(json!({"pick": "b"}));
+        Ok(result)
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(ElicitationCapability::default());
@@ -134,10 +145,35 @@ async fn input_required_and_its_answers_pass_through_untouched() {
             }
         }
 
-        // A 2025-11-25 caller cannot answer in rounds: the upstream's question is an error.
+        // A 2025-11-25 caller is asked over its session by the gateway, which calls again under
+        // the upstream's state with its answer.
+        let before = upstream.calls_of("ask").len();
         let session = http_client(&http.url, false, Elicits).await;
         let result = call(session.peer(), "up_ask", json!({})).await.unwrap();
-        assert_eq!(error_of(&result)["code"], "UPSTREAM_ERROR");
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        let answer = json!({"action": "accept", "content": {"pick": "b"}});
+        assert_eq!(
+            text_of(&result),
+            format!("answered: {}", json!({"q1": answer}))
+        );
+        let seen = upstream.calls_of("ask");
+        assert_eq!(seen.len(), before + 2);
+        assert_eq!(seen[before].request_state, None);
+        assert_eq!(
+            seen[before + 1].request_state.as_deref(),
+            Some("recorder-state-1")
+        );
+        assert_eq!(
+            seen[before + 1].input_responses,
+            Some(json!({"q1": answer}))
+        );
+        assert_eq!(
+            seen[before]
+                .client_capabilities
+                .as_ref()
+                .map(|c| c["elicitation"].is_object()),
+            Some(true)
+        );
     })
     .await;
 }

@@ -75,6 +75,109 @@ pub(crate) async fn send(
     let link = upstream
         .link()
         .ok_or_else(|| unavailable(&upstream.prefix, "the upstream is not connected".into()))?;
+    let given = context.extensions().get::<Arc<Passthrough>>();
+    // A session caller of a stateless upstream: asked over its session, round after round.
+    if let Some(given) = given
+        && let Some(caller) = &given.session
+        && link.http.is_some()
+        && link
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
+    {
+        return Box::pin(bridged(
+            upstream,
+            tool,
+            args,
+            context,
+            caller,
+            given.capabilities.as_ref(),
+        ))
+        .await;
+    }
+    // A 2026-07-28 caller's round: its state and answers go to the upstream untouched.
+    let through = given
+        .filter(|given| given.session.is_none())
+        .map(Arc::as_ref);
+    send_once(upstream, &link, tool, args, context, through).await
+}
+
+/// How many rounds a session caller is asked before the gateway gives up on a proxied call.
+const MAX_ROUNDS: usize = 16;
+
+/// A call of a session caller (2025-11-25, stdio) to a stateless upstream, which asks for
+/// input with `input_required`: the gateway asks the caller each question over its session
+/// (sampling, elicitation, roots), then calls again with the answers under the upstream's
+/// state, until the upstream answers with a result.
+async fn bridged(
+    upstream: &Arc<UpstreamState>,
+    tool: &ProxiedTool,
+    args: JsonObject,
+    context: &CallContext,
+    caller: &rmcp::Peer<rmcp::RoleServer>,
+    capabilities: Option<&rmcp::model::ClientCapabilities>,
+) -> Result<CallToolResult, ToolError> {
+    let mut round = Passthrough::new(None, None, capabilities.cloned());
+    for _ in 0..MAX_ROUNDS {
+        let link = upstream
+            .link()
+            .ok_or_else(|| unavailable(&upstream.prefix, "the upstream is not connected".into()))?;
+        let outcome = send_once(upstream, &link, tool, args.clone(), context, Some(&round)).await;
+        let asked = match round.take() {
+            None => return outcome,
+            Some(Answer::Error(error)) => return Err(failed(upstream, Failure::Rpc(error), None)),
+            Some(Answer::InputRequired(asked)) => asked,
+        };
+        let mut answers = rmcp::model::InputResponses::new();
+        for (key, request) in asked.input_requests.unwrap_or_default() {
+            let request = match request {
+                rmcp::model::InputRequest::CreateMessage(request) => {
+                    rmcp::model::ServerRequest::CreateMessageRequest(request)
+                }
+                rmcp::model::InputRequest::Elicitation(request) => {
+                    rmcp::model::ServerRequest::ElicitRequest(request)
+                }
+                rmcp::model::InputRequest::ListRoots(request) => {
+                    rmcp::model::ServerRequest::ListRootsRequest(request)
+                }
+                other => {
+                    return Err(upstream_error(
+                        &upstream.prefix,
+                        format!("input_required asked for something unknown: {other:?}"),
+                    ));
+                }
+            };
+            let answer = tokio::select! {
+                answer = caller.send_request(request) => answer,
+                _ = context.cancellation().cancelled() => {
+                    return Err(ToolError::new(codes::CANCELLED, "The request was cancelled."));
+                }
+            };
+            let answer = answer.map_err(|error| {
+                ToolError::new(
+                    codes::VALIDATION_ERROR,
+                    format!("The client did not answer the upstream server's request: {error}."),
+                )
+            })?;
+            answers.insert(key, serde_json::to_value(answer).unwrap_or(Value::Null));
+        }
+        round = Passthrough::new(asked.request_state, Some(answers), capabilities.cloned());
+    }
+    Err(upstream_error(
+        &upstream.prefix,
+        format!("tools/call still asked for input after {MAX_ROUNDS} rounds"),
+    ))
+}
+
+/// One exchange of the call with the upstream.
+async fn send_once(
+    upstream: &Arc<UpstreamState>,
+    link: &super::upstream::Link,
+    tool: &ProxiedTool,
+    args: JsonObject,
+    context: &CallContext,
+    through: Option<&Passthrough>,
+) -> Result<CallToolResult, ToolError> {
     // The caller's trace context goes on: the upstream's spans join the same trace.
     let mut meta = RequestMetaObject::default();
     if let Some(traceparent) = context.meta().get_traceparent() {
@@ -83,11 +186,6 @@ pub(crate) async fn send(
     if let Some(tracestate) = context.meta().get_tracestate() {
         meta.set_tracestate(tracestate);
     }
-    // A 2026-07-28 caller's round: its state and answers go to the upstream untouched.
-    let through = context
-        .extensions()
-        .get::<Arc<Passthrough>>()
-        .map(Arc::as_ref);
     // Progress goes back only to a caller that asked for it.
     let mut relay = match (&context.request.peer, context.progress_token()) {
         (Some(caller), Some(token)) => Some(Relay::new(caller.clone(), token)),

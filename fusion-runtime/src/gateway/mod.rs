@@ -60,9 +60,12 @@
 //! a stateless upstream's request; the upstream's `input_required` answer comes back untouched,
 //! and so do the JSON-RPC errors that belong to the caller's request: `-32021` for a
 //! capability it did not declare, and the refusal of a state or answers it sent back. Such a
-//! round is not audited (the call is not done). Requests an upstream sends during a call on a
-//! 2025-11-25 session (sampling, elicitation) are answered by the gateway's own client, which
-//! declares none of those capabilities, and its log messages are not forwarded.
+//! round is not audited (the call is not done). A caller on a session (2025-11-25, stdio) of a
+//! stateless upstream is asked the upstream's questions over its session by the gateway
+//! (sampling, elicitation, roots, as its capabilities allow), which then calls the upstream
+//! again with the answers under its state. Requests an upstream on a session (stdio,
+//! 2025-11-25) sends during a call are answered by the gateway's own client, which declares
+//! none of those capabilities; an upstream's log messages are not forwarded.
 //!
 //! **Failing.** An upstream that cannot be reached, died or did not answer in time gives a
 //! retryable error with an `errorId` (the cause is logged under it, never shown); a JSON-RPC
@@ -739,7 +742,8 @@ fn annotations_or_default(annotations: Option<&ToolAnnotations>) -> ToolAnnotati
     annotations.cloned().unwrap_or_default()
 }
 
-/// A proxied call of a 2026-07-28 caller, which asks for input in rounds: what the caller sent
+/// A proxied call of a 2026-07-28 caller, which asks for input in rounds (or of a session
+/// caller, see [`Passthrough::session`]): what the caller sent
 /// for the upstream (its `requestState` and `inputResponses`, its capabilities), passed on
 /// untouched, and what the upstream answered that is not a tool result, passed back untouched
 /// by the transport. The upstream seals and verifies its own state: the gateway's keys never
@@ -750,6 +754,10 @@ pub(crate) struct Passthrough {
     /// The caller's capabilities, sent to a stateless upstream instead of the gateway's own
     /// (none): what the upstream may ask the caller for.
     pub(crate) capabilities: Option<rmcp::model::ClientCapabilities>,
+    /// A caller on a session (2025-11-25, stdio), asked over it: the gateway answers a
+    /// stateless upstream's `input_required` itself, with what it asked the caller, and calls
+    /// again under the upstream's state.
+    pub(crate) session: Option<Peer<RoleServer>>,
     answer: std::sync::Mutex<Option<Answer>>,
 }
 
@@ -772,7 +780,19 @@ impl Passthrough {
             request_state,
             input_responses,
             capabilities,
+            session: None,
             answer: Default::default(),
+        }
+    }
+
+    /// A caller on a session, with these capabilities: asked over it.
+    pub(crate) fn over_session(
+        peer: Peer<RoleServer>,
+        capabilities: Option<rmcp::model::ClientCapabilities>,
+    ) -> Self {
+        Passthrough {
+            session: Some(peer),
+            ..Passthrough::new(None, None, capabilities)
         }
     }
 

@@ -959,17 +959,20 @@ impl ServerHandler for McpHandler {
         let asking = Asking::of(&context);
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
-                // A proxied tool of a 2026-07-28 caller: its rounds are the upstream's (SPEC R7).
+                // A proxied tool: its rounds are the upstream's (SPEC R7).
                 #[cfg(feature = "gateway")]
-                if asking.rounds
-                    && self.shared.server.gateway().is_some()
+                if self.shared.server.gateway().is_some()
                     && self.shared.server.tool(&name).is_none()
                 {
-                    let through = Arc::new(crate::gateway::Passthrough::new(
-                        request.request_state,
-                        request.input_responses,
-                        asking.capabilities,
-                    ));
+                    let through = Arc::new(if asking.rounds {
+                        crate::gateway::Passthrough::new(
+                            request.request_state,
+                            request.input_responses,
+                            asking.capabilities,
+                        )
+                    } else {
+                        crate::gateway::Passthrough::over_session(asking.peer, asking.capabilities)
+                    });
                     call.extensions_mut().insert(Arc::clone(&through));
                     let outcome = self
                         .shared
