@@ -55,6 +55,8 @@ const SCENARIOS_2025_11_25: &[&str] = &[
     "tools-call-elicitation",
     "elicitation-sep1034-defaults",
     "elicitation-sep1330-enums",
+    // The upstream's log messages on a call's stream, at the level the caller asked for.
+    "tools-call-with-logging",
 ];
 
 /// The server scenarios of 2026-07-28 that apply to a tools gateway: all pass through it.
@@ -101,11 +103,6 @@ const LEFT_OUT_2025_11_25: &[(&str, &str)] = &[
     ("prompts-", NOT_A_TOOL),
     ("resources-", NOT_A_TOOL),
     ("completion-", NOT_A_TOOL),
-    (
-        "tools-call-with-logging",
-        "an upstream's `notifications/message` during a proxied call are not forwarded to the \
-         caller (only its progress is)",
-    ),
     (
         "tasks-",
         "the Tasks extension (SEP-2663, unscored): Fusion does not implement tasks",

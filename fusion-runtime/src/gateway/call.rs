@@ -186,6 +186,13 @@ async fn send_once(
     if let Some(tracestate) = context.meta().get_tracestate() {
         meta.set_tracestate(tracestate);
     }
+    // Log messages go back only to a caller that asked for a level: the upstream is asked for
+    // the same (in `_meta`, which 2026-07-28 servers and Fusion read).
+    let log = context.extensions().get::<Arc<crate::logging::LogSink>>();
+    if let Some(log) = log {
+        #[allow(deprecated)] // logging (SEP-2577): served to the clients that ask for it
+        meta.set_log_level(log.level.to_wire());
+    }
     // Progress goes back only to a caller that asked for it.
     let mut relay = match (&context.request.peer, context.progress_token()) {
         (Some(caller), Some(token)) => Some(Relay::new(caller.clone(), token)),
@@ -205,6 +212,7 @@ async fn send_once(
             &meta,
             relay.as_mut(),
             through,
+            log.map(Arc::as_ref),
             context,
         ))
         .await?;
@@ -235,6 +243,7 @@ async fn over_http(
     meta: &RequestMetaObject,
     mut relay: Option<&mut Relay>,
     through: Option<&Passthrough>,
+    log: Option<&crate::logging::LogSink>,
     context: &CallContext,
 ) -> Result<Sent, ToolError> {
     let id = http.next_id();
@@ -258,6 +267,7 @@ async fn over_http(
         trace: meta,
         progress: relay.as_ref().map(|relay| relay.queue().clone()),
         through,
+        log,
     });
     let exchange = std::pin::pin!(exchange);
     let sent = tokio::select! {

@@ -260,6 +260,9 @@ pub(crate) struct Call<'a> {
     pub(crate) progress: Option<UnboundedSender<ProgressNotificationParam>>,
     /// A 2026-07-28 caller's round: its state, answers and capabilities go on untouched.
     pub(crate) through: Option<&'a Passthrough>,
+    /// Where the upstream's log messages on the call's stream go, when the caller asked for a
+    /// level.
+    pub(crate) log: Option<&'a crate::logging::LogSink>,
 }
 
 impl HttpCalls {
@@ -535,6 +538,12 @@ impl HttpCalls {
                         }
                     }
                     Step::ListChanged => call.upstream.request_refresh(),
+                    Step::Log(message) => {
+                        if let Some(log) = call.log {
+                            #[allow(deprecated)] // logging (SEP-2577), for the callers that ask
+                            let _ = log.peer.notify_logging_message(message).await;
+                        }
+                    }
                     Step::Request(id, request) => {
                         Box::pin(self.answer_request(call, id, request)).await;
                     }
@@ -743,6 +752,9 @@ pub(crate) enum Step {
     Progress(ProgressNotificationParam),
     /// The upstream's tools changed.
     ListChanged,
+    /// A log message (of this call, when it comes on the call's stream).
+    #[allow(deprecated)] // logging (SEP-2577), for the callers that ask
+    Log(rmcp::model::LoggingMessageNotificationParam),
     /// A request of the upstream's, to answer.
     Request(RequestId, ServerRequest),
     /// Nothing for this call.
@@ -781,6 +793,8 @@ pub(crate) fn step(bytes: &[u8], id: &RequestId) -> Step {
         ServerJsonRpcMessage::Notification(notification) => match notification.notification {
             ServerNotification::ProgressNotification(progress) => Step::Progress(progress.params),
             ServerNotification::ToolListChangedNotification(_) => Step::ListChanged,
+            #[allow(deprecated)] // logging (SEP-2577), for the callers that ask
+            ServerNotification::LoggingMessageNotification(message) => Step::Log(message.params),
             _ => Step::Other,
         },
         ServerJsonRpcMessage::Request(request) => Step::Request(request.id, request.request),
@@ -1102,6 +1116,10 @@ mod tests {
                             json!({"progress": progress.params})
                         }
                         ServerNotification::ToolListChangedNotification(_) => json!("changed"),
+                        #[allow(deprecated)] // logging (SEP-2577)
+                        ServerNotification::LoggingMessageNotification(message) => {
+                            json!({"log": message.params})
+                        }
                         _ => continue,
                     }
                 }
@@ -1126,6 +1144,7 @@ mod tests {
                     Step::Answer(Err(_)) => json!("not a tool result"),
                     Step::Progress(progress) => json!({"progress": progress}),
                     Step::ListChanged => json!("changed"),
+                    Step::Log(message) => json!({"log": message}),
                     Step::Request(id, _) => json!({"request": id}),
                     Step::Other => continue,
                 });

@@ -65,7 +65,12 @@
 //! (sampling, elicitation, roots, as its capabilities allow), which then calls the upstream
 //! again with the answers under its state. Requests an upstream on a session (stdio,
 //! 2025-11-25) sends during a call are answered by the gateway's own client, which declares
-//! none of those capabilities; an upstream's log messages are not forwarded.
+//! none of those capabilities.
+//!
+//! **Logging.** A caller that asked for a log level (`logging/setLevel`, or `_meta` at
+//! 2026-07-28) has the upstream asked for the same in the call's `_meta`, and receives the log
+//! messages the upstream sends on the call's own HTTP stream; messages a stdio or session
+//! upstream sends outside a call's stream belong to no call and are not forwarded.
 //!
 //! **Failing.** An upstream that cannot be reached, died or did not answer in time gives a
 //! retryable error with an `errorId` (the cause is logged under it, never shown); a JSON-RPC

@@ -330,6 +330,24 @@ impl ServerHandler for Handler {
                 Ok(text(format!("{steps} steps")))
             }
             "delete" => Ok(text("deleted".into())),
+            // Two log messages on the call's stream, at the level the request asked for.
+            "log" => {
+                #[allow(deprecated)] // logging (SEP-2577)
+                if context.meta.log_level().is_some() {
+                    for n in 1..=2 {
+                        let _ = context
+                            .peer
+                            .notify_logging_message(
+                                rmcp::model::LoggingMessageNotificationParam::new(
+                                    rmcp::model::LoggingLevel::Info,
+                                    json!(format!("line {n}")),
+                                ),
+                            )
+                            .await;
+                    }
+                }
+                Ok(text("logged".into()))
+            }
             // 2026-07-28 rounds: asks its question under its own state until it is answered.
             "ask" | "ask_header" => match request.request_state.as_deref() {
                 Some("recorder-state-1") => match request
