@@ -60,10 +60,10 @@ pub(crate) fn test_deps_dir() -> PathBuf {
 /// The `conformance-server` binary cargo built for this test run (of the `conformance-server`
 /// package: other packages' tests that use these helpers find or build their own).
 pub(crate) fn server_bin() -> PathBuf {
-    PathBuf::from(
-        option_env!("CARGO_BIN_EXE_conformance-server")
-            .expect("cargo builds conformance-server only for its own package's tests"),
-    )
+    match option_env!("CARGO_BIN_EXE_conformance-server") {
+        Some(path) => PathBuf::from(path),
+        None => panic!("cargo builds conformance-server only for its own package's tests"),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
