@@ -960,9 +960,17 @@ impl ServerHandler for McpHandler {
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
                 // A proxied tool: its rounds are the upstream's (SPEC R7).
+                // A session caller that can be asked nothing has nothing to pass through: its
+                // call takes the plain path (no allocation per call).
                 #[cfg(feature = "gateway")]
                 if self.shared.server.gateway().is_some()
                     && self.shared.server.tool(&name).is_none()
+                    && (asking.rounds
+                        || asking.capabilities.as_ref().is_some_and(|capabilities| {
+                            capabilities.sampling.is_some()
+                                || capabilities.elicitation.is_some()
+                                || capabilities.roots.is_some()
+                        }))
                 {
                     let through = Arc::new(if asking.rounds {
                         crate::gateway::Passthrough::new(
