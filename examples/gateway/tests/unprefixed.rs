@@ -1,7 +1,8 @@
 //! Unprefixed mounts (`Upstream::unprefixed`): an upstream's tools served under their own
 //! names, the prefix still the mount's namespace for access policies, audit and status; and a
 //! name two tools would have served once, failing closed (built-in first, then mount order),
-//! on the first fetch and when a catalog changes, with an error logged naming both owners.
+//! on the first fetch and when a catalog changes, with an error logged naming both owners; and
+//! no proxied tool served under a built-in tool's canonical key.
 
 mod support;
 
@@ -213,6 +214,9 @@ async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
             described("health_ping", "a's"),
             described("only_a", "a's"),
         ]);
+        // Mounted as `health`, its `ping` has the built-in tool's key: not served either.
+        let health = Recorder::start().await;
+        health.set_tools_quietly(vec![described("ping", "health's")]);
         let p = Recorder::start().await;
         p.set_tools_quietly(vec![described("echo", "p's")]);
         let b = Recorder::start().await;
@@ -226,6 +230,7 @@ async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
             .mount("a", Upstream::http(&a.url).unprefixed())
             .mount("p", Upstream::http(&p.url))
             .mount("b", Upstream::http(&b.url).unprefixed())
+            .mount("health", Upstream::http(&health.url).unprefixed())
             .build()
             .unwrap();
         server.upstreams_ready().await;
@@ -270,6 +275,20 @@ async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
         assert!(b.calls_of("echo").is_empty());
         assert!(b.calls_of("p_echo").is_empty());
         assert_eq!(b.calls_of("only_b").len(), 1);
+        match call(client.peer(), "ping", json!({})).await {
+            Err(ServiceError::McpError(error)) => assert_eq!(error.code, ErrorCode::INVALID_PARAMS),
+            other => panic!("expected -32602, got {other:?}"),
+        }
+        assert!(health.calls_of("ping").is_empty());
+        assert!(
+            error_lines(
+                &log,
+                &[
+                    "upstream=health ",
+                    "its key `health.ping` is a built-in tool's"
+                ]
+            ) >= 1
+        );
         // Each collision logged as an error, naming both owners.
         for (upstream, name, owner) in [
             ("a", "health_ping", "a built-in tool"),

@@ -31,7 +31,8 @@
 //! title, `_meta`). Either way the prefix names the mount everywhere else: access policies and
 //! audit records see the canonical key `prefix.tool`. A name two tools would have is served
 //! once, failing closed: a built-in tool keeps it, else the upstream mounted first; the other
-//! tool is not served, and that is logged at error level, naming both. Each upstream's catalog
+//! tool is not served, and that is logged at error level, naming both; so is a tool whose key
+//! is a built-in tool's. Each upstream's catalog
 //! is fetched when it connects and again when it says its tools changed
 //! (`notifications/tools/list_changed`: sent unasked by stdio and 2025-11-25 session
 //! upstreams, on a `subscriptions/listen` stream the gateway opens to a 2026-07-28 upstream
@@ -339,7 +340,9 @@ impl Upstream {
     /// A name that another tool already has is not served, and the collision is logged at
     /// error level with both owners each time the catalog is rebuilt: a built-in tool keeps its
     /// name, and between mounts the one mounted first does. A call never reaches another
-    /// tool than the one listed under its name.
+    /// tool than the one listed under its name. Nor is a tool served whose key is a built-in
+    /// tool's (mounted as `health`, a tool `ping` is `health.ping`): a policy or an audit record
+    /// could not tell them apart.
     #[must_use]
     pub fn unprefixed(mut self) -> Self {
         self.unprefixed = true;
@@ -363,6 +366,8 @@ pub(crate) struct Gateway {
     /// The definitions of the built-in tools, listed first.
     builtin: Vec<ToolDefinition>,
     builtin_names: HashSet<String>,
+    /// The canonical keys of the built-in tools, which access policies and audit see.
+    builtin_keys: HashSet<String>,
     catalog: RwLock<Arc<Catalog>>,
     rebuilding: std::sync::Mutex<()>,
     /// Bumped whenever the listed tools change, for `subscriptions/listen` streams.
@@ -423,6 +428,7 @@ impl Gateway {
     pub(crate) fn start(
         mounts: Vec<(String, Upstream)>,
         builtin: Vec<ToolDefinition>,
+        builtin_keys: HashSet<String>,
         middleware: &[Arc<dyn Middleware>],
         version: &str,
         problems: &mut Vec<String>,
@@ -475,6 +481,7 @@ impl Gateway {
             shortest_refresh,
             builtin,
             builtin_names,
+            builtin_keys,
             version: version.to_owned(),
             shutdown: CancellationToken::new(),
             tasks: Default::default(),
@@ -542,6 +549,18 @@ impl Gateway {
                         exposed = %name,
                         served = %owner,
                         "an upstream tool is not served: its name `{name}` is taken by {owner}"
+                    );
+                    continue;
+                }
+                // A policy or audit record must never mistake it for a built-in tool (an
+                // unprefixed mount `health` with a tool `ping` is `health.ping` too).
+                if self.builtin_keys.contains(proxied.facts.key.as_str()) {
+                    tracing::error!(
+                        upstream = %state.prefix,
+                        tool = %tool.name,
+                        key = %proxied.facts.key.as_str(),
+                        "an upstream tool is not served: its key `{}` is a built-in tool's",
+                        proxied.facts.key.as_str()
                     );
                     continue;
                 }
