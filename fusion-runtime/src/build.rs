@@ -565,6 +565,7 @@ impl ServerBuilder {
             crate::gateway::Gateway::start(
                 std::mem::take(&mut self.mounts),
                 tools.iter().map(|tool| tool.definition.clone()).collect(),
+                by_key.keys().cloned().collect(),
                 &self.middleware,
                 &self.version,
                 &mut problems,

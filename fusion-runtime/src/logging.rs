@@ -61,7 +61,7 @@ impl LogLevel {
         }
     }
 
-    fn to_wire(self) -> LoggingLevel {
+    pub(crate) fn to_wire(self) -> LoggingLevel {
         match self {
             LogLevel::Debug => LoggingLevel::Debug,
             LogLevel::Info => LoggingLevel::Info,

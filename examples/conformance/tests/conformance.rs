@@ -14,7 +14,9 @@
 
 mod support;
 
-use support::{Conformance, ServerHttp, ensure_testkit};
+use support::{
+    AcceptedWarning, require_every_check_passes, require_every_scenario_listed, spawn_server,
+};
 
 /// Every server scenario of the 2025-11-25 requirement set (`conformance.sh --list --spec
 /// 2025-11-25`): required, added after the release, pending.
@@ -124,7 +126,7 @@ const LEFT_OUT: &[(&str, &str)] = &[
 
 /// `(spec, scenario, check)`: the WARNINGs this server may get, each with the reason it is
 /// right (or out of reach) here.
-const ACCEPTED_WARNINGS: &[(&str, &str, &str, &str)] = &[
+const ACCEPTED_WARNINGS: &[AcceptedWarning] = &[
     (
         "2025-11-25",
         "server-sse-polling",
@@ -147,77 +149,8 @@ const ACCEPTED_WARNINGS: &[(&str, &str, &str, &str)] = &[
 /// Runs `scenarios` at `spec` against a fresh server, prints the counts per scenario and
 /// requires every check to pass and every WARNING to be an accepted one.
 fn conformance(spec: &str, scenarios: &[&str]) {
-    ensure_testkit();
-    let server = ServerHttp::spawn();
-    let run = Conformance::run(server.url(), spec, None, scenarios);
-    let suite = std::fs::read_to_string(
-        support::test_deps_dir()
-            .join("node/node_modules/@modelcontextprotocol/conformance/package.json"),
-    )
-    .ok()
-    .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-    .and_then(|package| package["version"].as_str().map(str::to_owned))
-    .unwrap_or_else(|| "?".into());
-    let count = |n: Option<u64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
-    // One println: tests running in parallel must not interleave their lines.
-    println!(
-        "conformance {spec} (@modelcontextprotocol/conformance {suite}), Streamable HTTP, no \
-         baseline: {} checks passed, {} failed, {} scenarios\n  {}",
-        count(run.passed),
-        count(run.failed),
-        count(run.scenarios),
-        run.scenario_lines().join("\n  ")
-    );
-    let complete = run.ran.success()
-        && run.failed == Some(0)
-        && run.passed.is_some_and(|n| n > 0)
-        && run.scenarios == Some(scenarios.len() as u64);
-    let failure = |what: String| {
-        format!(
-            "conformance {spec}: {what}\n\n{}\n--- server stderr ({}) ---\n{}",
-            run.ran.describe(),
-            server.url(),
-            support::tail(&server.logs(), 20_000)
-        )
-    };
-    assert!(
-        complete,
-        "{}",
-        failure(format!(
-            "expected every check of these {} scenarios to pass: {}",
-            scenarios.len(),
-            scenarios.join(", ")
-        ))
-    );
-    // Each scenario ran and passed (a scenario that produced no result has no line).
-    for scenario in scenarios {
-        let prefix = format!("✓ {scenario}: ");
-        assert!(
-            run.scenario_lines()
-                .iter()
-                .any(|line| line.starts_with(&prefix)),
-            "{}",
-            failure(format!("no passing result for `{scenario}`"))
-        );
-    }
-    let unexpected: Vec<String> = run
-        .warnings()
-        .into_iter()
-        .filter(|(scenario, check)| {
-            !ACCEPTED_WARNINGS
-                .iter()
-                .any(|&(at, s, c, _)| at == spec && s == scenario && c == check)
-        })
-        .map(|(scenario, check)| format!("{scenario}:{check}"))
-        .collect();
-    assert!(
-        unexpected.is_empty(),
-        "{}",
-        failure(format!(
-            "WARNINGs not accepted in ACCEPTED_WARNINGS: {}",
-            unexpected.join(", ")
-        ))
-    );
+    let server = spawn_server();
+    require_every_check_passes(&server, spec, scenarios, ACCEPTED_WARNINGS);
 }
 
 #[test]
@@ -234,27 +167,11 @@ fn conformance_2026_07_28_every_server_scenario_passes() {
 /// left out for a stated reason, and none is run that the revision does not have.
 #[test]
 fn the_scenario_lists_cover_the_suites_server_scenarios() {
-    ensure_testkit();
+    let left_out: Vec<&str> = LEFT_OUT.iter().map(|(prefix, _)| *prefix).collect();
     for (spec, ours) in [
         ("2025-11-25", SCENARIOS_2025_11_25),
         ("2026-07-28", SCENARIOS_2026_07_28),
     ] {
-        let theirs = Conformance::server_scenarios(spec);
-        assert!(!theirs.is_empty(), "{spec}: the suite listed no scenario");
-        for scenario in &theirs {
-            let left_out = LEFT_OUT
-                .iter()
-                .any(|(prefix, _)| scenario.starts_with(prefix));
-            assert!(
-                left_out || ours.contains(&scenario.as_str()),
-                "{spec}: the suite's server scenario `{scenario}` is neither run nor left out"
-            );
-        }
-        for scenario in ours {
-            assert!(
-                theirs.iter().any(|theirs| theirs == scenario),
-                "{spec}: `{scenario}` is not one of the suite's server scenarios: {theirs:?}"
-            );
-        }
+        require_every_scenario_listed(spec, ours, &left_out);
     }
 }

@@ -11,6 +11,10 @@
 //! protocol = "session"               # or "stateless" (2026-07-28), "auto" (the default)
 //! refresh_secs = 60                  # for servers that cannot notify list changes
 //! max_active = 8                     # calls at once (16 more may wait)
+//!
+//! [upstreams.docs]
+//! http = "http://127.0.0.1:9100/mcp"
+//! unprefixed = true                  # its tools as `search`, not `docs_search`
 //! ```
 
 use std::collections::BTreeMap;
@@ -39,9 +43,12 @@ struct Entry {
     refresh_secs: Option<u64>,
     max_active: Option<usize>,
     protocol: Option<String>,
+    #[serde(default)]
+    unprefixed: bool,
 }
 
-/// The upstreams of a TOML file.
+/// The upstreams of a TOML file, in the order of their names (the order they are mounted in,
+/// which decides who keeps a name two unprefixed upstreams both have).
 pub(crate) fn read_file(path: &Path) -> Result<Vec<(String, Upstream)>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| format!("--config {}: {error}", path.display()))?;
@@ -74,6 +81,9 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<(String, Upstream)>, String> 
             if let Some(protocol) = &entry.protocol {
                 upstream = upstream.protocol(protocol_of(&name, protocol)?);
             }
+            if entry.unprefixed {
+                upstream = upstream.unprefixed();
+            }
             Ok((name, upstream))
         })
         .collect()
@@ -91,14 +101,28 @@ fn protocol_of(name: &str, protocol: &str) -> Result<UpstreamProtocol, String> {
     }
 }
 
-/// The upstreams of `--upstream NAME=stdio:CMD` / `NAME=http:URL`, their
-/// `--upstream-header NAME=Header: value` and `--upstream-protocol NAME=session`.
-pub(crate) fn from_flags(
-    specs: &[String],
-    headers: &[String],
-    protocols: &[String],
-    timeout: Duration,
-) -> Result<Vec<(String, Upstream)>, String> {
+/// The flags that make upstreams: `--upstream NAME=stdio:CMD` / `NAME=http:URL`, and those
+/// that set one of them up.
+pub(crate) struct Flags<'a> {
+    pub(crate) upstreams: &'a [String],
+    /// `--upstream-header NAME=Header: value`.
+    pub(crate) headers: &'a [String],
+    /// `--upstream-protocol NAME=session`.
+    pub(crate) protocols: &'a [String],
+    /// `--unprefixed NAME`.
+    pub(crate) unprefixed: &'a [String],
+    pub(crate) timeout: Duration,
+}
+
+/// The upstreams of the command line's flags.
+pub(crate) fn from_flags(flags: Flags<'_>) -> Result<Vec<(String, Upstream)>, String> {
+    let Flags {
+        upstreams: specs,
+        headers,
+        protocols,
+        unprefixed,
+        timeout,
+    } = flags;
     let mut upstreams: Vec<(String, Upstream)> = Vec::new();
     for spec in specs {
         let (name, target) = spec.split_once('=').ok_or_else(|| {
@@ -141,6 +165,14 @@ pub(crate) fn from_flags(
             ));
         };
         *upstream = upstream.clone().protocol(protocol);
+    }
+    for name in unprefixed {
+        let Some((_, upstream)) = upstreams.iter_mut().find(|(known, _)| known == name) else {
+            return Err(format!(
+                "--unprefixed {name}: no --upstream is called `{name}`"
+            ));
+        };
+        *upstream = upstream.clone().unprefixed();
     }
     Ok(upstreams)
 }
@@ -252,27 +284,75 @@ mod tests {
 
     #[test]
     fn protocols_are_read_from_flags() {
-        let upstreams = from_flags(
+        let upstreams = from_flags(flags(
             &["a=http:http://127.0.0.1:1/mcp".into()],
-            &[],
             &["a=session".into()],
-            Duration::from_secs(1),
-        )
+            &[],
+        ))
         .unwrap();
         assert!(format!("{:?}", upstreams[0].1).contains("protocol: Session"));
         for wrong in ["a=modern", "b=session", "a"] {
-            let error = from_flags(
+            let error = from_flags(flags(
                 &["a=http:http://127.0.0.1:1/mcp".into()],
-                &[],
                 &[wrong.into()],
-                Duration::from_secs(1),
-            )
+                &[],
+            ))
             .unwrap_err();
             assert!(
                 error.contains("--upstream-protocol") || error.contains("protocol `"),
                 "{error}"
             );
         }
+    }
+
+    fn flags<'a>(
+        upstreams: &'a [String],
+        protocols: &'a [String],
+        unprefixed: &'a [String],
+    ) -> Flags<'a> {
+        Flags {
+            upstreams,
+            headers: &[],
+            protocols,
+            unprefixed,
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn unprefixed_mounts_are_read_from_flags_and_files() {
+        let upstreams = from_flags(flags(
+            &[
+                "a=http:http://127.0.0.1:1/mcp".into(),
+                "b=http:http://127.0.0.1:2/mcp".into(),
+            ],
+            &[],
+            &["b".into()],
+        ))
+        .unwrap();
+        assert!(format!("{:?}", upstreams[0].1).contains("unprefixed: false"));
+        assert!(format!("{:?}", upstreams[1].1).contains("unprefixed: true"));
+        let error = from_flags(flags(
+            &["a=http:http://127.0.0.1:1/mcp".into()],
+            &[],
+            &["c".into()],
+        ))
+        .unwrap_err();
+        assert!(error.contains("--unprefixed c"), "{error}");
+
+        let dir = std::env::temp_dir().join(format!("gateway-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("gateway.toml");
+        std::fs::write(
+            &path,
+            "[upstreams.a]\nhttp = \"http://127.0.0.1:1/mcp\"\nunprefixed = true\n\n\
+             [upstreams.b]\nhttp = \"http://127.0.0.1:2/mcp\"\n",
+        )
+        .unwrap();
+        let upstreams = read_file(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(format!("{:?}", upstreams[0].1).contains("unprefixed: true"));
+        assert!(format!("{:?}", upstreams[1].1).contains("unprefixed: false"));
     }
 
     #[test]

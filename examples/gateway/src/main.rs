@@ -6,6 +6,7 @@
 //! gateway --upstream billing=stdio:'billing --in-memory' \
 //!         --upstream crm=http:http://127.0.0.1:9000/mcp \
 //!         --upstream-header crm='Authorization: Bearer ${CRM_TOKEN}'
+//! gateway --upstream docs=http:http://127.0.0.1:9100/mcp --unprefixed docs --http 127.0.0.1:8090
 //! gateway --config gateway.toml --http 127.0.0.1:8090 --audit-db audit.db
 //! ```
 
@@ -36,7 +37,9 @@ const WRITE_SCOPE: &str = "gateway:write";
 #[command(version, about)]
 struct Args {
     /// An upstream: `NAME=stdio:COMMAND ARGS` (a child process, its command line split like a
-    /// shell's) or `NAME=http:URL` (Streamable HTTP). Its tools are served as `NAME_tool`.
+    /// shell's) or `NAME=http:URL` (Streamable HTTP). Its tools are served as `NAME_tool`
+    /// (see --unprefixed). Upstreams are mounted in order: those of --config (by name), then
+    /// these.
     #[arg(long = "upstream", value_name = "NAME=stdio:CMD|NAME=http:URL")]
     upstreams: Vec<String>,
     /// A header sent to an HTTP upstream: `NAME=Header: value`, any header
@@ -49,6 +52,12 @@ struct Args {
     /// (2026-07-28) or `NAME=auto` (the default: stateless if the server speaks it).
     #[arg(long = "upstream-protocol", value_name = "NAME=auto|session|stateless")]
     upstream_protocols: Vec<String>,
+    /// Serve the tools of upstream NAME under their own names, not as `NAME_tool`: policy and
+    /// audit in front of one existing server without renaming its tools. Policies and audit
+    /// still see `NAME.tool`. A name another tool already has is not served (a built-in tool
+    /// keeps it, else the upstream given first), and that is logged as an error.
+    #[arg(long = "unprefixed", value_name = "NAME")]
+    unprefixed: Vec<String>,
     /// A TOML file of upstreams (see the README), besides those given with --upstream.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -114,12 +123,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         Some(path) => config::read_file(path)?,
         None => Vec::new(),
     };
-    upstreams.extend(config::from_flags(
-        &args.upstreams,
-        &args.upstream_headers,
-        &args.upstream_protocols,
-        std::time::Duration::from_secs(args.timeout),
-    )?);
+    upstreams.extend(config::from_flags(config::Flags {
+        upstreams: &args.upstreams,
+        headers: &args.upstream_headers,
+        protocols: &args.upstream_protocols,
+        unprefixed: &args.unprefixed,
+        timeout: std::time::Duration::from_secs(args.timeout),
+    })?);
     if upstreams.is_empty() {
         return Err("no upstream: give --upstream NAME=stdio:COMMAND or --config FILE".into());
     }

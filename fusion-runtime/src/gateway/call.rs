@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, ErrorData,
-    JsonObject, ProgressToken, RequestId, RequestMetaObject, ServerResult,
+    InputRequiredResult, JsonObject, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
+    ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -16,7 +17,7 @@ use serde_json::{Value, json};
 use super::http::{Call, HttpCalls, Sent};
 use super::progress::Relay;
 use super::upstream::UpstreamState;
-use super::{ProxiedTool, codes as gateway_codes};
+use super::{Answer, Passthrough, ProxiedTool, codes as gateway_codes};
 use crate::context::CallContext;
 use crate::envelope::{Outcome, Sealed};
 use crate::error::{ToolError, codes, echo};
@@ -44,6 +45,9 @@ pub(crate) enum Failure {
     Unexpected(String),
     /// rmcp's own request timeout.
     Timeout(Duration),
+    /// Answered `input_required` (2026-07-28): the upstream asks the caller for input. Passed
+    /// back to a caller that asks in rounds ([`Passthrough`]); an error for any other.
+    InputRequired(Box<InputRequiredResult>),
 }
 
 impl From<ServiceError> for Failure {
@@ -71,6 +75,109 @@ pub(crate) async fn send(
     let link = upstream
         .link()
         .ok_or_else(|| unavailable(&upstream.prefix, "the upstream is not connected".into()))?;
+    let given = context.extensions().get::<Arc<Passthrough>>();
+    // A session caller of a stateless upstream: asked over its session, round after round.
+    if let Some(given) = given
+        && let Some(caller) = &given.session
+        && link.http.is_some()
+        && link
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
+    {
+        return Box::pin(bridged(
+            upstream,
+            tool,
+            args,
+            context,
+            caller,
+            given.capabilities.as_ref(),
+        ))
+        .await;
+    }
+    // A 2026-07-28 caller's round: its state and answers go to the upstream untouched.
+    let through = given
+        .filter(|given| given.session.is_none())
+        .map(Arc::as_ref);
+    send_once(upstream, &link, tool, args, context, through).await
+}
+
+/// How many rounds a session caller is asked before the gateway gives up on a proxied call.
+const MAX_ROUNDS: usize = 16;
+
+/// A call of a session caller (2025-11-25, stdio) to a stateless upstream, which asks for
+/// input with `input_required`: the gateway asks the caller each question over its session
+/// (sampling, elicitation, roots), then calls again with the answers under the upstream's
+/// state, until the upstream answers with a result.
+async fn bridged(
+    upstream: &Arc<UpstreamState>,
+    tool: &ProxiedTool,
+    args: JsonObject,
+    context: &CallContext,
+    caller: &rmcp::Peer<rmcp::RoleServer>,
+    capabilities: Option<&rmcp::model::ClientCapabilities>,
+) -> Result<CallToolResult, ToolError> {
+    let mut round = Passthrough::new(None, None, capabilities.cloned());
+    for _ in 0..MAX_ROUNDS {
+        let link = upstream
+            .link()
+            .ok_or_else(|| unavailable(&upstream.prefix, "the upstream is not connected".into()))?;
+        let outcome = send_once(upstream, &link, tool, args.clone(), context, Some(&round)).await;
+        let asked = match round.take() {
+            None => return outcome,
+            Some(Answer::Error(error)) => return Err(failed(upstream, Failure::Rpc(error), None)),
+            Some(Answer::InputRequired(asked)) => asked,
+        };
+        let mut answers = rmcp::model::InputResponses::new();
+        for (key, request) in asked.input_requests.unwrap_or_default() {
+            let request = match request {
+                rmcp::model::InputRequest::CreateMessage(request) => {
+                    rmcp::model::ServerRequest::CreateMessageRequest(request)
+                }
+                rmcp::model::InputRequest::Elicitation(request) => {
+                    rmcp::model::ServerRequest::ElicitRequest(request)
+                }
+                rmcp::model::InputRequest::ListRoots(request) => {
+                    rmcp::model::ServerRequest::ListRootsRequest(request)
+                }
+                other => {
+                    return Err(upstream_error(
+                        &upstream.prefix,
+                        format!("input_required asked for something unknown: {other:?}"),
+                    ));
+                }
+            };
+            let answer = tokio::select! {
+                answer = caller.send_request(request) => answer,
+                _ = context.cancellation().cancelled() => {
+                    return Err(ToolError::new(codes::CANCELLED, "The request was cancelled."));
+                }
+            };
+            let answer = answer.map_err(|error| {
+                ToolError::new(
+                    codes::VALIDATION_ERROR,
+                    format!("The client did not answer the upstream server's request: {error}."),
+                )
+            })?;
+            answers.insert(key, serde_json::to_value(answer).unwrap_or(Value::Null));
+        }
+        round = Passthrough::new(asked.request_state, Some(answers), capabilities.cloned());
+    }
+    Err(upstream_error(
+        &upstream.prefix,
+        format!("tools/call still asked for input after {MAX_ROUNDS} rounds"),
+    ))
+}
+
+/// One exchange of the call with the upstream.
+async fn send_once(
+    upstream: &Arc<UpstreamState>,
+    link: &super::upstream::Link,
+    tool: &ProxiedTool,
+    args: JsonObject,
+    context: &CallContext,
+    through: Option<&Passthrough>,
+) -> Result<CallToolResult, ToolError> {
     // The caller's trace context goes on: the upstream's spans join the same trace.
     let mut meta = RequestMetaObject::default();
     if let Some(traceparent) = context.meta().get_traceparent() {
@@ -78,6 +185,13 @@ pub(crate) async fn send(
     }
     if let Some(tracestate) = context.meta().get_tracestate() {
         meta.set_tracestate(tracestate);
+    }
+    // Log messages go back only to a caller that asked for a level: the upstream is asked for
+    // the same (in `_meta`, which 2026-07-28 servers and Fusion read).
+    let log = context.extensions().get::<Arc<crate::logging::LogSink>>();
+    if let Some(log) = log {
+        #[allow(deprecated)] // logging (SEP-2577): served to the clients that ask for it
+        meta.set_log_level(log.level.to_wire());
     }
     // Progress goes back only to a caller that asked for it.
     let mut relay = match (&context.request.peer, context.progress_token()) {
@@ -97,11 +211,15 @@ pub(crate) async fn send(
             &args,
             &meta,
             relay.as_mut(),
+            through,
+            log.map(Arc::as_ref),
             context,
         ))
         .await?;
         match sent {
-            Sent::Done(outcome) => return outcome.map_err(|failure| failed(upstream, failure)),
+            Sent::Done(outcome) => {
+                return outcome.map_err(|failure| failed(upstream, failure, through));
+            }
             Sent::SessionExpired => {
                 tracing::debug!(upstream = %upstream.prefix,
                     "the upstream's session expired; the call goes through rmcp's client");
@@ -109,7 +227,7 @@ pub(crate) async fn send(
         }
     }
     Box::pin(over_rmcp(
-        upstream, &link.peer, tool, args, meta, relay, context,
+        upstream, &link.peer, tool, args, meta, relay, through, context,
     ))
     .await
 }
@@ -124,6 +242,8 @@ async fn over_http(
     args: &JsonObject,
     meta: &RequestMetaObject,
     mut relay: Option<&mut Relay>,
+    through: Option<&Passthrough>,
+    log: Option<&crate::logging::LogSink>,
     context: &CallContext,
 ) -> Result<Sent, ToolError> {
     let id = http.next_id();
@@ -146,6 +266,8 @@ async fn over_http(
         arguments: args,
         trace: meta,
         progress: relay.as_ref().map(|relay| relay.queue().clone()),
+        through,
+        log,
     });
     let exchange = std::pin::pin!(exchange);
     let sent = tokio::select! {
@@ -159,18 +281,32 @@ async fn over_http(
 }
 
 /// The call through rmcp's client.
+#[allow(clippy::too_many_arguments)]
 async fn over_rmcp(
     upstream: &Arc<UpstreamState>,
     peer: &Peer<RoleClient>,
     tool: &ProxiedTool,
     args: JsonObject,
-    meta: RequestMetaObject,
+    mut meta: RequestMetaObject,
     mut relay: Option<Relay>,
+    through: Option<&Passthrough>,
     context: &CallContext,
 ) -> Result<CallToolResult, ToolError> {
-    let mut request = CallToolRequest::new(
-        CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(args),
-    );
+    let mut params = CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(args);
+    if let Some(through) = through {
+        params.request_state.clone_from(&through.request_state);
+        params.input_responses.clone_from(&through.input_responses);
+        // The caller's capabilities replace the gateway's in a stateless request's facts
+        // (rmcp puts its own first; these extend them).
+        if let Some(capabilities) = &through.capabilities
+            && peer
+                .peer_info()
+                .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
+        {
+            meta.set_client_capabilities(capabilities.clone());
+        }
+    }
+    let mut request = CallToolRequest::new(params);
     // The transport routes the request's progress to the relay as it sends it, under the
     // token rmcp picks: none can come before its route.
     if let Some(relay) = &relay {
@@ -180,7 +316,7 @@ async fn over_rmcp(
     let handle = peer
         .send_request_with_option(ClientRequest::CallToolRequest(request), options)
         .await
-        .map_err(|error| failed(upstream, error.into()))?;
+        .map_err(|error| failed(upstream, error.into(), through))?;
     if let Some(relay) = &mut relay {
         relay.route(upstream.routes(), handle.progress_token.clone());
     }
@@ -198,11 +334,16 @@ async fn over_rmcp(
     abandon.id = None;
     match response {
         Ok(ServerResult::CallToolResult(result)) => Ok(result),
+        Ok(ServerResult::InputRequiredResult(result)) => Err(failed(
+            upstream,
+            Failure::InputRequired(Box::new(result)),
+            through,
+        )),
         Ok(other) => Err(upstream_error(
             &upstream.prefix,
             format!("tools/call answered with something else than a tool result: {other:?}"),
         )),
-        Err(error) => Err(failed(upstream, error.into())),
+        Err(error) => Err(failed(upstream, error.into(), through)),
     }
 }
 
@@ -273,9 +414,46 @@ pub(crate) fn passed(mut result: CallToolResult) -> Sealed {
 }
 
 /// What a failed exchange with the upstream becomes for the agent: never the upstream's raw
-/// text, except a short echo of why it rejected the arguments.
-fn failed(upstream: &UpstreamState, failure: Failure) -> ToolError {
+/// text, except a short echo of why it rejected the arguments. For a caller that asks in rounds
+/// (`through`), what belongs to its own exchange with the upstream goes back to it untouched
+/// (set in `through`, sent by the transport instead of the error returned here): an
+/// `input_required` answer, a `-32021` for a capability it did not declare, and the refusal of
+/// the state or answers it sent.
+fn failed(upstream: &UpstreamState, failure: Failure, through: Option<&Passthrough>) -> ToolError {
     match failure {
+        Failure::InputRequired(result) => match through {
+            Some(through) => {
+                through.set(Answer::InputRequired(*result));
+                ToolError::new(
+                    crate::elicit::INPUT_REQUIRED,
+                    "The call waits for the client's answer.",
+                )
+            }
+            None => upstream_error(
+                &upstream.prefix,
+                "tools/call answered input_required to a caller that does not ask in rounds".into(),
+            ),
+        },
+        Failure::Rpc(data)
+            if through.is_some_and(|through| {
+                data.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                    || (data.code == ErrorCode::INVALID_PARAMS && through.answers())
+            }) =>
+        {
+            let code = if data.code == ErrorCode::INVALID_PARAMS {
+                codes::VALIDATION_ERROR
+            } else {
+                gateway_codes::UPSTREAM_ERROR
+            };
+            let message = format!(
+                "The upstream server refused the request: {}",
+                echo(&data.message, 300)
+            );
+            if let Some(through) = through {
+                through.set(Answer::Error(data));
+            }
+            ToolError::new(code, message)
+        }
         Failure::Rpc(data) if data.code == ErrorCode::INVALID_PARAMS => {
             let unknown =
                 data.message.contains("nknown tool") || data.message.contains("not found");

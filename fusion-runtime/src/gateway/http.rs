@@ -34,6 +34,7 @@ use rmcp::transport::streamable_http_client::{
 use rmcp::{Peer, RoleClient};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::Passthrough;
 use super::call::Failure;
 use super::upstream::UpstreamState;
 
@@ -222,6 +223,8 @@ pub(crate) struct HttpCalls {
     /// The `_meta` entries every request carries (stateless: the protocol version and the
     /// client's facts), as JSON object members.
     meta: Box<str>,
+    /// Those facts (stateless), to send a caller's capabilities instead of the gateway's.
+    facts: Option<RequestMetaObject>,
     session: Arc<SessionId>,
     next: AtomicU64,
 }
@@ -255,6 +258,11 @@ pub(crate) struct Call<'a> {
     pub(crate) trace: &'a RequestMetaObject,
     /// Where the call's progress goes, when the caller asked for it (its token is the id).
     pub(crate) progress: Option<UnboundedSender<ProgressNotificationParam>>,
+    /// A 2026-07-28 caller's round: its state, answers and capabilities go on untouched.
+    pub(crate) through: Option<&'a Passthrough>,
+    /// Where the upstream's log messages on the call's stream go, when the caller asked for a
+    /// level.
+    pub(crate) log: Option<&'a crate::logging::LogSink>,
 }
 
 impl HttpCalls {
@@ -299,12 +307,14 @@ impl HttpCalls {
             );
         }
         let mut meta = String::new();
+        let mut stateless_facts = None;
         if stateless {
             let mut facts = RequestMetaObject::default();
             facts.set_protocol_version(version.clone());
             facts.set_client_info(client_facts.client_info.clone());
             facts.set_client_capabilities(client_facts.capabilities.clone());
             meta = members(&facts);
+            stateless_facts = Some(facts);
         }
         Ok(HttpCalls {
             client,
@@ -312,6 +322,7 @@ impl HttpCalls {
             headers: map,
             standard_headers,
             meta: meta.into(),
+            facts: stateless_facts,
             session,
             next: AtomicU64::new(1),
         })
@@ -367,7 +378,7 @@ impl HttpCalls {
         if call.progress.is_some() {
             meta.set_progress_token(ProgressToken(call.id.clone()));
         }
-        self.write(call.id, call.name, call.arguments, &meta)
+        self.write(call.id, call.name, call.arguments, &meta, call.through)
     }
 
     fn write(
@@ -376,6 +387,7 @@ impl HttpCalls {
         name: &str,
         arguments: &JsonObject,
         meta: &RequestMetaObject,
+        through: Option<&Passthrough>,
     ) -> serde_json::Result<Vec<u8>> {
         let call = (id, name, arguments);
         let mut body = Vec::with_capacity(256 + self.meta.len());
@@ -385,11 +397,32 @@ impl HttpCalls {
         serde_json::to_writer(&mut body, call.1)?;
         body.extend_from_slice(br#","arguments":"#);
         serde_json::to_writer(&mut body, call.2)?;
+        if let Some(through) = through {
+            if let Some(state) = &through.request_state {
+                body.extend_from_slice(br#","requestState":"#);
+                serde_json::to_writer(&mut body, state)?;
+            }
+            if let Some(responses) = &through.input_responses {
+                body.extend_from_slice(br#","inputResponses":"#);
+                serde_json::to_writer(&mut body, responses)?;
+            }
+        }
         body.extend_from_slice(br#","_meta":{"#);
-        body.extend_from_slice(self.meta.as_bytes());
+        // A stateless request says what its caller can be asked: the caller's capabilities
+        // when it asks in rounds, else the gateway's own (none).
+        let callers = through
+            .and_then(|through| through.capabilities.as_ref())
+            .zip(self.facts.as_ref())
+            .map(|(capabilities, facts)| {
+                let mut facts = facts.clone();
+                facts.set_client_capabilities(capabilities.clone());
+                members(&facts)
+            });
+        let facts = callers.as_deref().unwrap_or(&self.meta);
+        body.extend_from_slice(facts.as_bytes());
         if !meta.0.0.is_empty() {
             let more = members(meta);
-            if !self.meta.is_empty() {
+            if !facts.is_empty() {
                 body.push(b',');
             }
             body.extend_from_slice(more.as_bytes());
@@ -505,6 +538,12 @@ impl HttpCalls {
                         }
                     }
                     Step::ListChanged => call.upstream.request_refresh(),
+                    Step::Log(message) => {
+                        if let Some(log) = call.log {
+                            #[allow(deprecated)] // logging (SEP-2577), for the callers that ask
+                            let _ = log.peer.notify_logging_message(message).await;
+                        }
+                    }
                     Step::Request(id, request) => {
                         Box::pin(self.answer_request(call, id, request)).await;
                     }
@@ -713,6 +752,9 @@ pub(crate) enum Step {
     Progress(ProgressNotificationParam),
     /// The upstream's tools changed.
     ListChanged,
+    /// A log message (of this call, when it comes on the call's stream).
+    #[allow(deprecated)] // logging (SEP-2577), for the callers that ask
+    Log(rmcp::model::LoggingMessageNotificationParam),
     /// A request of the upstream's, to answer.
     Request(RequestId, ServerRequest),
     /// Nothing for this call.
@@ -737,6 +779,9 @@ pub(crate) fn step(bytes: &[u8], id: &RequestId) -> Step {
     match message {
         ServerJsonRpcMessage::Response(response) if response.id == *id => match response.result {
             ServerResult::CallToolResult(result) => Step::Answer(Ok(result)),
+            ServerResult::InputRequiredResult(result) => {
+                Step::Answer(Err(Failure::InputRequired(Box::new(result))))
+            }
             other => Step::Answer(Err(Failure::Unexpected(format!(
                 "tools/call answered with something else than a tool result: {other:?}"
             )))),
@@ -748,6 +793,8 @@ pub(crate) fn step(bytes: &[u8], id: &RequestId) -> Step {
         ServerJsonRpcMessage::Notification(notification) => match notification.notification {
             ServerNotification::ProgressNotification(progress) => Step::Progress(progress.params),
             ServerNotification::ToolListChangedNotification(_) => Step::ListChanged,
+            #[allow(deprecated)] // logging (SEP-2577), for the callers that ask
+            ServerNotification::LoggingMessageNotification(message) => Step::Log(message.params),
             _ => Step::Other,
         },
         ServerJsonRpcMessage::Request(request) => Step::Request(request.id, request.request),
@@ -898,6 +945,10 @@ mod tests {
         match serde_json::from_slice::<ServerJsonRpcMessage>(body) {
             Ok(ServerJsonRpcMessage::Response(response)) => match response.result {
                 ServerResult::CallToolResult(result) => Ok(serde_json::to_value(result).unwrap()),
+                ServerResult::InputRequiredResult(result) => Err(format!(
+                    "input required {}",
+                    serde_json::to_value(result).unwrap()
+                )),
                 _ => Err("not a tool result".into()),
             },
             Ok(ServerJsonRpcMessage::Error(error)) => Err(format!(
@@ -917,6 +968,11 @@ mod tests {
                 Err(format!("rpc {}", serde_json::to_value(error).unwrap()))
             }
             Step::Answer(Err(Failure::Unexpected(_))) => Err("not a tool result".into()),
+            // Passed back untouched to a caller that asks in rounds.
+            Step::Answer(Err(Failure::InputRequired(result))) => Err(format!(
+                "input required {}",
+                serde_json::to_value(result).unwrap()
+            )),
             Step::Answer(Err(other)) => panic!("{other:?}"),
             _ => Err("not an answer".into()),
         }
@@ -1000,7 +1056,8 @@ mod tests {
         let error = br#"{"jsonrpc":"2.0","id":"fusion-7","error":{"code":-32602,"message":"Unknown tool: x","data":{"n":1}}}"#;
         assert!(fast_reads(error).unwrap_err().starts_with("rpc "));
         assert_eq!(fast_reads(error), rmcp_reads(error));
-        // Answers that are not tool results are refused, as rmcp's client refuses them.
+        // Answers that are not tool results are refused, as rmcp's client refuses them, except
+        // `input_required`, read as rmcp reads it.
         for other in [
             r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"tools":[]}}"#,
             r#"{"jsonrpc":"2.0","id":"fusion-7","result":{"resultType":"input_required","inputRequests":{"q1":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object","properties":{}}}}}}}"#,
@@ -1059,6 +1116,10 @@ mod tests {
                             json!({"progress": progress.params})
                         }
                         ServerNotification::ToolListChangedNotification(_) => json!("changed"),
+                        #[allow(deprecated)] // logging (SEP-2577)
+                        ServerNotification::LoggingMessageNotification(message) => {
+                            json!({"log": message.params})
+                        }
                         _ => continue,
                     }
                 }
@@ -1083,6 +1144,7 @@ mod tests {
                     Step::Answer(Err(_)) => json!("not a tool result"),
                     Step::Progress(progress) => json!({"progress": progress}),
                     Step::ListChanged => json!("changed"),
+                    Step::Log(message) => json!({"log": message}),
                     Step::Request(id, _) => json!({"request": id}),
                     Step::Other => continue,
                 });
@@ -1208,7 +1270,7 @@ data: "params":{"progressToken":"fusion-7","progress":2,"total":2}}
             let mut meta = trace.clone();
             meta.set_progress_token(ProgressToken(id()));
             let body = calls
-                .write(&id(), "get_invoice", &arguments, &meta)
+                .write(&id(), "get_invoice", &arguments, &meta, None)
                 .unwrap();
             let body: Value = serde_json::from_slice(&body).unwrap();
             let mut request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(

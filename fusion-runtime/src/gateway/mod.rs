@@ -17,14 +17,22 @@
 //!             .bearer_token(std::env::var("CRM_TOKEN")?)
 //!             .timeout(Duration::from_secs(10)),
 //!     )
+//!     // Its tools under their own names (`search`, not `docs_search`).
+//!     .mount("docs", Upstream::http("http://127.0.0.1:9100/mcp").unprefixed())
 //!     .build()?;
 //! server.upstreams_ready().await; // first catalogs fetched (or failed)
 //! // `billing_get_invoice`, `crm_find_contact`, … beside the built-in tools.
 //! # Ok(()) }
 //! ```
 //!
-//! **Listing.** An upstream's tools appear as `{prefix}_{tool}`, their definitions otherwise
-//! as the upstream gives them (schemas, annotations, title, `_meta`). Each upstream's catalog
+//! **Listing.** An upstream's tools appear as `{prefix}_{tool}`, or under their own names when
+//! mounted [`Upstream::unprefixed`] (policy and audit in front of an existing server, its tools
+//! not renamed), their definitions otherwise as the upstream gives them (schemas, annotations,
+//! title, `_meta`). Either way the prefix names the mount everywhere else: access policies and
+//! audit records see the canonical key `prefix.tool`. A name two tools would have is served
+//! once, failing closed: a built-in tool keeps it, else the upstream mounted first; the other
+//! tool is not served, and that is logged at error level, naming both; so is a tool whose key
+//! is a built-in tool's. Each upstream's catalog
 //! is fetched when it connects and again when it says its tools changed
 //! (`notifications/tools/list_changed`: sent unasked by stdio and 2025-11-25 session
 //! upstreams, on a `subscriptions/listen` stream the gateway opens to a 2026-07-28 upstream
@@ -46,6 +54,24 @@
 //! cancelled call is cancelled upstream. Its result passes intact (`content`,
 //! `structuredContent`, `isError`), never re-enveloped. Every successful proxied call is
 //! audited as a write, whatever the upstream's annotations say.
+//!
+//! **Asking in rounds.** A 2026-07-28 caller's rounds with a proxied tool are the upstream's:
+//! the call's `requestState` and `inputResponses` go to the upstream untouched (the gateway's
+//! own state keys never see them), with the caller's capabilities in place of the gateway's in
+//! a stateless upstream's request; the upstream's `input_required` answer comes back untouched,
+//! and so do the JSON-RPC errors that belong to the caller's request: `-32021` for a
+//! capability it did not declare, and the refusal of a state or answers it sent back. Such a
+//! round is not audited (the call is not done). A caller on a session (2025-11-25, stdio) of a
+//! stateless upstream is asked the upstream's questions over its session by the gateway
+//! (sampling, elicitation, roots, as its capabilities allow), which then calls the upstream
+//! again with the answers under its state. Requests an upstream on a session (stdio,
+//! 2025-11-25) sends during a call are answered by the gateway's own client, which declares
+//! none of those capabilities.
+//!
+//! **Logging.** A caller that asked for a log level (`logging/setLevel`, or `_meta` at
+//! 2026-07-28) has the upstream asked for the same in the call's `_meta`, and receives the log
+//! messages the upstream sends on the call's own HTTP stream; messages a stdio or session
+//! upstream sends outside a call's stream belong to no call and are not forwarded.
 //!
 //! **Failing.** An upstream that cannot be reached, died or did not answer in time gives a
 //! retryable error with an `errorId` (the cause is logged under it, never shown); a JSON-RPC
@@ -120,6 +146,7 @@ pub struct Upstream {
     pub(crate) toolset: Option<String>,
     pub(crate) backoff: (Duration, Duration),
     pub(crate) protocol: UpstreamProtocol,
+    pub(crate) unprefixed: bool,
 }
 
 #[derive(Clone)]
@@ -157,6 +184,7 @@ impl std::fmt::Debug for Upstream {
             .field("concurrency", &self.concurrency)
             .field("refresh_every", &self.refresh_every)
             .field("protocol", &self.protocol)
+            .field("unprefixed", &self.unprefixed)
             .finish_non_exhaustive()
     }
 }
@@ -172,6 +200,7 @@ impl Upstream {
             toolset: None,
             backoff: (Duration::from_millis(100), Duration::from_secs(30)),
             protocol: UpstreamProtocol::Auto,
+            unprefixed: false,
         }
     }
 
@@ -303,6 +332,23 @@ impl Upstream {
         self
     }
 
+    /// Serves the upstream's tools under their own names instead of `{prefix}_{tool}`: policy
+    /// and audit in front of one existing server, its tools not renamed. The prefix stays the
+    /// mount's namespace everywhere else: canonical keys (`prefix.tool`) for access policies
+    /// and audit, the default toolset, [`UpstreamStatus`], logs.
+    ///
+    /// A name that another tool already has is not served, and the collision is logged at
+    /// error level with both owners each time the catalog is rebuilt: a built-in tool keeps its
+    /// name, and between mounts the one mounted first does. A call never reaches another
+    /// tool than the one listed under its name. Nor is a tool served whose key is a built-in
+    /// tool's (mounted as `health`, a tool `ping` is `health.ping`): a policy or an audit record
+    /// could not tell them apart.
+    #[must_use]
+    pub fn unprefixed(mut self) -> Self {
+        self.unprefixed = true;
+        self
+    }
+
     /// The wait before restarting a dead upstream: `initial`, doubled after each failed start
     /// up to `max`, back to `initial` once a start succeeds (100 ms and 30 s by default).
     #[must_use]
@@ -320,6 +366,8 @@ pub(crate) struct Gateway {
     /// The definitions of the built-in tools, listed first.
     builtin: Vec<ToolDefinition>,
     builtin_names: HashSet<String>,
+    /// The canonical keys of the built-in tools, which access policies and audit see.
+    builtin_keys: HashSet<String>,
     catalog: RwLock<Arc<Catalog>>,
     rebuilding: std::sync::Mutex<()>,
     /// Bumped whenever the listed tools change, for `subscriptions/listen` streams.
@@ -380,6 +428,7 @@ impl Gateway {
     pub(crate) fn start(
         mounts: Vec<(String, Upstream)>,
         builtin: Vec<ToolDefinition>,
+        builtin_keys: HashSet<String>,
         middleware: &[Arc<dyn Middleware>],
         version: &str,
         problems: &mut Vec<String>,
@@ -432,6 +481,7 @@ impl Gateway {
             shortest_refresh,
             builtin,
             builtin_names,
+            builtin_keys,
             version: version.to_owned(),
             shutdown: CancellationToken::new(),
             tasks: Default::default(),
@@ -471,7 +521,7 @@ impl Gateway {
             .rebuilding
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut by_name = HashMap::new();
+        let mut by_name: HashMap<String, Arc<ProxiedTool>> = HashMap::new();
         let mut order = Vec::new();
         let mut keys = HashSet::new();
         for (index, state) in self.upstreams.iter().enumerate() {
@@ -480,19 +530,46 @@ impl Gateway {
                     continue;
                 };
                 let name = proxied.name().to_owned();
-                if self.builtin_names.contains(&name) || by_name.contains_key(&name) {
+                // Fail closed: the name keeps its first owner (built-in, then mount order), and
+                // the other tool is not served at all.
+                let owner = if self.builtin_names.contains(&name) {
+                    Some("a built-in tool".to_owned())
+                } else {
+                    by_name.get(&name).map(|other| {
+                        format!(
+                            "tool `{}` of upstream `{}`",
+                            other.upstream_name, self.upstreams[other.upstream].prefix
+                        )
+                    })
+                };
+                if let Some(owner) = owner {
                     tracing::error!(
                         upstream = %state.prefix,
-                        tool = %name,
-                        "an upstream tool is hidden: another tool already has its name"
+                        tool = %tool.name,
+                        exposed = %name,
+                        served = %owner,
+                        "an upstream tool is not served: its name `{name}` is taken by {owner}"
+                    );
+                    continue;
+                }
+                // A policy or audit record must never mistake it for a built-in tool (an
+                // unprefixed mount `health` with a tool `ping` is `health.ping` too).
+                if self.builtin_keys.contains(proxied.facts.key.as_str()) {
+                    tracing::error!(
+                        upstream = %state.prefix,
+                        tool = %tool.name,
+                        key = %proxied.facts.key.as_str(),
+                        "an upstream tool is not served: its key `{}` is a built-in tool's",
+                        proxied.facts.key.as_str()
                     );
                     continue;
                 }
                 if !keys.insert(proxied.facts.key.clone()) {
                     tracing::error!(
                         upstream = %state.prefix,
-                        tool = %name,
-                        "an upstream tool is hidden: another tool already has its key"
+                        tool = %tool.name,
+                        key = %proxied.facts.key.as_str(),
+                        "an upstream tool is not served: another tool of it already has its key"
                     );
                     continue;
                 }
@@ -591,7 +668,11 @@ fn proxy(
     version: &str,
 ) -> Option<ProxiedTool> {
     let prefix = &state.prefix;
-    let exposed = format!("{prefix}_{}", tool.name);
+    let exposed = if state.config.unprefixed {
+        tool.name.to_string()
+    } else {
+        format!("{prefix}_{}", tool.name)
+    };
     let mut problems = Vec::new();
     crate::key::check_exposed_name(&exposed, &mut problems);
     if !problems.is_empty() {
@@ -683,6 +764,77 @@ fn names_header_params(schema: &Value) -> bool {
 
 fn annotations_or_default(annotations: Option<&ToolAnnotations>) -> ToolAnnotations {
     annotations.cloned().unwrap_or_default()
+}
+
+/// A proxied call of a 2026-07-28 caller, which asks for input in rounds (or of a session
+/// caller, see [`Passthrough::session`]): what the caller sent
+/// for the upstream (its `requestState` and `inputResponses`, its capabilities), passed on
+/// untouched, and what the upstream answered that is not a tool result, passed back untouched
+/// by the transport. The upstream seals and verifies its own state: the gateway's keys never
+/// see it.
+pub(crate) struct Passthrough {
+    pub(crate) request_state: Option<String>,
+    pub(crate) input_responses: Option<rmcp::model::InputResponses>,
+    /// The caller's capabilities, sent to a stateless upstream instead of the gateway's own
+    /// (none): what the upstream may ask the caller for.
+    pub(crate) capabilities: Option<rmcp::model::ClientCapabilities>,
+    /// A caller on a session (2025-11-25, stdio), asked over it: the gateway answers a
+    /// stateless upstream's `input_required` itself, with what it asked the caller, and calls
+    /// again under the upstream's state.
+    pub(crate) session: Option<Peer<RoleServer>>,
+    answer: std::sync::Mutex<Option<Answer>>,
+}
+
+/// What an upstream answered a round-asking call, other than a tool result.
+pub(crate) enum Answer {
+    /// `input_required`: the caller answers, then calls again with the upstream's state.
+    InputRequired(rmcp::model::InputRequiredResult),
+    /// A protocol error that belongs to the caller's request: a client capability it did not
+    /// declare (`-32021`), or a state or answers the upstream refused.
+    Error(rmcp::ErrorData),
+}
+
+impl Passthrough {
+    pub(crate) fn new(
+        request_state: Option<String>,
+        input_responses: Option<rmcp::model::InputResponses>,
+        capabilities: Option<rmcp::model::ClientCapabilities>,
+    ) -> Self {
+        Passthrough {
+            request_state,
+            input_responses,
+            capabilities,
+            session: None,
+            answer: Default::default(),
+        }
+    }
+
+    /// A caller on a session, with these capabilities: asked over it.
+    pub(crate) fn over_session(
+        peer: Peer<RoleServer>,
+        capabilities: Option<rmcp::model::ClientCapabilities>,
+    ) -> Self {
+        Passthrough {
+            session: Some(peer),
+            ..Passthrough::new(None, None, capabilities)
+        }
+    }
+
+    /// Whether the call answers an earlier `input_required` (the upstream judges the state).
+    pub(crate) fn answers(&self) -> bool {
+        self.request_state.is_some() || self.input_responses.is_some()
+    }
+
+    pub(crate) fn set(&self, answer: Answer) {
+        *self.answer.lock().unwrap_or_else(PoisonError::into_inner) = Some(answer);
+    }
+
+    pub(crate) fn take(&self) -> Option<Answer> {
+        self.answer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
 }
 
 /// What one upstream is doing, for health checks and tests.

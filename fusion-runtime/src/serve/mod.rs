@@ -302,9 +302,9 @@ impl Mcp {
             resources.subscribe = Some(true);
             capabilities.resources = Some(resources);
         }
-        if server.has_prompts() {
-            capabilities.prompts = Some(PromptsCapability::default());
-        }
+        // Every server answers `prompts/list` (an empty list, with its caching hints, when it
+        // has none): one that answers it must declare it (2026-07-28, SEP-2575).
+        capabilities.prompts = Some(PromptsCapability::default());
         if server.has_completions() {
             capabilities.completions = Some(Default::default());
         }
@@ -959,6 +959,50 @@ impl ServerHandler for McpHandler {
         let asking = Asking::of(&context);
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
+                // A proxied tool: its rounds are the upstream's (SPEC R7).
+                // A session caller that can be asked nothing has nothing to pass through: its
+                // call takes the plain path (no allocation per call).
+                #[cfg(feature = "gateway")]
+                if self.shared.server.gateway().is_some()
+                    && self.shared.server.tool(&name).is_none()
+                    && (asking.rounds
+                        || asking.capabilities.as_ref().is_some_and(|capabilities| {
+                            capabilities.sampling.is_some()
+                                || capabilities.elicitation.is_some()
+                                || capabilities.roots.is_some()
+                        }))
+                {
+                    let through = Arc::new(if asking.rounds {
+                        crate::gateway::Passthrough::new(
+                            request.request_state,
+                            request.input_responses,
+                            asking.capabilities,
+                        )
+                    } else {
+                        crate::gateway::Passthrough::over_session(asking.peer, asking.capabilities)
+                    });
+                    call.extensions_mut().insert(Arc::clone(&through));
+                    let outcome = self
+                        .shared
+                        .server
+                        .call_tool(&name, request.arguments, call)
+                        .await;
+                    return match through.take() {
+                        Some(crate::gateway::Answer::InputRequired(result)) => {
+                            Ok(CallToolResponse::InputRequired(result))
+                        }
+                        Some(crate::gateway::Answer::Error(error)) => Err(error),
+                        None => match outcome {
+                            Ok(result) => {
+                                if result.is_error != Some(true) {
+                                    self.notify_invalidated(&result);
+                                }
+                                Ok(CallToolResponse::Complete(result))
+                            }
+                            Err(unknown) => Err(unknown_tool(&unknown.0)),
+                        },
+                    };
+                }
                 let binding = LazyBinding::new(
                     &asking,
                     &name,

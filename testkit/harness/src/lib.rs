@@ -8,16 +8,19 @@
 //!   concurrently running test processes by a `flock` on `.test-deps/.install.lock`.
 //! * [`run`]: runs a command in its own process group with a timeout and captures its output
 //!   ([`Ran`]); [`testkit_script`] builds the command for a `testkit/*.sh` script.
-//! * [`Conformance`]: runs `testkit/conformance.sh` and reads what it prints.
+//! * [`ServerHttp`]: a server under test on `127.0.0.1:<free port>`, killed when dropped.
+//! * [`Conformance`]: runs `testkit/conformance.sh` and reads what it prints;
+//!   [`require_every_check_passes`] runs it with no baseline and requires a clean pass,
+//!   [`require_every_scenario_listed`] checks a test's scenario lists against the suite's.
 //!
 //! Unix only (process groups, `flock`); the testkit runs on Linux x64.
 #![cfg(unix)]
 
 use std::fs::OpenOptions;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
@@ -423,5 +426,208 @@ impl Conformance {
             }
         }
         scenarios
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A server over HTTP
+
+/// How long the server may take to print its `listening on` line.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A server child process serving Streamable HTTP on 127.0.0.1, started by
+/// [`ServerHttp::start`]. Its stderr (logs) is kept for failure messages. Dropping it kills the
+/// process, so the server stops with the test, also when the test panics.
+#[derive(Debug)]
+pub struct ServerHttp {
+    child: Child,
+    url: String,
+    logs: Arc<Mutex<String>>,
+}
+
+impl ServerHttp {
+    /// Starts `command`, a server that prints `NAME: listening on http://…` on stderr (the
+    /// way Fusion's example servers do), and waits (at most 30 s) for that line. Panics with
+    /// its output if it exits or stays silent instead.
+    pub fn start(mut command: Command, name: &str) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {command:?}: {error}"));
+        let logs = Arc::new(Mutex::new(String::new()));
+        let (url_tx, url_rx) = mpsc::channel();
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let shared = Arc::clone(&logs);
+        let listening = format!("{name}: listening on ");
+        // Keeps draining stderr after the line, so the server never blocks on a full pipe.
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.strip_prefix(&listening) {
+                    let _ = url_tx.send(url.trim().to_owned());
+                }
+                let mut logs = shared
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                logs.push_str(&line);
+                logs.push('\n');
+            }
+        });
+        let mut server = ServerHttp {
+            child,
+            url: String::new(),
+            logs,
+        };
+        match url_rx.recv_timeout(LISTEN_TIMEOUT) {
+            Ok(url) => server.url = url,
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                "{name} did not print `listening on …` within {LISTEN_TIMEOUT:?}; stderr:\n{}",
+                server.logs()
+            ),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = server.child.wait().map(|status| status.to_string());
+                panic!(
+                    "{name} exited ({}) before listening; stderr:\n{}",
+                    status.unwrap_or_else(|error| error.to_string()),
+                    server.logs()
+                )
+            }
+        }
+        server
+    }
+
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Everything the server wrote to stderr so far (its logs).
+    pub fn logs(&self) -> String {
+        self.logs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for ServerHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the conformance tests require
+
+/// `(spec, scenario, check, reason)`: a WARNING (a SHOULD the suite did not see met) a test
+/// accepts, with the reason it is right (or out of reach) there.
+pub type AcceptedWarning = (&'static str, &'static str, &'static str, &'static str);
+
+/// Runs `scenarios` at `spec` against `server` with no baseline, prints the counts per scenario
+/// and requires every check to pass, every scenario to have a passing result, and every
+/// WARNING to be one of `accepted`. Failure messages carry the suite's output and the server's
+/// logs.
+pub fn require_every_check_passes(
+    server: &ServerHttp,
+    spec: &str,
+    scenarios: &[&str],
+    accepted: &[AcceptedWarning],
+) {
+    ensure_testkit();
+    let run = Conformance::run(server.url(), spec, None, scenarios);
+    let suite = std::fs::read_to_string(
+        test_deps_dir().join("node/node_modules/@modelcontextprotocol/conformance/package.json"),
+    )
+    .ok()
+    .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+    .and_then(|package| package["version"].as_str().map(str::to_owned))
+    .unwrap_or_else(|| "?".into());
+    let count = |n: Option<u64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
+    // One println: tests running in parallel must not interleave their lines.
+    println!(
+        "conformance {spec} (@modelcontextprotocol/conformance {suite}) at {}, Streamable HTTP, \
+         no baseline: {} checks passed, {} failed, {} scenarios\n  {}",
+        server.url(),
+        count(run.passed),
+        count(run.failed),
+        count(run.scenarios),
+        run.scenario_lines().join("\n  ")
+    );
+    let complete = run.ran.success()
+        && run.failed == Some(0)
+        && run.passed.is_some_and(|n| n > 0)
+        && run.scenarios == Some(scenarios.len() as u64);
+    let failure = |what: String| {
+        format!(
+            "conformance {spec}: {what}\n\n{}\n--- server stderr ({}) ---\n{}",
+            run.ran.describe(),
+            server.url(),
+            tail(&server.logs(), 20_000)
+        )
+    };
+    assert!(
+        complete,
+        "{}",
+        failure(format!(
+            "expected every check of these {} scenarios to pass: {}",
+            scenarios.len(),
+            scenarios.join(", ")
+        ))
+    );
+    // Each scenario ran and passed (a scenario that produced no result has no line).
+    for scenario in scenarios {
+        let prefix = format!("✓ {scenario}: ");
+        assert!(
+            run.scenario_lines()
+                .iter()
+                .any(|line| line.starts_with(&prefix)),
+            "{}",
+            failure(format!("no passing result for `{scenario}`"))
+        );
+    }
+    let unexpected: Vec<String> = run
+        .warnings()
+        .into_iter()
+        .filter(|(scenario, check)| {
+            !accepted
+                .iter()
+                .any(|&(at, s, c, _)| at == spec && s == scenario && c == check)
+        })
+        .map(|(scenario, check)| format!("{scenario}:{check}"))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "{}",
+        failure(format!("WARNINGs not accepted: {}", unexpected.join(", ")))
+    );
+}
+
+/// Requires `ours` (the scenarios a test runs at `spec`) and `left_out` (names or name
+/// prefixes it does not run there) to cover every server scenario the suite has for `spec`,
+/// and `ours` to hold none the suite does not have and none that is left out: a scenario the
+/// suite adds is noticed.
+pub fn require_every_scenario_listed(spec: &str, ours: &[&str], left_out: &[&str]) {
+    ensure_testkit();
+    let theirs = Conformance::server_scenarios(spec);
+    assert!(!theirs.is_empty(), "{spec}: the suite listed no scenario");
+    let is_left_out = |scenario: &str| left_out.iter().any(|prefix| scenario.starts_with(prefix));
+    for scenario in &theirs {
+        assert!(
+            is_left_out(scenario) || ours.contains(&scenario.as_str()),
+            "{spec}: the suite's server scenario `{scenario}` is neither run nor left out"
+        );
+    }
+    for scenario in ours {
+        assert!(
+            theirs.iter().any(|theirs| theirs == scenario),
+            "{spec}: `{scenario}` is not one of the suite's server scenarios: {theirs:?}"
+        );
+        assert!(
+            !is_left_out(scenario),
+            "{spec}: `{scenario}` is both run and left out"
+        );
     }
 }

@@ -36,32 +36,52 @@ pub(crate) fn gateway_bin() -> PathBuf {
 }
 
 /// The `billing` binary the tests drive, beside `gateway` in the same target directory and
-/// profile.
-///
-/// Cargo builds only the binaries of the packages under test, and a binary of another package
-/// cannot be a dependency on stable Rust. So: `cargo test --workspace` builds it (billing's own
-/// tests need it), and it is used as it is; `cargo test -p gateway` alone finds it missing, or
-/// older than the sources it is built from, and builds it here with the same cargo, into the
-/// same target directory and profile (`.ci/run` runs that path from a fresh clone). Cargo does
-/// not hold its build lock while tests run, so this nested build does not wait on the outer one.
+/// profile (see [`sibling_bin`]).
 pub(crate) fn billing_bin() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
+        .get_or_init(|| sibling_bin("billing", "billing", "examples/billing"))
+        .clone()
+}
+
+/// The `conformance-server` binary (the official conformance suite's fixtures), beside
+/// `gateway` (see [`sibling_bin`]).
+pub(crate) fn conformance_server_bin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
         .get_or_init(|| {
-            let gateway = gateway_bin();
-            let path = gateway.with_file_name(format!("billing{}", std::env::consts::EXE_SUFFIX));
-            if !path.exists() || older_than_its_sources(&path) {
-                build_billing(&gateway);
-            }
-            assert!(path.exists(), "no billing binary at {}", path.display());
-            path
+            sibling_bin(
+                "conformance-server",
+                "conformance-server",
+                "examples/conformance",
+            )
         })
         .clone()
 }
 
-/// Whether a source of the billing binary (its crate, the SDK's crates, the lock file) changed
+/// The binary `bin` of package `package` (sources in `dir`), beside `gateway` in the same
+/// target directory and profile.
+///
+/// Cargo builds only the binaries of the packages under test, and a binary of another package
+/// cannot be a dependency on stable Rust. So: `cargo test --workspace` builds it (its own
+/// package's tests need it), and it is used as it is; `cargo test -p gateway` alone finds it
+/// missing, or older than the sources it is built from, and builds it here with the same cargo,
+/// into the same target directory and profile (`.ci/run` runs that path from a fresh clone).
+/// Cargo does not hold its build lock while tests run, so this nested build does not wait on
+/// the outer one.
+fn sibling_bin(package: &str, bin: &str, dir: &str) -> PathBuf {
+    let gateway = gateway_bin();
+    let path = gateway.with_file_name(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
+    if !path.exists() || older_than_its_sources(&path, dir) {
+        build_sibling(&gateway, package, bin);
+    }
+    assert!(path.exists(), "no {bin} binary at {}", path.display());
+    path
+}
+
+/// Whether a source of a binary (its crate in `dir`, the SDK's crates, the lock file) changed
 /// after it was built.
-fn older_than_its_sources(binary: &Path) -> bool {
+fn older_than_its_sources(binary: &Path, dir: &str) -> bool {
     fn newest(path: &Path) -> Option<std::time::SystemTime> {
         let metadata = std::fs::metadata(path).ok()?;
         if metadata.is_file() {
@@ -77,24 +97,24 @@ fn older_than_its_sources(binary: &Path) -> bool {
         return true;
     };
     let root = workspace_root();
-    [
-        "examples/billing/src",
-        "examples/billing/Cargo.toml",
-        "fusion/src",
-        "fusion-runtime/src",
-        "fusion-macros/src",
-        "fusion-names/src",
-        "Cargo.lock",
-    ]
-    .iter()
-    .filter_map(|source| newest(&root.join(source)))
-    .any(|changed| changed > built)
+    let own = [format!("{dir}/src"), format!("{dir}/Cargo.toml")];
+    own.iter()
+        .map(String::as_str)
+        .chain([
+            "fusion/src",
+            "fusion-runtime/src",
+            "fusion-macros/src",
+            "fusion-names/src",
+            "Cargo.lock",
+        ])
+        .filter_map(|source| newest(&root.join(source)))
+        .any(|changed| changed > built)
 }
 
-/// `cargo build -p billing --bin billing` into the target directory and profile of `gateway`
+/// `cargo build -p PACKAGE --bin BIN` into the target directory and profile of `gateway`
 /// (`<target>/<profile>/gateway`, or `<target>/<triple>/<profile>/gateway` when built with
 /// `--target`).
-fn build_billing(gateway: &Path) {
+fn build_sibling(gateway: &Path, package: &str, bin: &str) {
     let profile_dir = gateway.parent().expect("a profile directory");
     let profile = profile_dir
         .file_name()
@@ -113,7 +133,7 @@ fn build_billing(gateway: &Path) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = std::process::Command::new(cargo);
     command
-        .args(["build", "--quiet", "-p", "billing", "--bin", "billing"])
+        .args(["build", "--quiet", "-p", package, "--bin", bin])
         .arg("--target-dir")
         .arg(target_dir)
         .current_dir(workspace_root());
@@ -129,8 +149,10 @@ fn build_billing(gateway: &Path) {
     if let Some(triple) = triple {
         command.args(["--target", triple]);
     }
-    let status = command.status().expect("running cargo build -p billing");
-    assert!(status.success(), "cargo build -p billing failed");
+    let status = command
+        .status()
+        .unwrap_or_else(|error| panic!("running cargo build -p {package}: {error}"));
+    assert!(status.success(), "cargo build -p {package} failed");
 }
 
 pub(crate) fn object(value: Value) -> JsonObject {

@@ -33,6 +33,11 @@ pub(crate) struct SeenCall {
     pub(crate) protocol: Option<ProtocolVersion>,
     /// The request's HTTP headers, lower-case names.
     pub(crate) headers: Vec<(String, String)>,
+    /// The `requestState` and `inputResponses` it carried (2026-07-28 rounds).
+    pub(crate) request_state: Option<String>,
+    pub(crate) input_responses: Option<Value>,
+    /// The client capabilities in its `_meta` (stateless requests).
+    pub(crate) client_capabilities: Option<Value>,
 }
 
 #[derive(Default)]
@@ -281,6 +286,15 @@ impl ServerHandler for Handler {
             tracestate: context.meta.get_tracestate().map(str::to_owned),
             protocol: context.protocol_version(),
             headers,
+            request_state: request.request_state.clone(),
+            input_responses: request
+                .input_responses
+                .as_ref()
+                .map(|responses| serde_json::to_value(responses).unwrap()),
+            client_capabilities: context
+                .meta
+                .client_capabilities()
+                .map(|capabilities| serde_json::to_value(capabilities).unwrap()),
         });
         match request.name.as_ref() {
             "echo" => Ok(text(format!(
@@ -316,6 +330,60 @@ impl ServerHandler for Handler {
                 Ok(text(format!("{steps} steps")))
             }
             "delete" => Ok(text("deleted".into())),
+            // Two log messages on the call's stream, at the level the request asked for.
+            "log" => {
+                #[allow(deprecated)] // logging (SEP-2577)
+                if context.meta.log_level().is_some() {
+                    for n in 1..=2 {
+                        let _ = context
+                            .peer
+                            .notify_logging_message(
+                                rmcp::model::LoggingMessageNotificationParam::new(
+                                    rmcp::model::LoggingLevel::Info,
+                                    json!(format!("line {n}")),
+                                ),
+                            )
+                            .await;
+                    }
+                }
+                Ok(text("logged".into()))
+            }
+            // 2026-07-28 rounds: asks its question under its own state until it is answered.
+            "ask" | "ask_header" => match request.request_state.as_deref() {
+                Some("recorder-state-1") => match request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|responses| serde_json::to_value(responses).ok())
+                {
+                    Some(responses) => Ok(text(format!("answered: {responses}"))),
+                    None => Err(ErrorData::invalid_params("no answer", None)),
+                },
+                Some(_) => Err(ErrorData::invalid_params(
+                    "requestState failed verification",
+                    None,
+                )),
+                None => {
+                    let question: rmcp::model::InputRequest = serde_json::from_value(json!({
+                        "method": "elicitation/create",
+                        "params": {
+                            "message": "Which one?",
+                            "requestedSchema": {
+                                "type": "object",
+                                "properties": {"pick": {"type": "string"}}
+                            }
+                        }
+                    }))
+                    .unwrap();
+                    let mut requests = rmcp::model::InputRequests::new();
+                    requests.insert("q1".to_owned(), question);
+                    Ok(CallToolResponse::InputRequired(
+                        rmcp::model::InputRequiredResult::new(
+                            Some(requests),
+                            Some("recorder-state-1".to_owned()),
+                        ),
+                    ))
+                }
+            },
             "ping_client" => match context
                 .peer
                 .send_request(rmcp::model::ServerRequest::PingRequest(Default::default()))
