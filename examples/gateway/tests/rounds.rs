@@ -132,7 +132,8 @@ async fn input_required_and_its_answers_pass_through_untouched() {
             let negative = matches!(seen[0].id, rmcp::model::NumberOrString::Number(n) if n < 0);
             assert_eq!(negative, own_path, "{name}: {:?}", seen[0].id);
 
-            // A state the upstream refuses: its JSON-RPC error is the caller's.
+            // A state the upstream refuses: its JSON-RPC error is the caller's (its code and its
+            // message, cut short).
             let mut forged = CallToolRequestParams::new(name).with_arguments(arguments);
             forged.request_state = Some("recorder-state-1-TAMPERED".into());
             forged.input_responses = Some([("q1".to_owned(), json!({"action": "decline"}))].into());
@@ -140,6 +141,9 @@ async fn input_required_and_its_answers_pass_through_untouched() {
                 Err(ServiceError::McpError(error)) => {
                     assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
                     assert!(error.message.contains("verification"), "{error:?}");
+                    // Cut short, and without the upstream's `data`.
+                    assert!(error.message.chars().count() < 400, "{error:?}");
+                    assert_eq!(error.data, None, "{error:?}");
                 }
                 other => panic!("{name}: expected -32602, got {other:?}"),
             }

@@ -450,7 +450,15 @@ fn failed(upstream: &UpstreamState, failure: Failure, through: Option<&Passthrou
                 echo(&data.message, 300)
             );
             if let Some(through) = through {
-                through.set(Answer::Error(data));
+                // The caller gets the upstream's refusal of its own exchange, as the protocol
+                // defines it: -32021 with the capabilities it needs; a -32602 with its message
+                // cut short and without `data`, which could be anything at any size.
+                let passed = if data.code == ErrorCode::INVALID_PARAMS {
+                    ErrorData::new(data.code, echo(&data.message, 300).into_owned(), None)
+                } else {
+                    data
+                };
+                through.set(Answer::Error(passed));
             }
             ToolError::new(code, message)
         }

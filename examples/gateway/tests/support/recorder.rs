@@ -358,9 +358,14 @@ impl ServerHandler for Handler {
                     Some(responses) => Ok(text(format!("answered: {responses}"))),
                     None => Err(ErrorData::invalid_params("no answer", None)),
                 },
+                // With an internal detail in `data` and a long message, which the gateway must
+                // not pass on whole.
                 Some(_) => Err(ErrorData::invalid_params(
-                    "requestState failed verification",
-                    None,
+                    format!(
+                        "requestState failed verification{}",
+                        " (detail)".repeat(100)
+                    ),
+                    Some(json!({"internal": "/srv/recorder/keys.pem"})),
                 )),
                 None => {
                     let question: rmcp::model::InputRequest = serde_json::from_value(json!({
