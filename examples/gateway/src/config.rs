@@ -47,8 +47,7 @@ struct Entry {
     unprefixed: bool,
 }
 
-/// The upstreams of a TOML file, in the order of their names (the order they are mounted in,
-/// which decides who keeps a name two unprefixed upstreams both have).
+/// The upstreams of a TOML file, in the order of their names (the order they are mounted in).
 pub(crate) fn read_file(path: &Path) -> Result<Vec<(String, Upstream)>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| format!("--config {}: {error}", path.display()))?;

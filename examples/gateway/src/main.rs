@@ -54,8 +54,8 @@ struct Args {
     upstream_protocols: Vec<String>,
     /// Serve the tools of upstream NAME under their own names, not as `NAME_tool`: policy and
     /// audit in front of one existing server without renaming its tools. Policies and audit
-    /// still see `NAME.tool`. A name another tool already has is not served (a built-in tool
-    /// keeps it, else the upstream given first), and that is logged as an error.
+    /// still see `NAME.tool`. A name another tool also has fails closed (a built-in tool keeps
+    /// it; one two upstreams offer is served by neither), and that is logged as an error.
     #[arg(long = "unprefixed", value_name = "NAME")]
     unprefixed: Vec<String>,
     /// A TOML file of upstreams (see the README), besides those given with --upstream.

@@ -193,6 +193,16 @@ fn described(name: &str, description: &str) -> Tool {
 }
 
 /// The listed tool of this name.
+/// A call of `name` is refused as an unknown tool (JSON-RPC -32602).
+async fn assert_unknown(client: &RunningService<RoleClient, ()>, name: &str) {
+    match call(client.peer(), name, json!({})).await {
+        Err(ServiceError::McpError(error)) => {
+            assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{name}: {error:?}");
+        }
+        other => panic!("{name}: expected -32602, got {other:?}"),
+    }
+}
+
 async fn listed(client: &RunningService<RoleClient, ()>, name: &str) -> Option<Tool> {
     client
         .peer()
@@ -204,7 +214,7 @@ async fn listed(client: &RunningService<RoleClient, ()>, name: &str) -> Option<T
 }
 
 #[tokio::test]
-async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
+async fn a_name_two_tools_would_have_fails_closed() {
     within(async {
         let log = errors_logged();
         // `a` and `b` unprefixed, `p` prefixed between them.
@@ -249,36 +259,29 @@ async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
                 )
             })
             .collect();
+        // The built-in tool keeps its name; `echo` (a and b) and `p_echo` (p's `echo` prefixed,
+        // b's unprefixed) are offered twice: served by neither.
         assert_eq!(
             names,
             [
                 ("health_ping", "Answers if alive."),
-                ("echo", "a's"),
                 ("only_a", "a's"),
-                ("p_echo", "p's"),
                 ("only_b", "b's"),
             ]
         );
-        // Each name reaches the owner it is listed under, and only that one.
+        // Each name reaches the owner it is listed under, and a contested one nobody.
         let pong = call(client.peer(), "health_ping", json!({})).await.unwrap();
         assert_eq!(pong.structured_content.unwrap()["data"], "pong");
-        call(client.peer(), "echo", json!({"message": "hi"}))
-            .await
-            .unwrap();
-        call(client.peer(), "p_echo", json!({"message": "hi"}))
-            .await
-            .unwrap();
         call(client.peer(), "only_b", json!({})).await.unwrap();
+        for name in ["echo", "p_echo", "ping"] {
+            assert_unknown(&client, name).await;
+        }
         assert!(a.calls_of("health_ping").is_empty());
-        assert_eq!(a.calls_of("echo").len(), 1);
-        assert_eq!(p.calls_of("echo").len(), 1);
+        assert!(a.calls_of("echo").is_empty());
+        assert!(p.calls_of("echo").is_empty());
         assert!(b.calls_of("echo").is_empty());
         assert!(b.calls_of("p_echo").is_empty());
         assert_eq!(b.calls_of("only_b").len(), 1);
-        match call(client.peer(), "ping", json!({})).await {
-            Err(ServiceError::McpError(error)) => assert_eq!(error.code, ErrorCode::INVALID_PARAMS),
-            other => panic!("expected -32602, got {other:?}"),
-        }
         assert!(health.calls_of("ping").is_empty());
         assert!(
             error_lines(
@@ -289,18 +292,27 @@ async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
                 ]
             ) >= 1
         );
-        // Each collision logged as an error, naming both owners.
-        for (upstream, name, owner) in [
-            ("a", "health_ping", "a built-in tool"),
-            ("b", "echo", "tool `echo` of upstream `a`"),
-            ("b", "p_echo", "tool `echo` of upstream `p`"),
+        // Each collision logged as an error by each side, naming both owners.
+        assert!(
+            error_lines(
+                &log,
+                &["upstream=a ", "its name `health_ping` is a built-in tool's"]
+            ) >= 1
+        );
+        let both = "tool `echo` of upstream `a` and tool `echo` of upstream `b`";
+        let prefixed = "tool `echo` of upstream `p` and tool `p_echo` of upstream `b`";
+        for (upstream, name, owners) in [
+            ("a", "echo", both),
+            ("b", "echo", both),
+            ("p", "p_echo", prefixed),
+            ("b", "p_echo", prefixed),
         ] {
             assert!(
                 error_lines(
                     &log,
                     &[
                         &format!("upstream={upstream} "),
-                        &format!("its name `{name}` is taken by {owner}"),
+                        &format!("its name `{name}` is offered by {owners}"),
                     ]
                 ) >= 1,
                 "{upstream}/{name}: {}",
@@ -308,7 +320,8 @@ async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
             );
         }
 
-        // A later mount's refresh brings a name an earlier one has: not served.
+        // A later mount's refresh brings a name an earlier one serves: from then on neither
+        // serves it.
         b.set_tools(vec![
             described("echo", "b's"),
             described("only_b", "b's"),
@@ -322,31 +335,26 @@ async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
             tokio::time::sleep(Duration::from_millis(20)).await;
             waited += 1;
         }
-        assert_eq!(
-            listed(&client, "only_a")
-                .await
-                .unwrap()
-                .description
-                .unwrap(),
-            "a's"
-        );
-        call(client.peer(), "only_a", json!({})).await.unwrap();
-        assert_eq!(a.calls_of("only_a").len(), 1);
+        assert!(listed(&client, "only_a").await.is_none());
+        assert_unknown(&client, "only_a").await;
+        assert!(a.calls_of("only_a").is_empty());
         assert!(b.calls_of("only_a").is_empty());
         assert!(
             error_lines(
                 &log,
                 &[
                     "upstream=b ",
-                    "its name `only_a` is taken by tool `only_a` of upstream `a`"
+                    "its name `only_a` is offered by tool `only_a` of upstream `a` and tool \
+                     `only_a` of upstream `b`"
                 ]
             ) >= 1
         );
         call(client.peer(), "late", json!({})).await.unwrap();
         assert_eq!(b.calls_of("late").len(), 1);
 
-        // An earlier mount's refresh brings a name a later one serves: the earlier one keeps
-        // it, listed and called together.
+        // An earlier mount's refresh brings a name a later one serves: the later one loses it
+        // and the earlier one does not get it, so a client with the old list reaches nobody,
+        // never a server it did not choose.
         a.set_tools(vec![
             described("echo", "a's"),
             described("only_a", "a's"),
@@ -354,19 +362,13 @@ async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
         ])
         .await;
         let mut waited = 0;
-        while listed(&client, "late")
-            .await
-            .unwrap()
-            .description
-            .as_deref()
-            != Some("a's")
-        {
-            assert!(waited < 500, "a's new tool was not listed");
+        while listed(&client, "late").await.is_some() {
+            assert!(waited < 500, "b's `late` is still listed");
             tokio::time::sleep(Duration::from_millis(20)).await;
             waited += 1;
         }
-        call(client.peer(), "late", json!({})).await.unwrap();
-        assert_eq!(a.calls_of("late").len(), 1);
+        assert_unknown(&client, "late").await;
+        assert!(a.calls_of("late").is_empty());
         assert_eq!(
             b.calls_of("late").len(),
             1,
@@ -376,8 +378,9 @@ async fn a_name_two_tools_would_have_is_served_once_failing_closed() {
             error_lines(
                 &log,
                 &[
-                    "upstream=b ",
-                    "its name `late` is taken by tool `late` of upstream `a`"
+                    "upstream=a ",
+                    "its name `late` is offered by tool `late` of upstream `a` and tool `late` \
+                     of upstream `b`"
                 ]
             ) >= 1
         );

@@ -29,10 +29,11 @@
 //! mounted [`Upstream::unprefixed`] (policy and audit in front of an existing server, its tools
 //! not renamed), their definitions otherwise as the upstream gives them (schemas, annotations,
 //! title, `_meta`). Either way the prefix names the mount everywhere else: access policies and
-//! audit records see the canonical key `prefix.tool`. A name two tools would have is served
-//! once, failing closed: a built-in tool keeps it, else the upstream mounted first; the other
-//! tool is not served, and that is logged at error level, naming both; so is a tool whose key
-//! is a built-in tool's. Each upstream's catalog
+//! audit records see the canonical key `prefix.tool`. A name two tools would have fails
+//! closed: a built-in tool keeps it, and a name two upstreams offer is served by neither
+//! (whatever the mount order, and after any refresh, so an upstream that gains a tool never
+//! takes over calls meant for another's); each collision is logged at error level, naming
+//! both, and so is a tool whose key is a built-in tool's. Each upstream's catalog
 //! is fetched when it connects and again when it says its tools changed
 //! (`notifications/tools/list_changed`: sent unasked by stdio and 2025-11-25 session
 //! upstreams, on a `subscriptions/listen` stream the gateway opens to a 2026-07-28 upstream
@@ -337,12 +338,13 @@ impl Upstream {
     /// mount's namespace everywhere else: canonical keys (`prefix.tool`) for access policies
     /// and audit, the default toolset, [`UpstreamStatus`], logs.
     ///
-    /// A name that another tool already has is not served, and the collision is logged at
-    /// error level with both owners each time the catalog is rebuilt: a built-in tool keeps its
-    /// name, and between mounts the one mounted first does. A call never reaches another
-    /// tool than the one listed under its name. Nor is a tool served whose key is a built-in
-    /// tool's (mounted as `health`, a tool `ping` is `health.ping`): a policy or an audit record
-    /// could not tell them apart.
+    /// A name that two tools would have fails closed, and each time the catalog is rebuilt the
+    /// collision is logged at error level with its owners: a built-in tool keeps its name, and
+    /// a name two upstreams offer (unprefixed or not) is served by neither, whatever the mount
+    /// order and whichever came first, so an upstream that gains a tool on a refresh never takes
+    /// over the calls meant for another's. Nor is a tool served whose key is a built-in tool's
+    /// (mounted as `health`, a tool `ping` is `health.ping`): a policy or an audit record could
+    /// not tell them apart.
     #[must_use]
     pub fn unprefixed(mut self) -> Self {
         self.unprefixed = true;
@@ -521,39 +523,25 @@ impl Gateway {
             .rebuilding
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut by_name: HashMap<String, Arc<ProxiedTool>> = HashMap::new();
-        let mut order = Vec::new();
-        let mut keys = HashSet::new();
+        let mut candidates = Vec::new();
         for (index, state) in self.upstreams.iter().enumerate() {
             for tool in state.tools().iter() {
                 let Some(proxied) = proxy(index, state, tool, &self.version) else {
                     continue;
                 };
-                let name = proxied.name().to_owned();
-                // Fail closed: the name keeps its first owner (built-in, then mount order), and
-                // the other tool is not served at all.
-                let owner = if self.builtin_names.contains(&name) {
-                    Some("a built-in tool".to_owned())
-                } else {
-                    by_name.get(&name).map(|other| {
-                        format!(
-                            "tool `{}` of upstream `{}`",
-                            other.upstream_name, self.upstreams[other.upstream].prefix
-                        )
-                    })
-                };
-                if let Some(owner) = owner {
+                // A built-in tool keeps its name and its key: a policy or an audit record must
+                // never mistake an upstream's tool for it (an unprefixed mount `health` with a
+                // tool `ping` is `health.ping` too).
+                if self.builtin_names.contains(proxied.name()) {
                     tracing::error!(
                         upstream = %state.prefix,
                         tool = %tool.name,
-                        exposed = %name,
-                        served = %owner,
-                        "an upstream tool is not served: its name `{name}` is taken by {owner}"
+                        exposed = %proxied.name(),
+                        "an upstream tool is not served: its name `{}` is a built-in tool's",
+                        proxied.name()
                     );
                     continue;
                 }
-                // A policy or audit record must never mistake it for a built-in tool (an
-                // unprefixed mount `health` with a tool `ping` is `health.ping` too).
                 if self.builtin_keys.contains(proxied.facts.key.as_str()) {
                     tracing::error!(
                         upstream = %state.prefix,
@@ -564,19 +552,52 @@ impl Gateway {
                     );
                     continue;
                 }
-                if !keys.insert(proxied.facts.key.clone()) {
-                    tracing::error!(
-                        upstream = %state.prefix,
-                        tool = %tool.name,
-                        key = %proxied.facts.key.as_str(),
-                        "an upstream tool is not served: another tool of it already has its key"
-                    );
-                    continue;
-                }
-                let proxied = Arc::new(proxied);
-                by_name.insert(name, Arc::clone(&proxied));
-                order.push(proxied);
+                candidates.push(proxied);
             }
+        }
+        // Fail closed: a name two upstreams offer is served by neither, at start-up and after
+        // any refresh. Neither mount order nor who came first decides, so an upstream that
+        // gains a tool can never take over the calls (and arguments) meant for another's.
+        let mut owners: HashMap<&str, Vec<String>> = HashMap::new();
+        for proxied in &candidates {
+            owners.entry(proxied.name()).or_default().push(format!(
+                "tool `{}` of upstream `{}`",
+                proxied.upstream_name, self.upstreams[proxied.upstream].prefix
+            ));
+        }
+        let contested: HashMap<String, Vec<String>> = owners
+            .into_iter()
+            .filter(|(_, owners)| owners.len() > 1)
+            .map(|(name, owners)| (name.to_owned(), owners))
+            .collect();
+        let mut by_name: HashMap<String, Arc<ProxiedTool>> = HashMap::new();
+        let mut order = Vec::new();
+        let mut keys = HashSet::new();
+        for proxied in candidates {
+            let prefix = &self.upstreams[proxied.upstream].prefix;
+            if let Some(owners) = contested.get(proxied.name()) {
+                tracing::error!(
+                    upstream = %prefix,
+                    tool = %proxied.upstream_name,
+                    exposed = %proxied.name(),
+                    "an upstream tool is not served: its name `{}` is offered by {}",
+                    proxied.name(),
+                    owners.join(" and ")
+                );
+                continue;
+            }
+            if !keys.insert(proxied.facts.key.clone()) {
+                tracing::error!(
+                    upstream = %prefix,
+                    tool = %proxied.upstream_name,
+                    key = %proxied.facts.key.as_str(),
+                    "an upstream tool is not served: another tool of it already has its key"
+                );
+                continue;
+            }
+            let proxied = Arc::new(proxied);
+            by_name.insert(proxied.name().to_owned(), Arc::clone(&proxied));
+            order.push(proxied);
         }
         let listed: Vec<ToolDefinition> = self
             .builtin
