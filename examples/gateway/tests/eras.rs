@@ -20,17 +20,17 @@ async fn billing_over_http_in_each_era() {
         let server = ServerBuilder::new("gw", "1.0.0")
             .mount(
                 "sess",
-                Upstream::http(&billing.url)
+                Upstream::http(billing.url())
                     .bearer_token("tok-w")
                     .protocol(UpstreamProtocol::Session),
             )
             .mount(
                 "stl",
-                Upstream::http(&billing.url)
+                Upstream::http(billing.url())
                     .bearer_token("tok-w")
                     .protocol(UpstreamProtocol::Stateless),
             )
-            .mount("auto", Upstream::http(&billing.url).bearer_token("tok-w"))
+            .mount("auto", Upstream::http(billing.url()).bearer_token("tok-w"))
             .build()
             .unwrap();
         server.upstreams_ready().await;

@@ -270,9 +270,9 @@ async fn an_http_upstream_with_a_bearer_token() {
     within(async {
         let billing = billing_http();
         let server = ServerBuilder::new("gw", "1.0.0")
-            .mount("acct", Upstream::http(&billing.url).bearer_token("tok-w"))
-            .mount("ro", Upstream::http(&billing.url).bearer_token("tok-r"))
-            .mount("anon", Upstream::http(&billing.url))
+            .mount("acct", Upstream::http(billing.url()).bearer_token("tok-w"))
+            .mount("ro", Upstream::http(billing.url()).bearer_token("tok-r"))
+            .mount("anon", Upstream::http(billing.url()))
             .build()
             .unwrap();
         server.upstreams_ready().await;

@@ -503,6 +503,32 @@ impl ServerHttp {
         &self.url
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits at most `timeout` for the process to exit by itself (a failpoint aborted it, say);
+    /// returns its exit status, or `None` if it is still running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Sends SIGINT (what Ctrl-C sends) and waits at most `timeout` for the process to exit;
+    /// returns its exit status, or `None` if it is still running.
+    pub fn interrupt(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let pid = Pid::from_raw(i32::try_from(self.child.id()).ok()?)?;
+        rustix::process::kill_process(pid, Signal::INT).ok()?;
+        self.wait_exit(timeout)
+    }
+
     /// Everything the server wrote to stderr so far (its logs).
     pub fn logs(&self) -> String {
         self.logs

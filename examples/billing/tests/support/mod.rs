@@ -15,19 +15,15 @@
 //!
 //! Unix only (process groups, `flock`); the testkit itself runs on Linux x64.
 
-// Every test binary that declares `mod support;` uses its own subset of these helpers.
+// Every test binary that declares `mod support;` uses its own subset of these helpers (and of
+// the harness's, re-exported).
 #![allow(dead_code, unused_imports)]
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use rustix::process::{Pid, Signal};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
@@ -36,7 +32,7 @@ use serde_json::Value;
 // The testkit's paths, install, process runner and conformance reader: one copy, in
 // testkit/harness.
 pub(crate) use testkit_harness::{
-    Conformance, ensure_testkit, run, tail, test_deps_dir, testkit_dir, testkit_script,
+    Conformance, ServerHttp, ensure_testkit, run, tail, test_deps_dir, testkit_dir, testkit_script,
 };
 
 /// The `billing` binary cargo built for this test run, or the one `BILLING_UNDER_TEST` names
@@ -74,16 +70,23 @@ pub(crate) fn shell_line<S: AsRef<str>>(words: &[S]) -> String {
 // ---------------------------------------------------------------------------------------------
 // The billing server over HTTP
 
-/// How long the server may take to print its `listening on` line.
-const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// A `billing --in-memory --http 127.0.0.1:0` child process (fresh demo data: INV-1..INV-1000)
-/// serving Streamable HTTP. Its stderr (logs) is kept for failure messages. Dropping it kills
-/// the process, so the server stops with the test, also when the test panics.
-pub(crate) struct BillingHttp {
-    child: Child,
-    url: String,
-    logs: Arc<Mutex<String>>,
+/// serving Streamable HTTP: the harness's [`ServerHttp`] (url, pid, logs, interrupt; killed
+/// when dropped, also when the test panics), started the ways these tests need.
+pub(crate) struct BillingHttp(ServerHttp);
+
+impl std::ops::Deref for BillingHttp {
+    type Target = ServerHttp;
+
+    fn deref(&self) -> &ServerHttp {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for BillingHttp {
+    fn deref_mut(&mut self) -> &mut ServerHttp {
+        &mut self.0
+    }
 }
 
 impl BillingHttp {
@@ -110,109 +113,12 @@ impl BillingHttp {
     /// Like [`BillingHttp::spawn_exactly`], with these environment variables set for the
     /// process (tokens, a test failpoint).
     pub(crate) fn spawn_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(billing_bin())
+        let mut command = Command::new(billing_bin());
+        command
             .args(args)
             .args(["--http", "127.0.0.1:0"])
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|error| panic!("cannot start {}: {error}", billing_bin().display()));
-        let logs = Arc::new(Mutex::new(String::new()));
-        let (url_tx, url_rx) = mpsc::channel();
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let shared = Arc::clone(&logs);
-        // Keeps draining stderr after the line, so the server never blocks on a full pipe.
-        thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Some(url) = line.strip_prefix("billing: listening on ") {
-                    let _ = url_tx.send(url.trim().to_owned());
-                }
-                let mut logs = shared
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                logs.push_str(&line);
-                logs.push('\n');
-            }
-        });
-        let mut server = BillingHttp {
-            child,
-            url: String::new(),
-            logs,
-        };
-        match url_rx.recv_timeout(LISTEN_TIMEOUT) {
-            Ok(url) => server.url = url,
-            Err(mpsc::RecvTimeoutError::Timeout) => panic!(
-                "billing did not print `billing: listening on …` within {LISTEN_TIMEOUT:?}; stderr:\n{}",
-                server.logs()
-            ),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let status = server.child.wait().map(|status| status.to_string());
-                panic!(
-                    "billing exited ({}) before listening; stderr:\n{}",
-                    status.unwrap_or_else(|error| error.to_string()),
-                    server.logs()
-                )
-            }
-        }
-        server
-    }
-
-    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
-    pub(crate) fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// The server's process id.
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Waits at most `timeout` for the process to exit by itself (a failpoint aborted it, say);
-    /// returns its exit status, or `None` if it is still running.
-    pub(crate) fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-
-    /// Everything the server wrote to stderr so far (its logs).
-    pub(crate) fn logs(&self) -> String {
-        self.logs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-}
-
-impl BillingHttp {
-    /// Sends SIGINT (what Ctrl-C sends) and waits at most `timeout` for the process to exit;
-    /// returns its exit status, or `None` if it is still running.
-    pub(crate) fn interrupt(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
-        let pid = Pid::from_raw(i32::try_from(self.child.id()).ok()?)?;
-        rustix::process::kill_process(pid, Signal::INT).ok()?;
-        let deadline = std::time::Instant::now() + timeout;
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-}
-
-impl Drop for BillingHttp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+            .envs(env.iter().copied());
+        BillingHttp(ServerHttp::start(command, "billing"))
     }
 }
 

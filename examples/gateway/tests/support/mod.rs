@@ -298,42 +298,14 @@ pub(crate) async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
-/// `billing --http 127.0.0.1:0` with two tokens, killed when dropped.
-pub(crate) struct BillingHttp {
-    child: std::process::Child,
-    pub(crate) url: String,
-}
-
-impl Drop for BillingHttp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-pub(crate) fn billing_http() -> BillingHttp {
-    use std::io::BufRead as _;
-    let mut child = std::process::Command::new(billing_bin())
+/// `billing --in-memory --http 127.0.0.1:0` with a write token (`tok-w`) and a read-only
+/// one (`tok-r`), both of tenant `t_777`; killed when dropped.
+pub(crate) fn billing_http() -> testkit_harness::ServerHttp {
+    let mut command = std::process::Command::new(billing_bin());
+    command
         .args(["--in-memory", "--http", "127.0.0.1:0"])
-        .env("BILLING_TOKENS", "tok-w=t_777,tok-r=t_777:read")
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("billing --http");
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("billing said where it listens")
-            .unwrap();
-        if let Some(url) = line.strip_prefix("billing: listening on ") {
-            break url.to_owned();
-        }
-    };
-    // Keep draining its logs.
-    std::thread::spawn(move || for _ in lines {});
-    BillingHttp { child, url }
+        .env("BILLING_TOKENS", "tok-w=t_777,tok-r=t_777:read");
+    testkit_harness::ServerHttp::start(command, "billing")
 }
 
 /// The `gateway` binary over stdio, driven by rmcp's client; everything it logs is kept.
