@@ -80,6 +80,20 @@ pub(crate) enum Need {
 }
 
 impl Need {
+    /// Every way to ask (the gateway passes an upstream's questions on to a caller that
+    /// declared any of them).
+    #[cfg(feature = "gateway")]
+    pub(crate) const ALL: [Need; 3] = [Need::Elicitation, Need::Sampling, Need::Roots];
+
+    /// Whether a client that declared `capabilities` can be asked this way.
+    pub(crate) fn declared_by(self, capabilities: &ClientCapabilities) -> bool {
+        match self {
+            Need::Elicitation => capabilities.elicitation.is_some(),
+            Need::Sampling => capabilities.sampling.is_some(),
+            Need::Roots => capabilities.roots.is_some(),
+        }
+    }
+
     fn code(self) -> &'static str {
         match self {
             Need::Elicitation => ELICITATION_UNSUPPORTED,
@@ -175,13 +189,8 @@ impl Round {
     /// A round of `era` for a client that declared `capabilities` (from the request's `_meta`,
     /// or the session's `initialize`).
     pub(crate) fn new(era: Era, capabilities: Option<&ClientCapabilities>) -> Round {
-        let declared = |need: Need| {
-            capabilities.is_some_and(|capabilities| match need {
-                Need::Elicitation => capabilities.elicitation.is_some(),
-                Need::Sampling => capabilities.sampling.is_some(),
-                Need::Roots => capabilities.roots.is_some(),
-            })
-        };
+        let declared =
+            |need: Need| capabilities.is_some_and(|capabilities| need.declared_by(capabilities));
         let elicitation = declared(Need::Elicitation)
             || matches!(&era, Era::Session(peer) if peer
                 .supported_elicitation_modes()

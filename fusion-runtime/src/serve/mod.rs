@@ -959,49 +959,12 @@ impl ServerHandler for McpHandler {
         let asking = Asking::of(&context);
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
-                // A proxied tool: its rounds are the upstream's (SPEC R7).
-                // A session caller that can be asked nothing has nothing to pass through: its
-                // call takes the plain path (no allocation per call).
                 #[cfg(feature = "gateway")]
-                if self.shared.server.gateway().is_some()
-                    && self.shared.server.tool(&name).is_none()
-                    && (asking.rounds
-                        || asking.capabilities.as_ref().is_some_and(|capabilities| {
-                            capabilities.sampling.is_some()
-                                || capabilities.elicitation.is_some()
-                                || capabilities.roots.is_some()
-                        }))
-                {
-                    let through = Arc::new(if asking.rounds {
-                        crate::gateway::Passthrough::new(
-                            request.request_state,
-                            request.input_responses,
-                            asking.capabilities,
-                        )
-                    } else {
-                        crate::gateway::Passthrough::over_session(asking.peer, asking.capabilities)
-                    });
-                    call.extensions_mut().insert(Arc::clone(&through));
-                    let outcome = self
-                        .shared
-                        .server
-                        .call_tool(&name, request.arguments, call)
+                if self.passes_rounds_through(&name, &asking) {
+                    let rounds = (request.request_state, request.input_responses);
+                    return self
+                        .call_proxied(&name, request.arguments, rounds, asking, call)
                         .await;
-                    return match through.take() {
-                        Some(crate::gateway::Answer::InputRequired(result)) => {
-                            Ok(CallToolResponse::InputRequired(result))
-                        }
-                        Some(crate::gateway::Answer::Error(error)) => Err(error),
-                        None => match outcome {
-                            Ok(result) => {
-                                if result.is_error != Some(true) {
-                                    self.notify_invalidated(&result);
-                                }
-                                Ok(CallToolResponse::Complete(result))
-                            }
-                            Err(unknown) => Err(unknown_tool(&unknown.0)),
-                        },
-                    };
                 }
                 let binding = LazyBinding::new(
                     &asking,
@@ -1030,19 +993,11 @@ impl ServerHandler for McpHandler {
                 if let Some(input_required) = self.close_round(&round, &binding, failed)? {
                     return Ok(CallToolResponse::InputRequired(input_required));
                 }
-                if let Ok(result) = &outcome
-                    && !failed
-                {
-                    self.notify_invalidated(result);
-                }
                 outcome
             }
             Err(error) => self.shared.server.refuse_call(&name, error),
         };
-        match outcome {
-            Ok(result) => Ok(CallToolResponse::Complete(result)),
-            Err(unknown) => Err(unknown_tool(&unknown.0)),
-        }
+        self.complete(outcome)
     }
 }
 
@@ -1071,6 +1026,66 @@ impl Asking {
                 .is_some_and(|version| !version.has_initialize()),
             peer: context.peer.clone(),
             capabilities: context.client_capabilities(),
+        }
+    }
+}
+
+impl McpHandler {
+    /// A tool call's answer: its result, once the resources a successful mutation invalidates
+    /// are notified; an unknown tool is a JSON-RPC error.
+    fn complete(
+        &self,
+        outcome: Result<rmcp::model::CallToolResult, crate::server::UnknownTool>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match outcome {
+            Ok(result) => {
+                if result.is_error != Some(true) {
+                    self.notify_invalidated(&result);
+                }
+                Ok(CallToolResponse::Complete(result))
+            }
+            Err(unknown) => Err(unknown_tool(&unknown.0)),
+        }
+    }
+
+    /// Whether a call of `name` is a proxied tool's whose rounds are the upstream's (SPEC R7):
+    /// a 2026-07-28 caller's, or a session caller's that can be asked something (one that can
+    /// be asked nothing has nothing to pass through, and takes the plain path).
+    #[cfg(feature = "gateway")]
+    fn passes_rounds_through(&self, name: &str, asking: &Asking) -> bool {
+        self.shared.server.gateway().is_some()
+            && self.shared.server.tool(name).is_none()
+            && (asking.rounds
+                || asking.capabilities.as_ref().is_some_and(|capabilities| {
+                    crate::elicit::Need::ALL
+                        .iter()
+                        .any(|need| need.declared_by(capabilities))
+                }))
+    }
+
+    /// A proxied call whose rounds pass through: the upstream's `input_required` answer, or
+    /// its refusal of the caller's state or answers, is the caller's as it came.
+    #[cfg(feature = "gateway")]
+    async fn call_proxied(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        (state, responses): (Option<String>, Option<rmcp::model::InputResponses>),
+        asking: Asking,
+        mut call: CallContext,
+    ) -> Result<CallToolResponse, ErrorData> {
+        use crate::gateway::{Answer, Passthrough};
+        let through = Arc::new(if asking.rounds {
+            Passthrough::new(state, responses, asking.capabilities)
+        } else {
+            Passthrough::over_session(asking.peer, asking.capabilities)
+        });
+        call.extensions_mut().insert(Arc::clone(&through));
+        let outcome = self.shared.server.call_tool(name, arguments, call).await;
+        match through.take() {
+            Some(Answer::InputRequired(result)) => Ok(CallToolResponse::InputRequired(result)),
+            Some(Answer::Error(error)) => Err(error),
+            None => self.complete(outcome),
         }
     }
 }
