@@ -102,6 +102,40 @@ pub(crate) struct Audit {
     pub(crate) reads: bool,
 }
 
+impl Server {
+    /// The data of a request state sealed by this server (or a replica sharing its keys) for
+    /// `binding`, when it verifies and has not expired.
+    pub(crate) fn open_request_state(
+        &self,
+        token: &str,
+        binding: &crate::request_state::Binding,
+    ) -> Result<serde_json::Value, crate::request_state::StateError> {
+        self.inner.state_keys.open(token, binding)
+    }
+
+    /// `data` sealed for `binding`, to live as long as this server's states do.
+    pub(crate) fn seal_request_state(
+        &self,
+        binding: &crate::request_state::Binding,
+        data: &serde_json::Value,
+    ) -> String {
+        self.inner
+            .state_keys
+            .seal(binding, data, self.inner.state_ttl)
+    }
+
+    /// A request for `name` (a tool, prompt or resource) refused before its handler ran,
+    /// sealed as the failure envelope a handler's error would be.
+    pub(crate) fn seal_refusal(
+        &self,
+        name: &str,
+        error: crate::error::ToolError,
+    ) -> crate::envelope::Sealed {
+        let parts = SealedParts::for_tool(name, &self.inner.version);
+        crate::envelope::seal_error(&self.inner.names, &parts, error)
+    }
+}
+
 /// One MCP tool: a single action, or the actions of a namespace (grouped exposition).
 pub(crate) struct ExposedTool {
     pub(crate) name: Arc<str>,
