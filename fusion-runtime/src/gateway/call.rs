@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, ErrorData,
-    InputRequiredResult, JsonObject, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
-    ServerResult,
+    JsonObject, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerResult,
 };
-use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
+pub(crate) use super::failure::Failure;
 use super::http::{Call, HttpCalls, Sent};
 use super::progress::Relay;
 use super::upstream::UpstreamState;
@@ -33,35 +33,6 @@ impl std::fmt::Display for Cause {
 }
 
 impl std::error::Error for Cause {}
-
-/// Why an exchange with the upstream did not give a tool result.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// A JSON-RPC error answered the call.
-    Rpc(ErrorData),
-    /// The exchange failed: not connected, refused, reset, an HTTP error status.
-    Unreachable(String),
-    /// Answered, but not with a tool result.
-    Unexpected(String),
-    /// rmcp's own request timeout.
-    Timeout(Duration),
-    /// Answered `input_required` (2026-07-28): the upstream asks the caller for input. Passed
-    /// back to a caller that asks in rounds ([`Passthrough`]); an error for any other.
-    InputRequired(Box<InputRequiredResult>),
-}
-
-impl From<ServiceError> for Failure {
-    fn from(error: ServiceError) -> Self {
-        match error {
-            ServiceError::McpError(data) => Failure::Rpc(data),
-            ServiceError::Timeout { timeout } => Failure::Timeout(timeout),
-            ServiceError::UnexpectedResponse => Failure::Unexpected(
-                "tools/call answered with something else than a tool result".into(),
-            ),
-            other => Failure::Unreachable(other.to_string()),
-        }
-    }
-}
 
 /// Forwards the call and waits for the upstream's answer, the caller's cancellation or the
 /// end of the connection. Over HTTP the call goes on the gateway's own path

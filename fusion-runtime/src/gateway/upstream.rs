@@ -22,8 +22,9 @@ use rmcp::{ClientHandler, Peer, RoleClient, Service as _, ServiceExt as _};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{HttpCalls, SessionId, Snoop};
+use super::http::{HttpCalls, Origin};
 use super::progress::{Routed, Routes};
+use super::session::{SessionId, Snoop};
 use super::{Gateway, Upstream, UpstreamProtocol, UpstreamStatus, UpstreamTransport};
 
 /// A live connection to an upstream.
@@ -207,23 +208,33 @@ impl ClientHandler for UpstreamClient {
 
 type Connection = RunningService<RoleClient, UpstreamClient>;
 
-/// What rmcp's client answers to a request the upstream sent on a call's stream, to be sent
-/// back on the gateway's own HTTP path.
-pub(crate) async fn answer_request(
-    state: &Arc<UpstreamState>,
-    peer: &Peer<RoleClient>,
-    id: RequestId,
-    request: ServerRequest,
-) -> ClientJsonRpcMessage {
-    let client = UpstreamClient {
-        state: Arc::downgrade(state),
-    };
-    match client
-        .handle_request(request, RequestContext::new(id.clone(), peer.clone()))
-        .await
-    {
-        Ok(result) => ClientJsonRpcMessage::response(result, id),
-        Err(error) => ClientJsonRpcMessage::error(error, Some(id)),
+impl Origin for Arc<UpstreamState> {
+    fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn request_refresh(&self) {
+        UpstreamState::request_refresh(self);
+    }
+
+    fn answer<'a>(
+        &'a self,
+        peer: &'a Peer<RoleClient>,
+        id: RequestId,
+        request: ServerRequest,
+    ) -> futures::future::BoxFuture<'a, ClientJsonRpcMessage> {
+        Box::pin(async move {
+            let client = UpstreamClient {
+                state: Arc::downgrade(self),
+            };
+            match client
+                .handle_request(request, RequestContext::new(id.clone(), peer.clone()))
+                .await
+            {
+                Ok(result) => ClientJsonRpcMessage::response(result, id),
+                Err(error) => ClientJsonRpcMessage::error(error, Some(id)),
+            }
+        })
     }
 }
 
