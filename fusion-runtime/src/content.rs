@@ -548,16 +548,9 @@ impl Server {
         uri: Option<&str>,
     ) -> ErrorData {
         let code = error.code().to_owned();
-        let mut body = seal_error(&self.inner.names, sealed, error)
-            .result
-            .structured_content
-            .and_then(|mut envelope| envelope.get_mut("error").map(Value::take))
-            .unwrap_or(Value::Null);
-        let message = body
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("The request failed.")
-            .to_owned();
+        let (message, mut body) = seal_error(&self.inner.names, sealed, error)
+            .into_error()
+            .unwrap_or_else(|| ("The request failed.".to_owned(), Value::Null));
         if let Some(body) = body.as_object_mut() {
             body.retain(|_, value| !value.is_null());
         }

@@ -82,7 +82,7 @@ pub use principal::Principal;
 pub use prompt::{Prompt, PromptInfo, PromptMessages, PromptOutput, PromptSpec};
 pub use resource::{Resource, ResourceInfo, ResourceOutput, ResourceSpec};
 pub use router::Router;
-pub use server::{Server, ToolInfo, UnknownTool};
+pub use server::{Server, ToolInfo, ToolResult, UnknownTool};
 pub use spec::{Tool, ToolSpec};
 #[cfg(feature = "http-client")]
 pub use upstream::HttpUpstream;

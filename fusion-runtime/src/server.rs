@@ -136,6 +136,53 @@ impl Server {
     }
 }
 
+/// The answer of a `tools/call` ([`Server::call_tool`]): the sealed result the agent receives,
+/// and what the transport does with it besides (a successful write's invalidations tell the
+/// sessions subscribed to the resources they match). Typed until the transport turns it into
+/// the protocol's result with [`ToolResult::into_protocol`].
+#[derive(Debug)]
+pub struct ToolResult {
+    sealed: crate::envelope::Sealed,
+}
+
+impl ToolResult {
+    pub(crate) fn new(sealed: crate::envelope::Sealed) -> Self {
+        ToolResult { sealed }
+    }
+
+    /// Whether the agent receives a failure (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.sealed.is_error()
+    }
+
+    /// `ok`, or the failure's error code (as spans, metrics and the audit trail record it).
+    pub fn outcome(&self) -> &str {
+        self.sealed.outcome.label()
+    }
+
+    /// The globs of the tool keys whose results a success invalidates (none for a failure or
+    /// a read).
+    pub fn invalidates(&self) -> &[crate::key::Glob] {
+        self.sealed.invalidated()
+    }
+
+    /// The protocol's result (rmcp's `CallToolResult`): what goes on the wire.
+    pub fn into_protocol(self) -> rmcp::model::CallToolResult {
+        self.sealed.into_call_result()
+    }
+
+    /// The message and error body of a failure, as a protocol error carries them.
+    pub(crate) fn into_error(self) -> Option<(String, serde_json::Value)> {
+        self.sealed.into_error()
+    }
+}
+
+impl From<ToolResult> for rmcp::model::CallToolResult {
+    fn from(result: ToolResult) -> Self {
+        result.into_protocol()
+    }
+}
+
 /// One MCP tool: a single action, or the actions of a namespace (grouped exposition).
 pub(crate) struct ExposedTool {
     pub(crate) name: Arc<str>,

@@ -153,12 +153,13 @@ impl Tester {
             Value::Null => None,
             other => Some(into_object(other)),
         };
-        let sealed: Sealed = self
+        let mut sealed: Sealed = self
             .server
             .call_sealed(name, arguments, self.context())
             .await?;
-        let mut result = TestResult::new(sealed.result);
-        result.dropped = sealed.dropped;
+        let dropped = std::mem::take(&mut sealed.dropped);
+        let mut result = TestResult::new(sealed.into_call_result());
+        result.dropped = dropped;
         Ok(result)
     }
 }

@@ -894,7 +894,11 @@ async fn a_cancelled_call_is_a_cancelled_result_in_process() {
         });
         started.await;
         token.cancel();
-        let result = running.await.unwrap().expect("a known tool");
+        let result = running
+            .await
+            .unwrap()
+            .expect("a known tool")
+            .into_protocol();
         assert!(probe.dropped.load(Ordering::SeqCst));
         assert!(!probe.completed.load(Ordering::SeqCst));
         assert_eq!(result.is_error, Some(true));

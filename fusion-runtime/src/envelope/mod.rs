@@ -22,6 +22,8 @@ use crate::present::PresenterInfo;
 use crate::xml;
 
 pub use seal::Dropped;
+#[cfg(feature = "gateway")]
+pub(crate) use seal::Reply;
 pub(crate) use seal::{Outcome, Sealed, seal_error, seal_success};
 
 /// The `structuredContent` of every result of a Fusion tool.
@@ -221,6 +223,9 @@ pub(crate) struct SealedParts {
     pub(crate) meta: Meta,
     /// What a success invalidates (never said of a failure).
     pub(crate) invalidates: Vec<String>,
+    /// The same globs, parsed, for the transport to notify the resources they match; `None`
+    /// when a success invalidates nothing.
+    pub(crate) invalidated: Option<std::sync::Arc<[crate::key::Glob]>>,
     pub(crate) rules_block: Option<String>,
     pub(crate) invalidation_block: Option<String>,
 }
@@ -244,6 +249,7 @@ impl SealedParts {
                 invalidates: Vec::new(),
             },
             invalidates: if writes { globs.clone() } else { Vec::new() },
+            invalidated: writes.then(|| action.invalidates.as_slice().into()),
             rules_block: action
                 .presenter
                 .as_ref()
@@ -273,6 +279,7 @@ impl SealedParts {
                 invalidates: Vec::new(),
             },
             invalidates: Vec::new(),
+            invalidated: None,
             rules_block: None,
             invalidation_block: None,
         }

@@ -13,10 +13,11 @@ use crate::error::ToolError;
 use crate::present::{Presentation, Suggestion, Truncation};
 use crate::xml;
 
-/// A sealed result, and what the report of the call needs to know about it.
+/// A sealed result, and what the report of the call needs to know about it. Typed until the
+/// transport turns it into the protocol's result ([`Sealed::into_call_result`]).
 #[derive(Debug)]
 pub(crate) struct Sealed {
-    pub(crate) result: CallToolResult,
+    pub(crate) reply: Reply,
     pub(crate) outcome: Outcome,
     /// What the author wrote that the agent was not shown (logged; the tester shows it).
     pub(crate) dropped: Vec<Dropped>,
@@ -59,6 +60,78 @@ impl std::fmt::Display for Dropped {
             Dropped::UiBlock { kind } => {
                 write!(f, "UI block of kind `{kind}` dropped: {UI_NOT_DECLARED}")
             }
+        }
+    }
+}
+
+/// What the agent receives, as sealing left it.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// A success: its text blocks, its envelope (fitted to the egress budget), and the globs
+    /// of the resources it invalidates.
+    Success {
+        content: Vec<ContentBlock>,
+        envelope: Value,
+        invalidated: Option<std::sync::Arc<[crate::key::Glob]>>,
+    },
+    /// A failure: its text block, and its envelope, still typed.
+    Failure {
+        block: String,
+        envelope: Box<Failure>,
+    },
+    /// A mounted upstream's result, intact (SPEC R7).
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+    Passed(CallToolResult),
+}
+
+impl Sealed {
+    /// Whether the agent receives a failure (`isError: true`).
+    pub(crate) fn is_error(&self) -> bool {
+        match &self.reply {
+            Reply::Success { .. } => false,
+            Reply::Failure { .. } => true,
+            Reply::Passed(result) => result.is_error == Some(true),
+        }
+    }
+
+    /// The globs of the resources a success invalidates (none for a failure).
+    pub(crate) fn invalidated(&self) -> &[crate::key::Glob] {
+        match &self.reply {
+            Reply::Success {
+                invalidated: Some(globs),
+                ..
+            } => globs,
+            _ => &[],
+        }
+    }
+
+    /// The message and error body of a failure, as a protocol error carries them (its
+    /// `message` and `data`); `None` for anything else.
+    pub(crate) fn into_error(self) -> Option<(String, Value)> {
+        match self.reply {
+            Reply::Failure { envelope, .. } => {
+                Some((envelope.error.message.clone(), to_value(&envelope.error)))
+            }
+            Reply::Success { .. } | Reply::Passed(_) => None,
+        }
+    }
+
+    /// The protocol's result: the only place a sealed result becomes one.
+    pub(crate) fn into_call_result(self) -> CallToolResult {
+        match self.reply {
+            Reply::Success {
+                content, envelope, ..
+            } => {
+                let mut result = CallToolResult::success(content);
+                result.structured_content = Some(envelope);
+                result
+            }
+            Reply::Failure { block, envelope } => {
+                let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
+                result.structured_content = Some(to_value(&*envelope));
+                result
+            }
+            Reply::Passed(result) => result,
         }
     }
 }
@@ -406,8 +479,17 @@ pub(crate) fn seal_success(
             false
         }
     };
+    let CallToolResult {
+        content,
+        structured_content,
+        ..
+    } = result;
     Sealed {
-        result,
+        reply: Reply::Success {
+            content,
+            envelope: structured_content.unwrap_or(Value::Null),
+            invalidated: sealed.invalidated.clone(),
+        },
         outcome: Outcome::Ok { cut },
         dropped,
     }
@@ -520,10 +602,11 @@ pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolErr
         error: body,
         meta: sealed.meta.clone(),
     };
-    let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
-    result.structured_content = Some(to_value(&envelope));
     Sealed {
-        result,
+        reply: Reply::Failure {
+            block,
+            envelope: Box::new(envelope),
+        },
         outcome,
         dropped,
     }

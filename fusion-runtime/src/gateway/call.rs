@@ -19,7 +19,7 @@ use super::progress::Relay;
 use super::upstream::UpstreamState;
 use super::{Answer, Passthrough, ProxiedTool, codes as gateway_codes};
 use crate::context::CallContext;
-use crate::envelope::{Outcome, Sealed};
+use crate::envelope::{Outcome, Reply, Sealed};
 use crate::error::{ToolError, codes, echo};
 
 /// Why a proxied call failed, for the log only.
@@ -378,7 +378,7 @@ pub(crate) fn passed(mut result: CallToolResult) -> Sealed {
         Outcome::Ok { cut: false }
     };
     Sealed {
-        result,
+        reply: Reply::Passed(result),
         outcome,
         dropped: Vec::new(),
     }

@@ -79,6 +79,12 @@
 //! error of the upstream is mapped to a code (`VALIDATION_ERROR`, `UNKNOWN_TOOL`,
 //! `UPSTREAM_ERROR`), not passed on raw. Calls to different upstreams, and to built-in tools,
 //! never wait for each other.
+//!
+//! The gateway stays a module of `fusion-runtime` (behind its `gateway` feature) rather than a
+//! crate of its own: a proxied call runs the server's own stages (access, rate limits,
+//! middleware, report, audit) and is sealed like a built-in call, through crate-private parts
+//! of the request path. It can move out once a call target is a public trait that a crate
+//! outside the runtime can implement.
 
 pub(crate) mod call;
 mod child;

@@ -27,7 +27,7 @@ mod running;
 
 pub(crate) use running::{CatchPanic, Running, catch_panic};
 
-use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
@@ -38,7 +38,7 @@ use crate::envelope::{Sealed, SealedParts, seal_error, seal_success};
 use crate::error::{ToolError, codes};
 use crate::guard::Turn;
 use crate::present::Presentation;
-use crate::server::{CompiledAction, Dispatch, ExposedTool, Server, UnknownTool};
+use crate::server::{CompiledAction, Dispatch, ExposedTool, Server, ToolResult, UnknownTool};
 use report::Report;
 
 impl Server {
@@ -51,10 +51,10 @@ impl Server {
         name: &str,
         arguments: Option<JsonObject>,
         context: CallContext,
-    ) -> Result<CallToolResult, UnknownTool> {
+    ) -> Result<ToolResult, UnknownTool> {
         self.call_sealed(name, arguments, context)
             .await
-            .map(|sealed| sealed.result)
+            .map(ToolResult::new)
     }
 
     /// [`Server::call_tool`], with what sealing knows besides the result (the tester shows
@@ -305,7 +305,7 @@ impl Server {
         &self,
         name: &str,
         error: ToolError,
-    ) -> Result<CallToolResult, UnknownTool> {
+    ) -> Result<ToolResult, UnknownTool> {
         let inner = &*self.inner;
         let tool = inner
             .by_name
@@ -317,7 +317,7 @@ impl Server {
         let parts = SealedParts::for_tool(&tool.name, &inner.version);
         let sealed: Sealed = seal_error(&inner.names, &parts, error);
         report.finish(inner, &tool.name, None, &sealed.outcome);
-        Ok(sealed.result)
+        Ok(ToolResult::new(sealed))
     }
 
     /// The core path only (arguments, handler, presenter, envelope), without access,
@@ -330,7 +330,7 @@ impl Server {
         name: &str,
         arguments: Option<JsonObject>,
         context: CallContext,
-    ) -> Result<CallToolResult, UnknownTool> {
+    ) -> Result<ToolResult, UnknownTool> {
         let inner = &*self.inner;
         let unknown = || UnknownTool(name.to_owned());
         let tool = inner
@@ -360,7 +360,7 @@ impl Server {
             ),
             Err(error) => seal_error(&inner.names, &action.sealed, error),
         };
-        Ok(sealed.result)
+        Ok(ToolResult::new(sealed))
     }
 }
 

@@ -49,6 +49,20 @@
 //! `Host`/`Origin` checked against loopback allow-lists, in front of everything else (bearer
 //! authentication and [`Mcp::layer`] layers included), and every resource a client can hold
 //! bounded (see [`HttpOptions`]).
+//!
+//! # Layout
+//!
+//! This file is the protocol handler: each MCP method, thin, over the [`Server`]. The jobs it
+//! hands off have files of their own: `options` (what an endpoint is configured with),
+//! `listing` (one paged listing for tools, resources, templates and prompts), `rounds` (the
+//! question rounds of elicitation), `subscriptions` (resource updates), `gateway` (what mounted
+//! upstreams add), and the transports (`stdio`, `streamable`, `sessions`, `connections`).
+//!
+//! Serving stays a module of `fusion-runtime` (behind its `stdio` and `http` features) rather
+//! than a crate of its own: it still reaches into the server through crate-private methods
+//! (the sealed request path, request-state keys, subscriptions), and the features already keep
+//! it out of builds that do not serve. It can move to a crate once it needs only the server's
+//! public API, which the narrow methods of [`Server`] it uses are the start of.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -100,7 +114,7 @@ use crate::context::{CallContext, RequestFacts};
 use crate::error::{ToolError, panicked};
 #[cfg(feature = "http")]
 use crate::principal::Principal;
-use crate::server::Server;
+use crate::server::{Server, ToolResult};
 use listing::Listings;
 use rounds::{Asking, LazyBinding};
 use subscriptions::Subscribers;
@@ -641,9 +655,7 @@ impl ServerHandler for McpHandler {
                     .server
                     .call_tool(&name, request.arguments, call)
                     .await;
-                let failed = outcome
-                    .as_ref()
-                    .is_ok_and(|result| result.is_error == Some(true));
+                let failed = outcome.as_ref().is_ok_and(ToolResult::is_error);
                 if let Some(input_required) = self.close_round(&round, &binding, failed)? {
                     return Ok(CallToolResponse::InputRequired(input_required));
                 }
@@ -668,14 +680,14 @@ impl McpHandler {
     /// are notified; an unknown tool is a JSON-RPC error.
     fn complete(
         &self,
-        outcome: Result<rmcp::model::CallToolResult, crate::server::UnknownTool>,
+        outcome: Result<crate::server::ToolResult, crate::server::UnknownTool>,
     ) -> Result<CallToolResponse, ErrorData> {
         match outcome {
             Ok(result) => {
-                if result.is_error != Some(true) {
-                    self.notify_invalidated(&invalidated_by(&result));
+                if !result.is_error() {
+                    self.notify_invalidated(result.invalidates());
                 }
-                Ok(CallToolResponse::Complete(result))
+                Ok(CallToolResponse::Complete(result.into_protocol()))
             }
             Err(unknown) => Err(unknown_tool(&unknown.0)),
         }
@@ -692,17 +704,4 @@ fn protocol_error(method: &str, mut error: ToolError) -> ErrorData {
         None => "Internal error.".to_owned(),
     };
     ErrorData::internal_error(message, None)
-}
-
-/// The globs a successful call's envelope says it invalidates.
-fn invalidated_by(result: &rmcp::model::CallToolResult) -> Vec<crate::key::Glob> {
-    result
-        .structured_content
-        .as_ref()
-        .and_then(|envelope| envelope["meta"]["invalidates"].as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter_map(|glob| crate::key::Glob::parse(glob.to_owned()).ok())
-        .collect()
 }

@@ -167,7 +167,7 @@ impl McpHandler {
             .server
             .refuse_call(name, error)
             .map_err(|unknown| unknown_tool(&unknown.0))?;
-        Ok(invalid_params_with_body(result.structured_content))
+        Ok(invalid_params_with_body(result.into_error()))
     }
 }
 
@@ -176,19 +176,13 @@ impl McpHandler {
     /// naming the prompt or resource.
     pub(super) fn refuse_content(&self, name: &str, error: ToolError) -> ErrorData {
         let sealed = self.shared.server.seal_refusal(name, error);
-        invalid_params_with_body(sealed.result.structured_content)
+        invalid_params_with_body(sealed.into_error())
     }
 }
 
 /// `-32602` with the error body of a sealed failure envelope as `data`.
-fn invalid_params_with_body(envelope: Option<Value>) -> ErrorData {
-    let body = envelope
-        .and_then(|mut envelope| envelope.get_mut("error").map(Value::take))
-        .unwrap_or(Value::Null);
-    let message = body
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or("The request was refused.")
-        .to_owned();
+fn invalid_params_with_body(error: Option<(String, Value)>) -> ErrorData {
+    let (message, body) =
+        error.unwrap_or_else(|| ("The request was refused.".to_owned(), Value::Null));
     ErrorData::invalid_params(message, Some(body))
 }
