@@ -66,13 +66,7 @@ where
 {
     let rest = async move {
         if !middleware.is_empty() {
-            let info = ActionInfo(action);
-            let chain = async {
-                for middleware in middleware {
-                    middleware.before(&mut context, info).await?;
-                }
-                Ok(())
-            };
+            let chain = crate::middleware::run_chain(middleware, &mut context, ActionInfo(action));
             CatchPanic::new(Box::pin(chain), "a middleware").await?;
         }
         run(context).await

@@ -23,6 +23,19 @@ use crate::context::CallContext;
 use crate::error::ToolError;
 use crate::key::ToolKey;
 
+/// Runs `chain` in order before the call of `info`: the one middleware loop of every request
+/// path (tools, resources, prompts, proxied tools). The first refusal stops the call.
+pub(crate) async fn run_chain(
+    chain: &[std::sync::Arc<dyn Middleware>],
+    context: &mut CallContext,
+    info: ActionInfo<'_>,
+) -> Result<(), ToolError> {
+    for middleware in chain {
+        middleware.before(context, info).await?;
+    }
+    Ok(())
+}
+
 /// The future a middleware returns.
 pub type MiddlewareFuture<'a> = Pin<Box<dyn Future<Output = Result<(), ToolError>> + Send + 'a>>;
 

@@ -396,10 +396,7 @@ async fn around(
     context: &mut CallContext,
     key: Option<String>,
 ) -> Result<(Option<crate::guard::Slot>, Option<Turn>, Option<SharedTurn>), ToolError> {
-    let info = action.info();
-    for middleware in action.middleware.iter() {
-        middleware.before(context, info).await?;
-    }
+    crate::middleware::run_chain(&action.middleware, context, action.info()).await?;
     let slot = match &action.concurrency {
         Some(guard) => Some(guard.enter().await?),
         None => None,

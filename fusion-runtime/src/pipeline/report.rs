@@ -10,7 +10,7 @@ use rmcp::model::JsonObject;
 use crate::action::{ActionFacts, Verb};
 use crate::audit::{self, AuditEntry, AuditError, AuditRecord, AuditSink};
 use crate::context::CallContext;
-use crate::envelope::{Outcome, Sealed, seal_error};
+use crate::envelope::{Outcome, Sealed, SealedParts, seal_error};
 use crate::error::{ToolError, codes, panic_text};
 use crate::observe::{self, CallReport};
 use crate::server::{CompiledAction, ServerInner};
@@ -84,6 +84,46 @@ impl Report {
         }
     }
 
+    /// Starts the report of a call forwarded to another server (a proxied tool, SPEC R7): its
+    /// span and metrics as a built-in call's, and its audit entry whenever there is an audit
+    /// sink, since what the other server changed cannot be known.
+    #[cfg(feature = "gateway")]
+    pub(crate) fn start_forwarded(
+        inner: &ServerInner,
+        tool: &str,
+        facts: &ActionFacts,
+        context: &CallContext,
+        args: &JsonObject,
+    ) -> Report {
+        let key = facts.key.as_str();
+        let span = observe::call_span(inner.span_level, tool, Some(key), context);
+        if span.is_disabled() && inner.metrics.is_none() && inner.audit.is_none() {
+            return Report {
+                span,
+                measured: None,
+            };
+        }
+        let audit = inner.audit.as_ref().map(|_| {
+            let principal = context.principal();
+            AuditEntry::new(
+                tool,
+                key,
+                principal.map(|principal| principal.subject.clone()),
+                principal.and_then(|principal| principal.tenant.clone()),
+                audit::arguments_digest_of(args),
+            )
+        });
+        Report {
+            span,
+            measured: Some(Measured {
+                started: audit
+                    .as_ref()
+                    .map_or_else(Instant::now, AuditEntry::started),
+                audit,
+            }),
+        }
+    }
+
     /// The call's audit entry, for a handler that takes it.
     pub(crate) fn entry(&self) -> Option<&AuditEntry> {
         self.measured.as_ref()?.audit.as_ref()
@@ -98,6 +138,29 @@ impl Report {
         action: &CompiledAction,
         sealed: Sealed,
     ) -> Sealed {
+        // Reads are recorded only when the audit records reads.
+        let records = action.facts.verb != Verb::Query
+            || inner.audit.as_ref().is_some_and(|audit| audit.reads);
+        self.audit_target(
+            inner,
+            action.facts.key.as_str(),
+            &action.sealed,
+            sealed,
+            records,
+        )
+        .await
+    }
+
+    /// [`Report::audit`] of any call target: the action `key`, whose failure is sealed with
+    /// `parts`, recorded by the sink when `records` (and its handler did not record it).
+    pub(crate) async fn audit_target(
+        &self,
+        inner: &ServerInner,
+        key: &str,
+        parts: &SealedParts,
+        sealed: Sealed,
+        records: bool,
+    ) -> Sealed {
         let Some(Measured {
             started,
             audit: Some(entry),
@@ -109,17 +172,17 @@ impl Report {
         let (Some(audit), Outcome::Ok { cut }) = (&inner.audit, &sealed.outcome) else {
             return sealed;
         };
-        if (action.facts.verb == Verb::Query && !audit.reads) || entry.is_recorded() {
+        if !records || entry.is_recorded() {
             return sealed;
         }
         let mut record = entry.record();
         record.outcome = if *cut { "ok_truncated" } else { "ok" };
         record.duration = started.elapsed();
-        let Err(error) = write(inner, audit, record, action.facts.key.as_str()).await else {
+        let Err(error) = write(inner, audit, record, key).await else {
             return sealed;
         };
         if audit.required {
-            seal_error(&inner.names, &action.sealed, audit_failed(error))
+            seal_error(&inner.names, parts, audit_failed(error))
         } else {
             sealed
         }
