@@ -321,7 +321,7 @@ fn billings_committed_lockfile_verifies() {
 /// The repository's shipped OpenAPI documents (fusion-openapi's test corpus).
 fn openapi_document(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fusion-openapi/tests/documents")
+        .join("../fusion-openapi/tests/corpus")
         .join(name)
         .to_str()
         .unwrap()
