@@ -277,11 +277,21 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
             .map_or_else(|| name.to_owned(), |param| param.ident.clone())
     };
     for segment in &tool.segments {
-        match segment.as_slice() {
-            [Piece::Text(text)] => {
+        // One parameter, maybe with text around it in its segment: `(prefix, name, suffix)`.
+        let single = match segment.as_slice() {
+            [Piece::Param(name)] => Some(("", name, "")),
+            [Piece::Text(prefix), Piece::Param(name)] => Some((prefix.as_str(), name, "")),
+            [Piece::Param(name), Piece::Text(suffix)] => Some(("", name, suffix.as_str())),
+            [Piece::Text(prefix), Piece::Param(name), Piece::Text(suffix)] => {
+                Some((prefix.as_str(), name, suffix.as_str()))
+            }
+            _ => None,
+        };
+        match (segment.as_slice(), single) {
+            ([Piece::Text(text)], _) => {
                 let _ = writeln!(out, "    request.literal({});", lit(text));
             }
-            [Piece::Param(name)] => {
+            (_, Some(("", name, ""))) => {
                 let _ = writeln!(
                     out,
                     "    request.param({}, &{})?;",
@@ -289,25 +299,7 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
                     ident_of(name)
                 );
             }
-            [Piece::Text(prefix), Piece::Param(name)] => {
-                let _ = writeln!(
-                    out,
-                    "    request.param_between({}, {}, &{}, \"\")?;",
-                    lit(prefix),
-                    lit(name),
-                    ident_of(name)
-                );
-            }
-            [Piece::Param(name), Piece::Text(suffix)] => {
-                let _ = writeln!(
-                    out,
-                    "    request.param_between(\"\", {}, &{}, {})?;",
-                    lit(name),
-                    ident_of(name),
-                    lit(suffix)
-                );
-            }
-            [Piece::Text(prefix), Piece::Param(name), Piece::Text(suffix)] => {
+            (_, Some((prefix, name, suffix))) => {
                 let _ = writeln!(
                     out,
                     "    request.param_between({}, {}, &{}, {})?;",
@@ -317,7 +309,7 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
                     lit(suffix)
                 );
             }
-            pieces => {
+            (pieces, None) => {
                 // Several parameters in one segment: each value encoded on its own, so that
                 // none can end the segment or hold another's place.
                 let parts: Vec<String> = pieces

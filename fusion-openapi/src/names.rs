@@ -221,10 +221,18 @@ pub(crate) fn sentence(text: &str) -> String {
 /// A tool namespace from an API's title: its first two meaningful words in snake_case
 /// (`Swagger Petstore - OpenAPI 3.0` → `petstore`, `AWS CodeStar connections` → `aws_code`).
 pub(crate) fn namespace(title: &str) -> String {
-    let kept: Vec<String> = words(title)
+    let mut all = words(title);
+    // `OpenAPI` reads as `open`, `api`: neither names the API.
+    while let Some(at) = all
+        .windows(2)
+        .position(|pair| pair[0] == "open" && pair[1] == "api")
+    {
+        all.drain(at..at + 2);
+    }
+    let kept: Vec<String> = all
         .into_iter()
         .filter(|word| {
-            !matches!(
+            let filler = matches!(
                 word.as_str(),
                 "api"
                     | "apis"
@@ -237,9 +245,13 @@ pub(crate) fn namespace(title: &str) -> String {
                     | "spec"
                     | "specification"
                     | "example"
-                    | "v"
-            ) && !word.chars().all(|c| c.is_ascii_digit())
-                && !(word.starts_with('v') && word[1..].chars().all(|c| c.is_ascii_digit()))
+            );
+            let number = word.chars().all(|c| c.is_ascii_digit());
+            // `v`, `v2`, `v10`: a version, not a name.
+            let version = word
+                .strip_prefix('v')
+                .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit()));
+            !(filler || number || version)
         })
         .take(2)
         .collect();

@@ -568,9 +568,8 @@ impl<'a> Reader<'a> {
             return true;
         };
         if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
-            for (name, property) in properties {
+            for property in properties.values() {
                 let resolved = self.resolve(property).unwrap_or(property);
-                let _ = name;
                 if resolved.get("writeOnly").and_then(Value::as_bool) == Some(true)
                     || resolved.get("format").and_then(Value::as_str) == Some("password")
                     || self.holds_secrets(property, depth + 1)
