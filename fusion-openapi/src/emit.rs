@@ -607,11 +607,16 @@ pub fn base_url_from_template(value: impl Fn(&str) -> Option<String>) -> Option<
 /// `main.rs`'s credential: which environment variables set the upstream's authentication,
 /// after the document's security schemes.
 fn credential_rs(api: &Api) -> (String, String) {
-    // The document's first scheme decides: an API key header, or else a bearer token.
-    let header = match api.auth.first() {
-        Some(Auth::Header(name)) => Some(name.clone()),
+    // A token scheme (bearer, OAuth 2, OpenID Connect) where the document has one, else its
+    // API key header.
+    let token = api
+        .auth
+        .iter()
+        .any(|auth| matches!(auth, Auth::Bearer | Auth::ClientCredentials(_)));
+    let header = api.auth.iter().find_map(|auth| match auth {
+        Auth::Header(name) if !token => Some(name.clone()),
         _ => None,
-    };
+    });
     let mut doc = String::new();
     let code = match &header {
         Some(name) => {

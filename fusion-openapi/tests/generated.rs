@@ -586,7 +586,7 @@ async fn run_petstore_over_http(binary: &Path, base: &str) {
         .expect("handshake over Streamable HTTP");
     let (envelope, text) = call(
         client.peer(),
-        "petstore.get_user_by_name",
+        "petstore_get_user_by_name",
         json!({"username": "ada"}),
     )
     .await;
@@ -613,9 +613,9 @@ async fn run_petstore(binary: &Path, base: &str, seen: &Mutex<Vec<Seen>>) {
     // 19 operations; `uploadFile` (an octet-stream body) and `createUsersWithListInput` (a
     // JSON array body) are skipped and reported.
     assert_eq!(tools.len(), 17);
-    assert!(!tools.iter().any(|tool| tool.name == "petstore.upload_file"));
+    assert!(!tools.iter().any(|tool| tool.name == "petstore_upload_file"));
 
-    let (envelope, _) = call(peer, "petstore.get_pet_by_id", json!({"pet_id": 3})).await;
+    let (envelope, _) = call(peer, "petstore_get_pet_by_id", json!({"pet_id": 3})).await;
     assert_eq!(envelope["ok"], true, "{envelope}");
     assert_eq!(envelope["data"]["name"], "doggie");
     assert_eq!(envelope["data"]["id"], 3);
@@ -625,7 +625,7 @@ async fn run_petstore(binary: &Path, base: &str, seen: &Mutex<Vec<Seen>>) {
 
     let (envelope, _) = call(
         peer,
-        "petstore.find_pets_by_status",
+        "petstore_find_pets_by_status",
         json!({"status": "available"}),
     )
     .await;
@@ -637,7 +637,7 @@ async fn run_petstore(binary: &Path, base: &str, seen: &Mutex<Vec<Seen>>) {
 
     let (envelope, _) = call(
         peer,
-        "petstore.add_pet",
+        "petstore_add_pet",
         json!({"name": "rex", "photo_urls": ["p"]}),
     )
     .await;
@@ -646,7 +646,7 @@ async fn run_petstore(binary: &Path, base: &str, seen: &Mutex<Vec<Seen>>) {
     // `password` is writeOnly-looking: hidden, never reaches the agent.
     let (envelope, text) = call(
         peer,
-        "petstore.get_user_by_name",
+        "petstore_get_user_by_name",
         json!({"username": "ada"}),
     )
     .await;
@@ -657,7 +657,7 @@ async fn run_petstore(binary: &Path, base: &str, seen: &Mutex<Vec<Seen>>) {
     // A traversal attempt stays one encoded segment.
     let (envelope, _) = call(
         peer,
-        "petstore.get_user_by_name",
+        "petstore_get_user_by_name",
         json!({"username": "../admin"}),
     )
     .await;
@@ -666,25 +666,26 @@ async fn run_petstore(binary: &Path, base: &str, seen: &Mutex<Vec<Seen>>) {
         seen.lock().unwrap().last().unwrap().path,
         "/api/v3/user/..%2Fadmin"
     );
-    let (envelope, _) = call(peer, "petstore.get_user_by_name", json!({"username": ".."})).await;
+    let (envelope, _) = call(peer, "petstore_get_user_by_name", json!({"username": ".."})).await;
     assert_eq!(envelope["error"]["code"], "VALIDATION_ERROR", "{envelope}");
 
     // Upstream errors are classified and never echoed.
-    let (envelope, text) = call(peer, "petstore.get_pet_by_id", json!({"pet_id": 404})).await;
+    let (envelope, text) = call(peer, "petstore_get_pet_by_id", json!({"pet_id": 404})).await;
     assert_eq!(envelope["error"]["code"], "NOT_FOUND", "{envelope}");
-    // The recovery names the tool that lists pets, by the name this server serves.
+    // The recovery names the tool that lists pets (`petstore.find_pets_by_status`), by the
+    // name this server serves it under (flat exposition).
     let recovery = envelope["error"]["recovery"].as_str().unwrap_or_default();
     assert!(
-        recovery.contains("`petstore.find_pets_by_status`"),
+        recovery.contains("`petstore_find_pets_by_status`"),
         "{envelope}"
     );
     assert!(
         tools
             .iter()
-            .any(|tool| tool.name == "petstore.find_pets_by_status")
+            .any(|tool| tool.name == "petstore_find_pets_by_status")
     );
     assert!(!text.contains("sk_live"));
-    let (envelope, text) = call(peer, "petstore.get_pet_by_id", json!({"pet_id": 500})).await;
+    let (envelope, text) = call(peer, "petstore_get_pet_by_id", json!({"pet_id": 500})).await;
     assert_eq!(
         envelope["error"]["code"], "UPSTREAM_UNAVAILABLE",
         "{envelope}"

@@ -528,13 +528,22 @@ fn the_base_url_comes_from_the_server_template_and_credentials_from_the_environm
     );
     assert!(main.contains("API_SERVER_"), "{main}");
     assert!(readme.contains("API_SERVER_<VARIABLE>"), "{readme}");
-    // The document's first scheme is an API key in `X-Api-Key`: API_TOKEN goes there, from
-    // the environment; no argument carries it.
-    assert!(
-        main.contains(r#"unwrap_or_else(|_| "X-Api-Key".to_owned()), token)"#),
-        "{main}"
-    );
+    // A token scheme (here OAuth client credentials) is preferred to the API key header:
+    // API_TOKEN is a bearer token, from the environment; no argument carries it.
+    assert!(main.contains("Err(_) => upstream.bearer(token),"), "{main}");
     assert!(!lib.contains("api_key:"), "{lib}");
+    // With an API key header only, API_TOKEN goes in that header.
+    let mut keyed = shapes();
+    keyed["components"]["securitySchemes"]
+        .as_object_mut()
+        .unwrap()
+        .remove("oauthClient");
+    let generated = generate(&keyed.to_string(), &Options::default()).unwrap();
+    let keyed_main = generated.file("src/main.rs").unwrap();
+    assert!(
+        keyed_main.contains(r#"unwrap_or_else(|_| "X-Api-Key".to_owned()), token)"#),
+        "{keyed_main}"
+    );
     // OAuth client credentials: the token URL is named where API_TOKEN is documented.
     assert!(
         main.contains("https://auth.shapes.example.com/token"),
