@@ -1,4 +1,4 @@
-//! `cargo fusion openapi SPEC --out DIR [--name NAME] [--fusion-path PATH]`: an OpenAPI 3.0/3.1
+//! `cargo fusion openapi SPEC --out DIR [--name NAME] [--fusion-path PATH] [--overlay FILE]`: an OpenAPI 3.0/3.1
 //! document (JSON or YAML) to a connector crate of upstream models, presenters and HTTP proxy
 //! tools (see the `fusion-openapi` crate for what is generated and what is skipped).
 
@@ -23,16 +23,21 @@ pub(crate) struct OpenapiCommand {
     /// Depend on the `fusion` crate at this path instead of the published version.
     #[arg(long, value_name = "PATH")]
     fusion_path: Option<PathBuf>,
+    /// An overlay (JSON or YAML): which operations become tools (include/exclude by tag, path
+    /// or operationId), their names, guarded and hidden fields, description budgets, rules.
+    #[arg(long, value_name = "FILE")]
+    overlay: Option<PathBuf>,
 }
 
 /// Writes the crate and prints the report (what became tools, what was skipped and why) on
 /// stderr, so that stdout stays empty for scripts.
 pub(crate) fn run(command: OpenapiCommand) -> Result<ExitCode, Failure> {
-    let written = fusion_openapi::run(
+    let written = fusion_openapi::run_with_overlay(
         &command.spec,
         &command.out,
         command.name.as_deref(),
         command.fusion_path.as_deref(),
+        command.overlay.as_deref(),
     )
     .map_err(|error| Failure(format!("{}: {error}", command.spec.display())))?;
     eprintln!("{written}");

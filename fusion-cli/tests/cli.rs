@@ -321,7 +321,7 @@ fn billings_committed_lockfile_verifies() {
 /// The repository's shipped OpenAPI documents (fusion-openapi's test corpus).
 fn openapi_document(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fusion-openapi/tests/documents")
+        .join("../fusion-openapi/tests/corpus")
         .join(name)
         .to_str()
         .unwrap()
@@ -358,9 +358,15 @@ fn openapi_writes_a_connector_crate_and_reports_what_it_skipped() {
     let manifest = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("name = \"pets\""), "{manifest}");
     let code = std::fs::read_to_string(out.join("src/lib.rs")).unwrap();
+    // A tool per operation: a proxy, or a handler building its request where it does more
+    // (here: a 404 on one pet names the tool that lists them).
     assert!(
-        code.contains("http = \"GET /pets/{"),
+        code.contains("http = \"GET /pets\""),
         "a proxy tool per operation: {code}"
+    );
+    assert!(
+        code.contains("\"GET /pets/{pet_id}\"") && code.contains("\"petstore.list_pets\""),
+        "{code}"
     );
 
     // A callback is reported with the operation it skips, and the rest is still written.

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::names::{self, one_line};
-use crate::schema::{Api, Location, Model, Returns, Tool};
+use crate::schema::{Api, Auth, Body, Location, Model, Piece, Returns, Tool};
 use crate::{FusionDependency, GeneratedCrate, Options};
 
 /// A Rust string literal.
@@ -113,6 +113,9 @@ fn model_rs(model: &Model, out: &mut String) {
                 "    /// Not cast: nested data holding fields an agent must not see."
             );
         }
+        if field.guarded {
+            let _ = writeln!(out, "    #[guarded]");
+        }
         if field.hidden {
             let _ = writeln!(out, "    #[hidden]");
         }
@@ -129,6 +132,9 @@ fn model_rs(model: &Model, out: &mut String) {
         let _ = writeln!(out, "    pub {}: {ty},", field.ident);
     }
     let _ = writeln!(out, "}}\n");
+    if !model.presented {
+        return;
+    }
     let fields: Vec<&str> = model
         .presentable()
         .map(|field| field.ident.as_str())
@@ -149,12 +155,16 @@ fn model_rs(model: &Model, out: &mut String) {
 }
 
 fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
-    let verb = match tool.method {
-        "GET" | "HEAD" => "query",
-        "DELETE" => "mutation",
-        "PUT" => "mutation, destructive = false, idempotent",
-        _ => "mutation, destructive = false",
+    let mut verb = match tool.method {
+        "GET" | "HEAD" => "query".to_owned(),
+        "DELETE" => "mutation".to_owned(),
+        "PUT" => "mutation, destructive = false, idempotent".to_owned(),
+        _ => "mutation, destructive = false".to_owned(),
     };
+    if !tool.invalidates.is_empty() {
+        let names: Vec<String> = tool.invalidates.iter().map(|name| lit(name)).collect();
+        let _ = write!(verb, ", invalidates = [{}]", names.join(", "));
+    }
     let (returns, output) = match &tool.returns {
         Returns::Model(index) => {
             let model = &api.models[*index];
@@ -173,28 +183,46 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
         Returns::Unit => (String::new(), "()".to_owned()),
         Returns::Json => (String::new(), "fusion::serde_json::Value".to_owned()),
     };
+    let direct = tool.direct() || tool.lookup.is_some();
     let _ = writeln!(out, "#[doc = {}]", lit(&tool.description));
-    let _ = writeln!(
-        out,
-        "#[fusion::tool({verb}, name = {}, http = {}{returns})]",
-        lit(names::unraw(&tool.ident)),
-        lit(&format!("{} {}", tool.method, tool.template)),
-    );
+    if direct {
+        let _ = writeln!(
+            out,
+            "#[fusion::tool({verb}, name = {}{returns})]",
+            lit(&tool.name)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "#[fusion::tool({verb}, name = {}, http = {}{returns})]",
+            lit(&tool.name),
+            lit(&format!("{} {}", tool.method, tool.template)),
+        );
+    }
     let _ = writeln!(out, "pub async fn {}(", tool.ident);
+    if direct {
+        if tool.headers.is_empty() {
+            let _ = writeln!(out, "    upstream: fusion::State<fusion::HttpUpstream>,");
+        } else {
+            let _ = writeln!(out, "    upstreams: fusion::State<HeaderUpstreams>,");
+        }
+    }
     let has_body = matches!(tool.method, "POST" | "PUT" | "PATCH");
     for param in &tool.params {
         if let Some(doc) = &param.doc {
             let _ = writeln!(out, "    #[doc = {}]", lit(doc));
         }
-        let mut upstream = Vec::new();
-        if names::unraw(&param.ident) != param.wire && param.location == Location::Query {
-            upstream.push(format!("name = {}", lit(&param.wire)));
-        }
-        if param.location == Location::Query && has_body {
-            upstream.push("query".to_owned());
-        }
-        if !upstream.is_empty() {
-            let _ = writeln!(out, "    #[upstream({})]", upstream.join(", "));
+        if !direct {
+            let mut upstream = Vec::new();
+            if names::unraw(&param.ident) != param.wire && param.location == Location::Query {
+                upstream.push(format!("name = {}", lit(&param.wire)));
+            }
+            if param.location == Location::Query && has_body {
+                upstream.push("query".to_owned());
+            }
+            if !upstream.is_empty() {
+                let _ = writeln!(out, "    #[upstream({})]", upstream.join(", "));
+            }
         }
         let mut ty = param.ty.rust();
         if param.optional {
@@ -202,15 +230,251 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
         }
         let _ = writeln!(out, "    {}: {ty},", param.ident);
     }
-    if let Some((argument, index, create)) = &tool.body {
-        let profile = if *create { "Create" } else { "Update" };
+    match &tool.body {
+        Some(Body::Profile {
+            argument,
+            model,
+            create,
+        }) => {
+            let profile = if *create { "Create" } else { "Update" };
+            let _ = writeln!(
+                out,
+                "    {argument}: fusion::{profile}<{}>,",
+                api.models[*model].ident
+            );
+        }
+        Some(Body::Object { argument, doc }) => {
+            let _ = writeln!(out, "    #[doc = {}]", lit(doc));
+            let _ = writeln!(
+                out,
+                "    {argument}: fusion::serde_json::Map<String, fusion::serde_json::Value>,"
+            );
+        }
+        None => {}
+    }
+    if !direct {
+        let _ = writeln!(out, ") -> Result<{output}, fusion::ToolError>;\n");
+        return;
+    }
+    let _ = writeln!(out, ") -> Result<{output}, fusion::ToolError> {{");
+    let method = match tool.method {
+        "GET" => "Get",
+        "HEAD" => "Head",
+        "POST" => "Post",
+        "PUT" => "Put",
+        "PATCH" => "Patch",
+        _ => "Delete",
+    };
+    let _ = writeln!(
+        out,
+        "    let mut request = fusion::upstream::UpstreamRequest::new(fusion::upstream::HttpMethod::{method}, {});",
+        lit(&format!("{} {}", tool.method, tool.template))
+    );
+    let ident_of = |name: &str| {
+        tool.params
+            .iter()
+            .find(|param| names::unraw(&param.ident) == name)
+            .map_or_else(|| name.to_owned(), |param| param.ident.clone())
+    };
+    for segment in &tool.segments {
+        // One parameter, maybe with text around it in its segment: `(prefix, name, suffix)`.
+        let single = match segment.as_slice() {
+            [Piece::Param(name)] => Some(("", name, "")),
+            [Piece::Text(prefix), Piece::Param(name)] => Some((prefix.as_str(), name, "")),
+            [Piece::Param(name), Piece::Text(suffix)] => Some(("", name, suffix.as_str())),
+            [Piece::Text(prefix), Piece::Param(name), Piece::Text(suffix)] => {
+                Some((prefix.as_str(), name, suffix.as_str()))
+            }
+            _ => None,
+        };
+        match (segment.as_slice(), single) {
+            ([Piece::Text(text)], _) => {
+                let _ = writeln!(out, "    request.literal({});", lit(text));
+            }
+            (_, Some(("", name, ""))) => {
+                let _ = writeln!(
+                    out,
+                    "    request.param({}, &{})?;",
+                    lit(name),
+                    ident_of(name)
+                );
+            }
+            (_, Some((prefix, name, suffix))) => {
+                let _ = writeln!(
+                    out,
+                    "    request.param_between({}, {}, &{}, {})?;",
+                    lit(prefix),
+                    lit(name),
+                    ident_of(name),
+                    lit(suffix)
+                );
+            }
+            (pieces, None) => {
+                // Several parameters in one segment: each value encoded on its own, so that
+                // none can end the segment or hold another's place.
+                let parts: Vec<String> = pieces
+                    .iter()
+                    .map(|piece| match piece {
+                        Piece::Text(text) => format!("{}.to_owned()", lit(text)),
+                        Piece::Param(name) => {
+                            format!("segment_part({}, &{})?", lit(name), ident_of(name))
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "    request.literal(&[{}].concat());",
+                    parts.join(", ")
+                );
+            }
+        }
+    }
+    for param in tool
+        .params
+        .iter()
+        .filter(|param| param.location == Location::Query)
+    {
         let _ = writeln!(
             out,
-            "    {argument}: fusion::{profile}<{}>,",
-            api.models[*index].ident
+            "    request.arg(fusion::upstream::Placement::Query, {}, &{})?;",
+            lit(&param.wire),
+            param.ident
         );
     }
-    let _ = writeln!(out, ") -> Result<{output}, fusion::ToolError>;\n");
+    match &tool.body {
+        Some(Body::Profile { argument, .. }) => {
+            let _ = writeln!(
+                out,
+                "    request.group(fusion::upstream::Placement::Body, &{argument})?;"
+            );
+        }
+        Some(Body::Object { argument, .. }) => {
+            let _ = writeln!(out, "    for (name, value) in &{argument} {{");
+            let _ = writeln!(
+                out,
+                "        request.arg(fusion::upstream::Placement::Body, name, value)?;"
+            );
+            let _ = writeln!(out, "    }}");
+        }
+        None => {}
+    }
+    let client = if tool.headers.is_empty() {
+        "upstream".to_owned()
+    } else {
+        format!("upstreams.get({})", lit(names::unraw(&tool.ident)))
+    };
+    match &tool.lookup {
+        Some(lookup) => {
+            let _ = writeln!(
+                out,
+                "    {client}.send(request).await.map_err(|error| look_up_with(error, {}))",
+                lit(lookup)
+            );
+        }
+        None => {
+            let _ = writeln!(out, "    {client}.send(request).await");
+        }
+    }
+    let _ = writeln!(out, "}}\n");
+}
+
+/// Helpers the direct tools call, each written only when a tool uses it.
+fn helpers_rs(api: &Api, out: &mut String) {
+    let several = api.tools.iter().any(|tool| {
+        tool.segments.iter().any(|segment| {
+            segment
+                .iter()
+                .filter(|piece| matches!(piece, Piece::Param(_)))
+                .count()
+                > 1
+        })
+    });
+    if several {
+        let _ = writeln!(
+            out,
+            r#"/// One parameter's part of a path segment that holds several: percent-encoded on its own,
+/// so that it can neither end the segment nor take another parameter's place.
+fn segment_part(name: &str, value: &dyn std::fmt::Display) -> Result<String, fusion::ToolError> {{
+    fusion::upstream::encode_segment(&value.to_string()).map_err(|_| {{
+        fusion::ToolError::new(
+            fusion::codes::VALIDATION_ERROR,
+            format!("`{{name}}` cannot be empty, `.` or `..`."),
+        )
+        .with_recovery(format!("Call again with a real `{{name}}`."))
+    }})
+}}
+"#
+        );
+    }
+    if api.tools.iter().any(|tool| tool.lookup.is_some()) {
+        let _ = writeln!(
+            out,
+            r#"/// An upstream `NOT_FOUND` names the tool that lists valid identifiers.
+fn look_up_with(error: fusion::ToolError, tool: &str) -> fusion::ToolError {{
+    if error.code() == fusion::codes::NOT_FOUND {{
+        error.with_recovery(format!(
+            "Call `{{tool}}` to find a valid identifier, then call again with it."
+        ))
+    }} else {{
+        error
+    }}
+}}
+"#
+        );
+    }
+    let constant: Vec<&Tool> = api
+        .tools
+        .iter()
+        .filter(|tool| !tool.headers.is_empty())
+        .collect();
+    if !constant.is_empty() {
+        let _ = writeln!(
+            out,
+            "/// The headers the document fixes for an operation (`X-Amz-Target`), by tool: each such\n/// tool calls an upstream that sends them, built by [`server`]'s caller."
+        );
+        let _ = writeln!(
+            out,
+            "pub const CONSTANT_HEADERS: &[(&str, &[(&str, &str)])] = &["
+        );
+        for tool in &constant {
+            let headers: Vec<String> = tool
+                .headers
+                .iter()
+                .map(|(name, value)| format!("({}, {})", lit(name), lit(value)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "    ({}, &[{}]),",
+                lit(names::unraw(&tool.ident)),
+                headers.join(", ")
+            );
+        }
+        let _ = writeln!(out, "];\n");
+        let _ = writeln!(
+            out,
+            r#"/// The upstream of each tool of [`CONSTANT_HEADERS`].
+pub struct HeaderUpstreams(std::collections::HashMap<&'static str, fusion::HttpUpstream>);
+
+impl HeaderUpstreams {{
+    /// Builds each tool's upstream with `upstream(headers)`.
+    pub fn build(
+        upstream: impl Fn(&[(&str, &str)]) -> Result<fusion::HttpUpstream, fusion::upstream::UpstreamConfigError>,
+    ) -> Result<Self, fusion::upstream::UpstreamConfigError> {{
+        let mut upstreams = std::collections::HashMap::new();
+        for (tool, headers) in CONSTANT_HEADERS {{
+            upstreams.insert(*tool, upstream(headers)?);
+        }}
+        Ok(HeaderUpstreams(upstreams))
+    }}
+
+    fn get(&self, tool: &str) -> &fusion::HttpUpstream {{
+        // `build` made one for every tool of CONSTANT_HEADERS, the only tools that ask.
+        &self.0[tool]
+    }}
+}}
+"#
+        );
+    }
 }
 
 fn lib_rs(api: &Api) -> String {
@@ -225,10 +489,10 @@ fn lib_rs(api: &Api) -> String {
     let _ = writeln!(out, "//!");
     let _ = writeln!(
         out,
-        "//! Every tool is an HTTP proxy: its arguments fill the route, the query and the body; \
-         the upstream's base URL and credentials come from [`server`]'s caller, never from an \
-         agent. Fields the document marks `writeOnly` or that look secret are hidden: they never \
-         reach an agent."
+        "//! Every tool is an HTTP call to the upstream: its arguments fill the route, the query and \
+         the body; the upstream's base URL and credentials come from [`server`]'s caller, never \
+         from an agent. Fields the document marks `writeOnly` or `format: password`, or that are \
+         named like secrets, are hidden: they never reach an agent."
     );
     let _ = writeln!(
         out,
@@ -243,51 +507,209 @@ fn lib_rs(api: &Api) -> String {
         out,
         "/// The base URL the document names, if it names an absolute one.\npub const DEFAULT_BASE_URL: Option<&str> = {base};\n"
     );
-    for model in &api.models {
-        model_rs(model, &mut out);
+    if let Some((template, variables)) = &api.base_url_template {
+        let defaults: Vec<String> = variables
+            .iter()
+            .map(|(name, default)| format!("({}, {})", lit(name), lit(default)))
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"/// The document's server URL as written, with its variables' defaults: it has variables
+/// or is relative, so it is no base URL by itself (see [`base_url_from_template`]).
+pub const BASE_URL_TEMPLATE: (&str, &[(&str, &str)]) = ({}, &[{}]);
+
+/// The base URL [`BASE_URL_TEMPLATE`] gives: each `{{variable}}` replaced by `value(variable)`
+/// or else its default. `None` when the result is not an absolute `http(s)://` URL (a relative
+/// server such as `/v1`: the base URL must then be given).
+pub fn base_url_from_template(value: impl Fn(&str) -> Option<String>) -> Option<String> {{
+    let (template, defaults) = BASE_URL_TEMPLATE;
+    let mut url = template.to_owned();
+    for (name, default) in defaults {{
+        let chosen = value(name).unwrap_or_else(|| (*default).to_owned());
+        url = url.replace(&format!("{{{{{{name}}}}}}"), &chosen);
+    }}
+    ((url.starts_with("https://") || url.starts_with("http://")) && !url.contains('{{'))
+        .then_some(url)
+}}
+"#,
+            lit(template),
+            defaults.join(", ")
+        );
     }
+    if !api.common_headers.is_empty() {
+        let headers: Vec<String> = api
+            .common_headers
+            .iter()
+            .map(|(name, value)| format!("({}, {})", lit(name), lit(value)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "/// Headers the document fixes for every operation (an API version): the upstream\n/// given to [`server`] must send them on every call.\npub const COMMON_HEADERS: &[(&str, &str)] = &[{}];\n",
+            headers.join(", ")
+        );
+    }
+    for model in &api.models {
+        if model.presented || model.create || model.update {
+            model_rs(model, &mut out);
+        }
+    }
+    helpers_rs(api, &mut out);
     for tool in &api.tools {
         tool_rs(api, tool, &mut out);
     }
-    let _ = writeln!(
-        out,
-        "/// The connector's server: every tool, calling `upstream`.\npub fn server(upstream: fusion::HttpUpstream) -> Result<fusion::Server, fusion::BuildError> {{"
-    );
-    let instructions = match &api.description {
+    let headers = api.tools.iter().any(|tool| !tool.headers.is_empty());
+    if headers {
+        let _ = writeln!(
+            out,
+            "/// The connector's server: every tool, calling `upstream`, or for a tool of\n/// [`CONSTANT_HEADERS`], the upstream `with_headers` builds with its headers.\npub fn server(\n    upstream: fusion::HttpUpstream,\n    with_headers: impl Fn(&[(&str, &str)]) -> Result<fusion::HttpUpstream, fusion::upstream::UpstreamConfigError>,\n) -> Result<fusion::Server, Box<dyn std::error::Error + Send + Sync>> {{"
+        );
+        let _ = writeln!(
+            out,
+            "    let upstreams = HeaderUpstreams::build(with_headers)?;"
+        );
+        let _ = writeln!(out, "    Ok(fusion::ServerBuilder::new(");
+    } else {
+        let _ = writeln!(
+            out,
+            "/// The connector's server: every tool, calling `upstream`.\npub fn server(upstream: fusion::HttpUpstream) -> Result<fusion::Server, fusion::BuildError> {{"
+        );
+        let _ = writeln!(out, "    fusion::ServerBuilder::new(");
+    }
+    let mut instructions = match &api.description {
         Some(description) => format!("{}: {description}", one_line(&api.title, 120)),
         None => one_line(&api.title, 120),
     };
+    for rule in &api.rules {
+        let _ = write!(instructions, "\n- {}", one_line(rule, 400));
+    }
     let _ = writeln!(
         out,
-        "    fusion::ServerBuilder::new({}, {})",
+        "        {}, {})",
         lit(&names::words(&api.title).join("-")),
         lit(&api.version)
     );
     let _ = writeln!(out, "        .instructions({})", lit(&instructions));
     let _ = writeln!(out, "        .upstream(upstream)");
+    if headers {
+        let _ = writeln!(out, "        .state(upstreams)");
+    }
     for tool in &api.tools {
         let _ = writeln!(out, "        .tool::<{}>()", tool.ident);
     }
-    let _ = writeln!(out, "        .build()\n}}");
+    if headers {
+        let _ = writeln!(out, "        .build()?)\n}}");
+    } else {
+        let _ = writeln!(out, "        .build()\n}}");
+    }
     out
 }
 
+/// `main.rs`'s credential: which environment variables set the upstream's authentication,
+/// after the document's security schemes.
+fn credential_rs(api: &Api) -> (String, String) {
+    // A token scheme (bearer, OAuth 2, OpenID Connect) where the document has one, else its
+    // API key header.
+    let token = api
+        .auth
+        .iter()
+        .any(|auth| matches!(auth, Auth::Bearer | Auth::ClientCredentials(_)));
+    let header = api.auth.iter().find_map(|auth| match auth {
+        Auth::Header(name) if !token => Some(name.clone()),
+        _ => None,
+    });
+    let mut doc = String::new();
+    let code = match &header {
+        Some(name) => {
+            let _ = write!(
+                doc,
+                "`API_TOKEN` is sent in the `{name}` header (the document's API key; `API_KEY_HEADER` names another header)"
+            );
+            format!(
+                "upstream = upstream.header(std::env::var(\"API_KEY_HEADER\").unwrap_or_else(|_| {}.to_owned()), token);",
+                lit(name)
+            )
+        }
+        None => {
+            let _ = write!(
+                doc,
+                "`API_TOKEN` is sent as a bearer token (or in the header `API_KEY_HEADER` names)"
+            );
+            "upstream = match std::env::var(\"API_KEY_HEADER\") {\n            Ok(header) => upstream.header(header, token),\n            Err(_) => upstream.bearer(token),\n        };".to_owned()
+        }
+    };
+    for auth in &api.auth {
+        match auth {
+            Auth::ClientCredentials(url) => {
+                let _ = write!(
+                    doc,
+                    "; for OAuth client credentials, `API_TOKEN` is an access token obtained from {url}"
+                );
+            }
+            Auth::Query(name) => {
+                let _ = write!(
+                    doc,
+                    "; the document's API key in the query parameter `{name}` cannot be sent on every call: use a header the API accepts"
+                );
+            }
+            Auth::Bearer | Auth::Header(_) => {}
+        }
+    }
+    (doc, code)
+}
+
 fn main_rs(api: &Api, lib: &str) -> String {
+    let (credential_doc, credential) = credential_rs(api);
+    let headers = api.tools.iter().any(|tool| !tool.headers.is_empty());
+    let template = match &api.base_url_template {
+        Some((url, _)) => format!(
+            "the document's server `{url}`, its variables from API_SERVER_<NAME> or their defaults"
+        ),
+        None if api.base_url.is_some() => "the document's server".to_owned(),
+        None => "none: the document names no server".to_owned(),
+    };
+    let fallback = if api.base_url_template.is_some() {
+        format!(
+            "\n        .or_else(|| {{\n            {lib}::base_url_from_template(|name| {{\n                std::env::var(format!(\"API_SERVER_{{}}\", name.to_uppercase())).ok()\n            }})\n        }})"
+        )
+    } else {
+        String::new()
+    };
+    let build = if headers {
+        format!(
+            "let every_call = upstream(&base_url, &[])?;\n    let server = {lib}::server(every_call, |headers| upstream(&base_url, headers))\n        .map_err(|error| error.to_string())?;"
+        )
+    } else {
+        format!("let server = {lib}::server(upstream(&base_url, &[])?)?;")
+    };
     format!(
         r#"//! Serves the {title} connector over stdio (the default) or Streamable HTTP.
 //!
 //! Run with `cargo run -- [--base-url URL] [--http ADDRESS]`. The upstream's credentials come
-//! from the environment, never from the command line: `API_TOKEN` is sent as a bearer token,
-//! or in the header named by `API_KEY_HEADER` when it is set. Over HTTP, clients present the
-//! bearer token in `MCP_TOKEN`.
+//! from the environment, never from the command line nor from an agent: {credential_doc}.
+//! Over HTTP, clients present the bearer token in `MCP_TOKEN`.
 
 use std::time::Duration;
 
 const USAGE: &str = "usage: {lib} [--base-url URL] [--http ADDRESS]
-  --base-url URL    the upstream API (or API_BASE_URL; default: the document's server)
+  --base-url URL    the upstream API (or API_BASE_URL; default: {template})
   --http ADDRESS    serve Streamable HTTP on ADDRESS (such as 127.0.0.1:8080) instead of stdio
-environment: API_TOKEN (upstream credential), API_KEY_HEADER (send API_TOKEN in this header
-instead of as a bearer token), MCP_TOKEN (the token HTTP clients present)";
+environment: API_TOKEN (upstream credential), API_KEY_HEADER (send API_TOKEN in this header),
+MCP_TOKEN (the token HTTP clients present)";
+
+/// The upstream at `base_url`, with the credential from the environment and `headers`.
+fn upstream(
+    base_url: &str,
+    headers: &[(&str, &str)],
+) -> Result<fusion::HttpUpstream, fusion::upstream::UpstreamConfigError> {{
+    let mut upstream = fusion::HttpUpstream::builder(base_url).timeout(Duration::from_secs(30));
+    for (name, value) in {all_headers} {{
+        upstream = upstream.header(*name, *value);
+    }}
+    if let Ok(token) = std::env::var("API_TOKEN") {{
+        {credential}
+    }}
+    upstream.build()
+}}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {{
@@ -302,20 +724,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {{
                 println!("{{USAGE}}");
                 return Ok(());
             }}
-            other => return Err(format!("unknown argument `{{other}}`\n{{USAGE}}").into()),
+            other => return Err(format!("unknown argument `{{other}}`
+{{USAGE}}").into()),
         }}
     }}
     let base_url = base_url
-        .or_else(|| {lib}::DEFAULT_BASE_URL.map(str::to_owned))
+        .or_else(|| {lib}::DEFAULT_BASE_URL.map(str::to_owned)){fallback}
         .ok_or("no base URL: pass --base-url or set API_BASE_URL")?;
-    let mut upstream = fusion::HttpUpstream::builder(base_url).timeout(Duration::from_secs(30));
-    if let Ok(token) = std::env::var("API_TOKEN") {{
-        upstream = match std::env::var("API_KEY_HEADER") {{
-            Ok(header) => upstream.header(header, token),
-            Err(_) => upstream.bearer(token),
-        }};
-    }}
-    let mcp = fusion::serve::Mcp::new({lib}::server(upstream.build()?)?);
+    {build}
+    let mcp = fusion::serve::Mcp::new(server);
     match http {{
         None => mcp.serve_stdio().await?,
         Some(address) => {{
@@ -331,15 +748,32 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {{
 }}
 "#,
         title = one_line(&api.title, 120),
+        all_headers = if api.common_headers.is_empty() {
+            "headers".to_owned()
+        } else {
+            format!("{lib}::COMMON_HEADERS.iter().chain(headers)")
+        },
     )
 }
 
 fn readme(api: &Api, name: &str) -> String {
     let mut out = format!(
-        "# {name}\n\nAn MCP connector for {} ({}), generated by fusion-openapi.\n\n\
-         ```sh\nAPI_TOKEN=... cargo run -- --base-url https://api.example.com\n```\n\n## Report\n\n",
+        "# {name}\n\nAn MCP connector for {} ({}), generated by fusion-openapi. Its tools are \
+         named `{}.<tool>`.\n\n```sh\nAPI_TOKEN=... cargo run -- --base-url https://api.example.com\n```\n\n\
+         The base URL is `--base-url`, else `API_BASE_URL`, else {}.\n\n## Report\n\n",
         one_line(&api.title, 120),
-        one_line(&api.version, 40)
+        one_line(&api.version, 40),
+        api.namespace,
+        match &api.base_url_template {
+            Some((url, _)) => format!(
+                "the document's server `{url}` with each `{{variable}}` from `API_SERVER_<VARIABLE>` (upper case) or its default"
+            ),
+            None => match &api.base_url {
+                Some(url) => format!("the document's server `{url}`"),
+                None =>
+                    "nothing: the document names no server, so one of them is required".to_owned(),
+            },
+        }
     );
     for line in api.report.to_string().lines() {
         let _ = writeln!(out, "- {line}");

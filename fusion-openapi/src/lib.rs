@@ -25,11 +25,13 @@
 
 mod emit;
 mod names;
+mod overlay;
 mod schema;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use overlay::{Overlay, Selector};
 pub use schema::Report;
 
 /// Where the generated crate takes `fusion` from.
@@ -52,6 +54,9 @@ pub struct Options {
     /// Write an empty `[workspace]` table, so that the crate builds on its own even inside
     /// another workspace's directory (on by default; off for a member of a workspace).
     pub standalone: bool,
+    /// Which operations become tools, under which names, and what is guarded (see
+    /// [`Overlay`]).
+    pub overlay: Overlay,
 }
 
 impl Default for Options {
@@ -60,6 +65,7 @@ impl Default for Options {
             name: None,
             fusion: FusionDependency::Version(env!("CARGO_PKG_VERSION").to_owned()),
             standalone: true,
+            overlay: Overlay::default(),
         }
     }
 }
@@ -179,10 +185,33 @@ pub fn run(
     name: Option<&str>,
     fusion_path: Option<&Path>,
 ) -> Result<Written, Error> {
+    run_with_overlay(spec, out, name, fusion_path, None)
+}
+
+/// [`run`] with an overlay file (`--overlay FILE`, JSON or YAML, see [`Overlay`]): which
+/// operations become tools, their names, guarded and hidden fields, description budgets and
+/// rules.
+pub fn run_with_overlay(
+    spec: &Path,
+    out: &Path,
+    name: Option<&str>,
+    fusion_path: Option<&Path>,
+    overlay: Option<&Path>,
+) -> Result<Written, Error> {
     let text = std::fs::read_to_string(spec)
         .map_err(|error| Error::new(format!("cannot read {}: {error}", spec.display())))?;
+    let overlay = match overlay {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|error| Error::new(format!("cannot read {}: {error}", path.display())))?;
+            Overlay::parse(&text)
+                .map_err(|error| Error::new(format!("{}: {error}", path.display())))?
+        }
+        None => Overlay::default(),
+    };
     let mut options = Options {
         name: name.map(str::to_owned),
+        overlay,
         ..Options::default()
     };
     if let Some(path) = fusion_path {
@@ -229,6 +258,6 @@ pub fn generate(spec_text: &str, options: &Options) -> Result<GeneratedCrate, Er
             "OpenAPI {version} is not supported (3.0 and 3.1 are)"
         )));
     }
-    let api = schema::Api::read(&document)?;
+    let api = schema::Api::read(&document, &options.overlay)?;
     Ok(emit::emit(&api, options))
 }

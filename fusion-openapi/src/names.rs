@@ -123,37 +123,144 @@ impl Scope {
     }
 }
 
-/// Whether a field's name looks like it holds a secret: password, token, secret, key…
+/// Whether a field's name looks like it holds a secret: password, token, secret, API key…
+/// A bare `key` (a tag's key, a sort key) and a paging token (`nextToken`, `pageToken`) are
+/// not secrets.
 pub(crate) fn secret_looking(name: &str) -> bool {
     let words = words(name);
     let joined = words.concat();
-    words.iter().any(|word| {
-        matches!(
-            word.as_str(),
-            "password"
-                | "passwd"
-                | "pwd"
-                | "secret"
-                | "secrets"
-                | "token"
-                | "tokens"
-                | "key"
-                | "keys"
-                | "apikey"
-                | "credential"
-                | "credentials"
-                | "passphrase"
-                | "pin"
-                | "ssn"
-                | "cvv"
-                | "cvc"
-                | "otp"
-                | "salt"
-                | "hash"
-        )
-    }) || ["password", "secret", "apikey", "accesstoken", "privatekey"]
+    let has = |word: &str| words.iter().any(|w| w == word);
+    let paging = [
+        "next",
+        "page",
+        "continuation",
+        "pagination",
+        "cursor",
+        "sync",
+        "previous",
+        "prev",
+    ]
+    .iter()
+    .any(|word| has(word));
+    let key_of_something_secret = (has("key") || has("keys"))
+        && [
+            "api",
+            "private",
+            "secret",
+            "access",
+            "signing",
+            "encryption",
+            "auth",
+            "license",
+        ]
+        .iter()
+        .any(|word| has(word));
+    key_of_something_secret
+        || ((has("token") || has("tokens")) && !paging)
+        || words.iter().any(|word| {
+            matches!(
+                word.as_str(),
+                "password"
+                    | "passwd"
+                    | "pwd"
+                    | "secret"
+                    | "secrets"
+                    | "apikey"
+                    | "credential"
+                    | "credentials"
+                    | "passphrase"
+                    | "pin"
+                    | "ssn"
+                    | "cvv"
+                    | "cvc"
+                    | "otp"
+                    | "salt"
+            )
+        })
+        || [
+            "password",
+            "secret",
+            "apikey",
+            "accesstoken",
+            "privatekey",
+            "refreshtoken",
+        ]
         .iter()
         .any(|needle| joined.contains(needle))
+}
+
+/// What a string `format` means, in words an agent reads in a label.
+pub(crate) fn format_words(format: &str) -> Option<&'static str> {
+    Some(match format {
+        "int32" | "int64" | "integer" => "an integer",
+        "float" | "double" | "decimal" => "a number",
+        "date-time" => "a date and time, RFC 3339",
+        "date" => "a date, YYYY-MM-DD",
+        "time" => "a time of day",
+        "email" | "idn-email" => "an email address",
+        "uri" | "url" | "iri" | "uri-reference" => "a URL",
+        "uuid" => "a UUID",
+        "hostname" | "idn-hostname" => "a host name",
+        "ipv4" => "an IPv4 address",
+        "ipv6" => "an IPv6 address",
+        "byte" => "base64 text",
+        "duration" => "a duration, ISO 8601",
+        _ => return None,
+    })
+}
+
+/// A sentence's first letter in upper case (`pet id` → `Pet id`).
+pub(crate) fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().collect::<String>() + chars.as_str(),
+        None => String::new(),
+    }
+}
+
+/// A tool namespace from an API's title: its first two meaningful words in snake_case
+/// (`Swagger Petstore - OpenAPI 3.0` → `petstore`, `AWS CodeStar connections` → `aws_code`).
+pub(crate) fn namespace(title: &str) -> String {
+    let mut all = words(title);
+    // `OpenAPI` reads as `open`, `api`: neither names the API.
+    while let Some(at) = all
+        .windows(2)
+        .position(|pair| pair[0] == "open" && pair[1] == "api")
+    {
+        all.drain(at..at + 2);
+    }
+    let kept: Vec<String> = all
+        .into_iter()
+        .filter(|word| {
+            let filler = matches!(
+                word.as_str(),
+                "api"
+                    | "apis"
+                    | "openapi"
+                    | "swagger"
+                    | "the"
+                    | "rest"
+                    | "http"
+                    | "service"
+                    | "spec"
+                    | "specification"
+                    | "example"
+            );
+            let number = word.chars().all(|c| c.is_ascii_digit());
+            // `v`, `v2`, `v10`: a version, not a name.
+            let version = word
+                .strip_prefix('v')
+                .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit()));
+            !(filler || number || version)
+        })
+        .take(2)
+        .collect();
+    let name = kept.join("_");
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        "api".to_owned()
+    } else {
+        name
+    }
 }
 
 /// Text fit for a one-line doc comment or label: whitespace collapsed, at most `max` chars.
@@ -190,6 +297,14 @@ mod tests {
     }
 
     #[test]
+    fn namespaces_come_from_titles() {
+        assert_eq!(namespace("Swagger Petstore - OpenAPI 3.0"), "petstore");
+        assert_eq!(namespace("AWS CodeStar connections"), "aws_code");
+        assert_eq!(namespace("Twilio - Api"), "twilio");
+        assert_eq!(namespace("API v2"), "api");
+    }
+
+    #[test]
     fn secrets_are_recognised() {
         for name in [
             "password",
@@ -198,10 +313,23 @@ mod tests {
             "client_secret",
             "accessToken",
             "privateKey",
+            "refresh_token",
+            "token",
+            "AccessKeyId",
         ] {
             assert!(secret_looking(name), "{name}");
         }
-        for name in ["keyboard", "monkey", "name", "tokenize_mode"] {
+        for name in [
+            "keyboard",
+            "monkey",
+            "name",
+            "tokenize_mode",
+            "Key",
+            "TagKeys",
+            "NextToken",
+            "page_token",
+            "commit_hash",
+        ] {
             assert!(!secret_looking(name), "{name}");
         }
     }

@@ -8,7 +8,8 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::Error;
-use crate::names::{self, Scope, camel, one_line, secret_looking, snake};
+use crate::names::{self, Scope, camel, format_words, one_line, secret_looking, sentence, snake};
+use crate::overlay::{OperationRef, Overlay};
 
 /// What the generation did: how many operations became tools, which were skipped and why,
 /// and notes on what was simplified.
@@ -20,6 +21,8 @@ pub struct Report {
     pub tools: usize,
     /// Models generated.
     pub models: usize,
+    /// Operations the overlay left out.
+    pub excluded: usize,
     /// `(operation, reason)` for each operation left out.
     pub skipped: Vec<(String, String)>,
     /// What was simplified (an optional header parameter dropped, a nested object kept as
@@ -40,6 +43,9 @@ impl fmt::Display for Report {
             self.models,
             plural(self.models, "model", "models")
         )?;
+        if self.excluded > 0 {
+            writeln!(f, "the overlay left out {} operations", self.excluded)?;
+        }
         for (operation, reason) in &self.skipped {
             writeln!(f, "skipped {operation}: {reason}")?;
         }
@@ -85,6 +91,8 @@ pub(crate) struct Field {
     pub(crate) read_only: bool,
     /// A field without a label is never presented nor filled (nested data holding secrets).
     pub(crate) cast: bool,
+    /// A field the author named guarded: never an argument, never shown.
+    pub(crate) guarded: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -94,13 +102,15 @@ pub(crate) struct Model {
     pub(crate) fields: Vec<Field>,
     pub(crate) create: bool,
     pub(crate) update: bool,
+    /// A tool returns it: it has a presenter.
+    pub(crate) presented: bool,
 }
 
 impl Model {
     pub(crate) fn fillable(&self) -> impl Iterator<Item = &Field> {
         self.fields
             .iter()
-            .filter(|field| field.cast && !field.read_only)
+            .filter(|field| field.cast && !field.read_only && !field.guarded)
     }
 
     pub(crate) fn presentable(&self) -> impl Iterator<Item = &Field> {
@@ -126,6 +136,27 @@ pub(crate) struct Param {
     pub(crate) doc: Option<String>,
 }
 
+/// A piece of a path segment: literal text or a parameter (by its argument's name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Piece {
+    Text(String),
+    Param(String),
+}
+
+/// What a tool sends as its JSON body.
+#[derive(Debug, Clone)]
+pub(crate) enum Body {
+    /// `Create<M>` (`create`) or `Update<M>` of model `model`, as the argument `argument`.
+    Profile {
+        argument: String,
+        model: usize,
+        create: bool,
+    },
+    /// A free-form JSON object (no declared properties, or `oneOf` alternatives), sent as it
+    /// is: its description says what it may hold.
+    Object { argument: String, doc: String },
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum Returns {
     Model(usize),
@@ -137,13 +168,60 @@ pub(crate) enum Returns {
 #[derive(Debug, Clone)]
 pub(crate) struct Tool {
     pub(crate) ident: String,
+    /// `namespace.tool`: what the agent calls.
+    pub(crate) name: String,
     pub(crate) method: &'static str,
     pub(crate) template: String,
+    /// The path's segments, parameters named by their arguments.
+    pub(crate) segments: Vec<Vec<Piece>>,
     pub(crate) description: String,
     pub(crate) params: Vec<Param>,
-    /// `(argument, model, create?)`: `Create<M>` or `Update<M>`.
-    pub(crate) body: Option<(String, usize, bool)>,
+    pub(crate) body: Option<Body>,
     pub(crate) returns: Returns,
+    /// Headers the document fixes for this operation (`X-Amz-Target`).
+    pub(crate) headers: Vec<(String, String)>,
+    /// Names of the tools that read what this mutation changes.
+    pub(crate) invalidates: Vec<String>,
+    /// The tool to call to find valid identifiers when this one answers `NOT_FOUND`.
+    pub(crate) lookup: Option<String>,
+}
+
+impl Tool {
+    /// Whether the `#[tool(http = …)]` proxy cannot express it, so that it is written as a
+    /// handler building its request: constant headers, a free-form body, or a path segment
+    /// holding several parameters.
+    pub(crate) fn direct(&self) -> bool {
+        !self.headers.is_empty()
+            || matches!(self.body, Some(Body::Object { .. }))
+            || self.segments.iter().any(|segment| {
+                segment
+                    .iter()
+                    .filter(|piece| matches!(piece, Piece::Param(_)))
+                    .count()
+                    > 1
+            })
+    }
+
+    /// The first literal segment: the resource a tool reads or changes (`/pets/{id}` → `pets`).
+    pub(crate) fn resource(&self) -> Option<&str> {
+        self.segments
+            .iter()
+            .find_map(|segment| match segment.as_slice() {
+                [Piece::Text(text)] if !text.is_empty() && !looks_like_version(text) => {
+                    Some(text.as_str())
+                }
+                _ => None,
+            })
+    }
+}
+
+/// `v1`, `2010-04-01`, `api`: a prefix every route shares, not a resource.
+fn looks_like_version(segment: &str) -> bool {
+    segment == "api"
+        || segment.starts_with('v') && segment[1..].chars().all(|c| c.is_ascii_digit() || c == '.')
+        || segment
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '-' || c == '.')
 }
 
 #[derive(Debug)]
@@ -151,7 +229,16 @@ pub(crate) struct Api {
     pub(crate) title: String,
     pub(crate) version: String,
     pub(crate) description: Option<String>,
+    pub(crate) namespace: String,
     pub(crate) base_url: Option<String>,
+    /// The first server's URL as written when it has variables or is relative
+    /// (`{scheme}://developer.uspto.gov/ds-api`, `/v1`), and its variables' defaults.
+    pub(crate) base_url_template: Option<(String, Vec<(String, String)>)>,
+    pub(crate) auth: Vec<Auth>,
+    pub(crate) rules: Vec<String>,
+    /// Constant headers every tool sends alike (Box's `box-version`): sent on every call by
+    /// the one upstream, instead of one upstream per tool.
+    pub(crate) common_headers: Vec<(String, String)>,
     pub(crate) models: Vec<Model>,
     pub(crate) tools: Vec<Tool>,
     pub(crate) report: Report,
@@ -166,8 +253,23 @@ const METHODS: &[(&str, &str)] = &[
     ("delete", "DELETE"),
 ];
 
+/// How the upstream authenticates callers, from `securitySchemes`: what `main.rs` reads from
+/// the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Auth {
+    Bearer,
+    /// An API key in this header.
+    Header(String),
+    /// An API key in this query parameter: the runtime's upstream has no per-call query
+    /// credential, so it is reported.
+    Query(String),
+    /// OAuth 2 client credentials at this token URL.
+    ClientCredentials(String),
+}
+
 struct Reader<'a> {
     root: &'a Value,
+    overlay: &'a Overlay,
     models: Vec<Model>,
     /// `$ref` or inline key → model index.
     by_source: BTreeMap<String, usize>,
@@ -176,7 +278,7 @@ struct Reader<'a> {
 }
 
 impl Api {
-    pub(crate) fn read(root: &Value) -> Result<Api, Error> {
+    pub(crate) fn read(root: &Value, overlay: &Overlay) -> Result<Api, Error> {
         let info = root.get("info").cloned().unwrap_or(Value::Null);
         let title = info
             .get("title")
@@ -191,26 +293,54 @@ impl Api {
         let description = info
             .get("description")
             .and_then(Value::as_str)
-            .map(|text| one_line(text, 400));
-        let base_url = root
+            .map(|text| one_line(text, overlay.description_tokens * 4));
+        let server = root
             .get("servers")
             .and_then(Value::as_array)
-            .and_then(|servers| servers.first())
+            .and_then(|servers| servers.first());
+        let url = server
             .and_then(|server| server.get("url"))
-            .and_then(Value::as_str)
-            .filter(|url| {
-                (url.starts_with("https://") || url.starts_with("http://")) && !url.contains('{')
-            })
+            .and_then(Value::as_str);
+        let absolute = |url: &str| url.starts_with("https://") || url.starts_with("http://");
+        let base_url = url
+            .filter(|url| absolute(url) && !url.contains('{'))
             .map(str::to_owned);
+        let base_url_template =
+            url.filter(|url| base_url.is_none() && !url.is_empty())
+                .map(|url| {
+                    let variables = server
+                        .and_then(|server| server.get("variables"))
+                        .and_then(Value::as_object)
+                        .map(|variables| {
+                            variables
+                                .iter()
+                                .filter_map(|(name, variable)| {
+                                    let default =
+                                        variable.get("default").and_then(Value::as_str)?;
+                                    Some((name.clone(), default.to_owned()))
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (url.to_owned(), variables)
+                });
+        let auth = read_auth(root);
         let mut reader = Reader {
             root,
+            overlay,
             models: Vec::new(),
             by_source: BTreeMap::new(),
             type_names: Scope::default(),
             notes: Vec::new(),
         };
         // Names the generated code itself uses in the crate's root.
-        for taken in ["Server", "DEFAULT_BASE_URL", "server"] {
+        for taken in [
+            "Server",
+            "DEFAULT_BASE_URL",
+            "server",
+            "HeaderUpstreams",
+            "BASE_URL_TEMPLATE",
+        ] {
             reader.type_names.reserve(taken);
         }
         let mut report = Report::default();
@@ -249,23 +379,98 @@ impl Api {
                 };
                 report.operations += 1;
                 let operation = format!("{method} {path}");
-                let label = match value.get("operationId").and_then(Value::as_str) {
+                let id = value.get("operationId").and_then(Value::as_str);
+                let label = match id {
                     Some(id) => format!("{operation} ({id})"),
                     None => operation.clone(),
                 };
-                match reader.tool(path, method, value, &shared, &mut tool_names) {
+                let reference = OperationRef {
+                    method,
+                    path,
+                    id,
+                    tags: value
+                        .get("tags")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect(),
+                };
+                if !overlay.selects(&reference) {
+                    report.excluded += 1;
+                    continue;
+                }
+                let renamed = overlay.renamed(&reference).map(str::to_owned);
+                match reader.tool(path, method, value, &shared, &mut tool_names, renamed) {
                     Ok(tool) => tools.push(tool),
                     Err(reason) => report.skipped.push((label, reason)),
                 }
             }
         }
+        let namespace = overlay
+            .namespace
+            .clone()
+            .unwrap_or_else(|| names::namespace(&title));
+        link_tools(&mut tools, &namespace);
+        let common_headers: Vec<(String, String)> = match tools.first() {
+            Some(first) => first
+                .headers
+                .iter()
+                .filter(|header| tools.iter().all(|tool| tool.headers.contains(header)))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        for tool in &mut tools {
+            tool.headers
+                .retain(|header| !common_headers.contains(header));
+        }
+        for tool in &mut tools {
+            // Profiles are marked once the tool is made: a skipped operation leaves none.
+            if let Some(Body::Profile { model, create, .. }) = tool.body {
+                if create {
+                    reader.models[model].create = true;
+                } else {
+                    reader.models[model].update = true;
+                }
+            }
+            if let Returns::Model(index) | Returns::List(index) = tool.returns {
+                // A presenter needs a field to show: an answer holding only hidden fields
+                // reports success and nothing else.
+                if reader.models[index].presentable().next().is_none() {
+                    reader.notes.push(format!(
+                        "{}: every field of its answer ({}) is hidden: the tool reports success only",
+                        tool.name, reader.models[index].ident
+                    ));
+                    tool.returns = Returns::Unit;
+                } else {
+                    reader.models[index].presented = true;
+                }
+            }
+        }
+        for scheme in &auth {
+            if let Auth::Query(name) = scheme {
+                reader.notes.push(format!(
+                    "the API key goes in the query parameter `{name}`, which the upstream client cannot add to every call: give it in a header if the API accepts one"
+                ));
+            }
+        }
         report.tools = tools.len();
-        report.models = reader.models.len();
+        report.models = reader
+            .models
+            .iter()
+            .filter(|model| model.presented || model.create || model.update)
+            .count();
         report.notes = reader.notes;
         Ok(Api {
             title,
             version,
             description,
+            namespace,
+            base_url_template,
+            auth,
+            rules: overlay.rules.clone(),
+            common_headers,
             base_url,
             models: reader.models,
             tools,
@@ -334,8 +539,27 @@ impl<'a> Reader<'a> {
             })
     }
 
-    /// Whether a schema (followed into its properties, items and alternatives) has a field an
-    /// agent must not see: `writeOnly` or secret-looking.
+    /// Whether a field is itself a secret: `writeOnly`, `format: password`, named like a
+    /// secret, or named so by the overlay. What its items or properties hold does not count
+    /// (a list of data sets whose items have an `apiKey` name is not a secret).
+    fn is_secret(&self, name: &str, property: &Value) -> bool {
+        let resolved = self.resolve(property).unwrap_or(property);
+        let flag = |key: &str| {
+            resolved.get(key).and_then(Value::as_bool) == Some(true)
+                || property.get(key).and_then(Value::as_bool) == Some(true)
+        };
+        flag("writeOnly")
+            || resolved.get("format").and_then(Value::as_str) == Some("password")
+            || secret_looking(name)
+            || self
+                .overlay
+                .hides(name, names::unraw(&snake(name, "field")))
+    }
+
+    /// Whether nested data (followed into its properties, items and alternatives) declares a
+    /// field the document itself marks secret (`writeOnly`, `format: password`): such data is
+    /// kept from the agent whole, since a presenter shows nested JSON as it is. Names alone do
+    /// not count here: they are a guess, good for a field, too coarse for what it contains.
     fn holds_secrets(&self, schema: &Value, depth: usize) -> bool {
         if depth > 12 {
             return false;
@@ -344,10 +568,10 @@ impl<'a> Reader<'a> {
             return true;
         };
         if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
-            for (name, property) in properties {
+            for property in properties.values() {
                 let resolved = self.resolve(property).unwrap_or(property);
-                if secret_looking(name)
-                    || resolved.get("writeOnly").and_then(Value::as_bool) == Some(true)
+                if resolved.get("writeOnly").and_then(Value::as_bool) == Some(true)
+                    || resolved.get("format").and_then(Value::as_str) == Some("password")
                     || self.holds_secrets(property, depth + 1)
                 {
                     return true;
@@ -413,17 +637,32 @@ impl<'a> Reader<'a> {
 
     fn label(&self, name: &str, schema: &Value) -> String {
         let resolved = self.resolve(schema).unwrap_or(schema);
-        let mut label = resolved
+        let budget = self.overlay.label_tokens * 4;
+        let described = schema
             .get("description")
-            .or_else(|| schema.get("description"))
+            .or_else(|| resolved.get("description"))
             .or_else(|| resolved.get("title"))
             .and_then(Value::as_str)
-            .map(|text| one_line(text, 240))
-            .filter(|text| !text.is_empty())
-            .unwrap_or_else(|| names::words(name).join(" "));
-        if label.is_empty() {
-            label = "A value".into();
-        }
+            .map(|text| one_line(&strip_markup(text), budget))
+            .filter(|text| !text.is_empty());
+        let format = resolved.get("format").and_then(Value::as_str);
+        let has_description = described.is_some();
+        let mut label = match described {
+            Some(text) => text,
+            // No description: the name in words, and what its format means.
+            None => {
+                let words = sentence(&names::words(name).join(" "));
+                let words = if words.is_empty() {
+                    "A value".to_owned()
+                } else {
+                    words
+                };
+                match format.and_then(format_words) {
+                    Some(meaning) => format!("{words}: {meaning}"),
+                    None => words,
+                }
+            }
+        };
         if let Some(values) = resolved.get("enum").and_then(Value::as_array) {
             let values: Vec<String> = values
                 .iter()
@@ -435,8 +674,11 @@ impl<'a> Reader<'a> {
                 .collect();
             label = one_line(&format!("{label} (one of: {})", values.join(", ")), 400);
         }
-        if let Some(format) = resolved.get("format").and_then(Value::as_str) {
-            label = format!("{label} [{format}]");
+        if let Some(meaning) = format.and_then(format_words)
+            && has_description
+            && !label.contains(meaning)
+        {
+            label = format!("{label} ({meaning})");
         }
         label
     }
@@ -469,8 +711,9 @@ impl<'a> Reader<'a> {
                 resolved.get(key).and_then(Value::as_bool) == Some(true)
                     || property.get(key).and_then(Value::as_bool) == Some(true)
             };
-            let hidden = flag("writeOnly") || secret_looking(name);
             let ident_name = field_names.unique(snake(name, "field"), "_");
+            let guarded = self.overlay.guards(name, names::unraw(&ident_name));
+            let hidden = guarded || self.is_secret(name, property);
             // Nested data is kept as JSON, which a presenter shows as it is: when it holds a
             // field an agent must not see, it is not cast (never presented, never filled).
             let cast = !(ty_is_json(&ty) && !hidden && self.holds_secrets(property, 0));
@@ -492,19 +735,21 @@ impl<'a> Reader<'a> {
                 hidden,
                 read_only: flag("readOnly"),
                 cast,
+                guarded,
                 ident: ident_name,
             });
         }
         let description = resolved
             .get("description")
             .and_then(Value::as_str)
-            .map(|text| one_line(text, 300));
+            .map(|text| one_line(&strip_markup(text), self.overlay.description_tokens * 4));
         self.models.push(Model {
             ident,
             description,
             fields,
             create: false,
             update: false,
+            presented: false,
         });
         let index = self.models.len() - 1;
         self.by_source.insert(source.to_owned(), index);
@@ -533,18 +778,33 @@ impl<'a> Reader<'a> {
         operation: &Value,
         shared: &[Value],
         tool_names: &mut Scope,
+        renamed: Option<String>,
     ) -> Result<Tool, String> {
         if operation.get("callbacks").is_some() {
             self.notes.push(format!(
                 "{method} {path}: callbacks are not generated (the operation itself is)"
             ));
         }
-        let base_name = match operation.get("operationId").and_then(Value::as_str) {
-            Some(id) => snake(id, "operation"),
-            None => snake(&format!("{method} {path}"), "operation"),
+        let base_name = match (
+            &renamed,
+            operation.get("operationId").and_then(Value::as_str),
+        ) {
+            (Some(name), _) => snake(name, "operation"),
+            (None, Some(id)) => snake(id, "operation"),
+            (None, None) => snake(&format!("{method} {path}"), "operation"),
+        };
+        // A fragment or query in a path key (`/#X-Amz-Target=…`, AWS's JSON protocol) only
+        // tells operations apart: the request goes to the path before it.
+        let route_path = path.split(['#', '?']).next().unwrap_or(path);
+        let route_path = if route_path.is_empty() {
+            "/"
+        } else {
+            route_path
         };
         let mut argument_names = Scope::default();
-        argument_names.reserve("__fusion_upstream");
+        for taken in ["__fusion_upstream", "upstream", "request", "upstreams"] {
+            argument_names.reserve(taken);
+        }
         // Parameters: the operation's own override the path item's of the same name and place.
         let mut parameters: Vec<Value> = Vec::new();
         for parameter in operation
@@ -578,8 +838,12 @@ impl<'a> Reader<'a> {
                     .map(|(_, media)| media.clone())
             });
             let required = request_body.get("required").and_then(Value::as_bool) == Some(true);
+            let body_doc = request_body
+                .get("description")
+                .and_then(Value::as_str)
+                .map(|text| one_line(&strip_markup(text), self.overlay.label_tokens * 4));
             match json.as_ref().and_then(|media| media.get("schema")) {
-                Some(schema) if self.is_object(schema) => {
+                Some(schema) if self.has_properties(schema) => {
                     let index = self.model_of(schema, &format!("{base_name}_body"))?;
                     let create = method != "PATCH";
                     if self.models[index].fillable().next().is_none() {
@@ -587,22 +851,30 @@ impl<'a> Reader<'a> {
                             "{method} {path}: the body has no writable fields; none is sent"
                         ));
                     } else {
-                        if create {
-                            self.models[index].create = true;
-                        } else {
-                            self.models[index].update = true;
-                        }
                         for field in self.models[index].fillable() {
                             argument_names.reserve(&field.ident);
                         }
-                        body = Some(("body".to_owned(), index, create));
+                        body = Some(Body::Profile {
+                            argument: "body".to_owned(),
+                            model: index,
+                            create,
+                        });
                     }
                 }
-                // A tool that silently leaves out what it is meant to send (even an optional
-                // body) would mislead: a body no profile can fill skips the operation.
+                // Free-form objects and alternatives (`oneOf`/`anyOf` of objects): the agent
+                // writes the JSON object, which the description explains.
+                Some(schema) if self.is_object(schema) || self.alternatives_of_objects(schema) => {
+                    argument_names.reserve("body");
+                    body = Some(Body::Object {
+                        argument: "body".to_owned(),
+                        doc: self.object_doc(schema, body_doc),
+                    });
+                }
+                // The upstream client sends a JSON object: a tool that silently left out what
+                // it is meant to send would mislead.
                 Some(_) => {
                     return Err(
-                        "the request body is a JSON array or scalar, which no profile fills".into(),
+                        "the request body is a JSON array or scalar, and the upstream client sends JSON objects only".into(),
                     );
                 }
                 None => {
@@ -613,7 +885,7 @@ impl<'a> Reader<'a> {
                         None => {
                             if let Some(media) = content.and_then(|content| content.keys().next()) {
                                 return Err(format!(
-                                    "the request body is `{media}`, not JSON (only JSON bodies are sent)"
+                                    "the request body is `{media}`, not JSON (the upstream client sends JSON bodies only)"
                                 ));
                             }
                         }
@@ -625,7 +897,8 @@ impl<'a> Reader<'a> {
             }
         }
         let mut params = Vec::new();
-        let mut template = path.to_owned();
+        let mut headers = Vec::new();
+        let mut template = route_path.to_owned();
         for parameter in &parameters {
             let name = parameter
                 .get("name")
@@ -643,6 +916,21 @@ impl<'a> Reader<'a> {
             let location = match place {
                 "path" => Location::Path,
                 "query" => Location::Query,
+                "header" if required => {
+                    // A header the document fixes (an enum of one value, a `const`) is sent
+                    // by the tool; agents never choose headers.
+                    match constant_of(self.resolve(&schema).unwrap_or(&schema)) {
+                        Some(value) => {
+                            headers.push((name.to_owned(), value));
+                            continue;
+                        }
+                        None => {
+                            return Err(format!(
+                                "the required header `{name}` takes a value the caller chooses (agents never set headers)"
+                            ));
+                        }
+                    }
+                }
                 other => {
                     if required {
                         return Err(format!(
@@ -692,7 +980,7 @@ impl<'a> Reader<'a> {
             let doc = parameter
                 .get("description")
                 .and_then(Value::as_str)
-                .map(|text| one_line(text, 240))
+                .map(|text| one_line(&strip_markup(text), self.overlay.label_tokens * 4))
                 .filter(|text| !text.is_empty());
             params.push(Param {
                 wire: name.to_owned(),
@@ -707,63 +995,126 @@ impl<'a> Reader<'a> {
             // A trailing slash: dropped.
             template.pop();
         }
+        let mut segments = Vec::new();
         if template != "/" {
-            let mut seen: Vec<&str> = Vec::new();
+            let mut seen: Vec<String> = Vec::new();
             for segment in template.split('/').skip(1) {
                 let cannot =
                     || format!("the path segment `{segment}` cannot be written in a route");
-                match split_param(segment) {
-                    Some((prefix, name, suffix)) => {
-                        if !params.iter().any(|param| {
-                            param.location == Location::Path && names::unraw(&param.ident) == name
-                        }) {
-                            return Err(format!("the path parameter `{{{name}}}` is not declared"));
+                let pieces = split_pieces(segment).ok_or_else(cannot)?;
+                for piece in &pieces {
+                    match piece {
+                        Piece::Param(name) => {
+                            if !params.iter().any(|param| {
+                                param.location == Location::Path
+                                    && names::unraw(&param.ident) == name
+                            }) {
+                                return Err(format!(
+                                    "the path parameter `{{{name}}}` is not declared"
+                                ));
+                            }
+                            if seen.contains(name) {
+                                return Err(format!(
+                                    "the path parameter `{{{name}}}` appears twice in the path"
+                                ));
+                            }
+                            seen.push(name.clone());
                         }
-                        if seen.contains(&name) {
-                            return Err(format!(
-                                "the path parameter `{{{name}}}` appears twice in the path"
-                            ));
-                        }
-                        seen.push(name);
-                        if !is_literal(prefix) || !is_literal(suffix) {
-                            return Err(cannot());
-                        }
-                    }
-                    None if segment.contains(['{', '}']) => {
-                        return Err(format!(
-                            "the path segment `{segment}` holds more than one parameter (one per segment is supported)"
-                        ));
-                    }
-                    None => {
-                        if segment.is_empty()
-                            || segment == "."
-                            || segment == ".."
-                            || !is_literal(segment)
-                        {
-                            return Err(cannot());
+                        Piece::Text(text) => {
+                            if !is_literal(text) {
+                                return Err(cannot());
+                            }
                         }
                     }
                 }
+                if matches!(pieces.as_slice(), [Piece::Text(text)] if text.is_empty() || text == "." || text == "..")
+                {
+                    return Err(cannot());
+                }
+                segments.push(pieces);
             }
         }
         let returns = self.returns(operation, &base_name)?;
-        let description = [operation.get("summary"), operation.get("description")]
+        let budget = self.overlay.description_tokens * 4;
+        let summary = [operation.get("summary"), operation.get("description")]
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .map(|text| one_line(text, 400))
-            .find(|text| !text.is_empty())
-            .unwrap_or_else(|| format!("{method} {path}"));
+            .map(|text| one_line(&strip_markup(text), budget))
+            .find(|text| !text.is_empty());
+        let description = match summary {
+            Some(text) => text,
+            None => format!("{method} {route_path}"),
+        };
         let ident = tool_names.unique(base_name, "_");
         Ok(Tool {
+            name: names::unraw(&ident).to_owned(),
             ident,
             method,
             template,
+            segments,
             description,
             params,
             body,
             returns,
+            headers,
+            invalidates: Vec::new(),
+            lookup: None,
         })
+    }
+
+    /// An object schema with declared properties (its own or through `allOf`).
+    fn has_properties(&self, schema: &Value) -> bool {
+        self.is_object(schema)
+            && self
+                .object_parts(schema, 0)
+                .is_ok_and(|parts| !parts.properties.is_empty())
+    }
+
+    /// `oneOf`/`anyOf` whose every alternative is an object.
+    fn alternatives_of_objects(&self, schema: &Value) -> bool {
+        let Ok(resolved) = self.resolve(schema) else {
+            return false;
+        };
+        ["oneOf", "anyOf"].iter().any(|key| {
+            resolved
+                .get(*key)
+                .and_then(Value::as_array)
+                .is_some_and(|parts| {
+                    !parts.is_empty() && parts.iter().all(|part| self.is_object(part))
+                })
+        })
+    }
+
+    /// What a free-form body may hold, for its argument's description: the document's words,
+    /// then the alternatives' names or the properties it names.
+    fn object_doc(&self, schema: &Value, described: Option<String>) -> String {
+        let resolved = self.resolve(schema).unwrap_or(schema);
+        let mut doc = described
+            .or_else(|| {
+                resolved
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(|text| one_line(&strip_markup(text), self.overlay.label_tokens * 4))
+            })
+            .unwrap_or_else(|| "The request's JSON object".to_owned());
+        let alternatives: Vec<String> = ["oneOf", "anyOf"]
+            .iter()
+            .filter_map(|key| resolved.get(*key).and_then(Value::as_array))
+            .flatten()
+            .map(|part| {
+                part.get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|reference| reference.rsplit('/').next())
+                    .map(str::to_owned)
+                    .or_else(|| part.get("title").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_else(|| "an object".to_owned())
+            })
+            .collect();
+        if !alternatives.is_empty() {
+            doc = format!("{doc}. One of: {}", alternatives.join(", "));
+        }
+        one_line(&doc, self.overlay.label_tokens * 8)
     }
 
     /// What the first successful response holds.
@@ -795,11 +1146,18 @@ impl<'a> Reader<'a> {
             return Ok(Returns::Json);
         };
         let resolved = self.resolve(schema)?.clone();
+        if resolved.get("oneOf").is_some() || resolved.get("anyOf").is_some() {
+            // Alternatives have no single model: shown as the upstream sends them, unless one
+            // declares a secret.
+            if self.holds_secrets(schema, 0) {
+                return Err(
+                    "the response is a oneOf/anyOf with a writeOnly or password field: no single model can hide it".into(),
+                );
+            }
+            return Ok(Returns::Json);
+        }
         if self.is_object(schema) {
-            if resolved.get("properties").is_none()
-                && resolved.get("allOf").is_none()
-                && !self.holds_secrets(schema, 0)
-            {
+            if !self.has_properties(schema) && !self.holds_secrets(schema, 0) {
                 // A map (`additionalProperties`) of plain values, shown as it is.
                 return Ok(Returns::Json);
             }
@@ -811,22 +1169,13 @@ impl<'a> Reader<'a> {
             && let Some(items) = resolved.get("items")
             && self.is_object(items)
         {
-            let item = self.resolve(items)?;
-            if item.get("properties").is_none()
-                && item.get("allOf").is_none()
-                && !self.holds_secrets(items, 0)
-            {
+            if !self.has_properties(items) && !self.holds_secrets(items, 0) {
                 // A list of maps of plain values, shown as it is.
                 return Ok(Returns::Json);
             }
             return self
                 .model_of(items, &format!("{base_name}_item"))
                 .map(Returns::List);
-        }
-        if resolved.get("oneOf").is_some() || resolved.get("anyOf").is_some() {
-            return Err(
-                "the response is a oneOf/anyOf: an exotic alternative has no single model".into(),
-            );
         }
         if self.holds_secrets(schema, 0) {
             return Err(
@@ -852,21 +1201,152 @@ fn ty_is_json(ty: &Type) -> bool {
     }
 }
 
-/// `(prefix, name, suffix)` of a segment holding one parameter: `{sid}.json` is
-/// `("", "sid", ".json")`.
-fn split_param(segment: &str) -> Option<(&str, &str, &str)> {
-    if segment.matches('{').count() != 1 || segment.matches('}').count() != 1 {
+/// A segment's pieces: `{sid}.json` is a parameter then `.json`; `{a}-{b}` two parameters
+/// around `-`. `None` when its braces do not pair up.
+fn split_pieces(segment: &str) -> Option<Vec<Piece>> {
+    let mut pieces = Vec::new();
+    let mut rest = segment;
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..].find('}')? + open;
+        if open > 0 {
+            pieces.push(Piece::Text(rest[..open].to_owned()));
+        }
+        let name = &rest[open + 1..close];
+        if name.is_empty() || name.contains('{') {
+            return None;
+        }
+        pieces.push(Piece::Param(name.to_owned()));
+        rest = &rest[close + 1..];
+    }
+    if rest.contains('}') {
         return None;
     }
-    let open = segment.find('{')?;
-    let close = segment.find('}')?;
-    (open < close).then(|| {
-        (
-            &segment[..open],
-            &segment[open + 1..close],
-            &segment[close + 1..],
-        )
-    })
+    if !rest.is_empty() || pieces.is_empty() {
+        pieces.push(Piece::Text(rest.to_owned()));
+    }
+    Some(pieces)
+}
+
+/// The one value a schema allows: `const`, or an `enum` of one.
+fn constant_of(schema: &Value) -> Option<String> {
+    let value = schema.get("const").or_else(|| {
+        schema
+            .get("enum")
+            .and_then(Value::as_array)
+            .filter(|values| values.len() == 1)
+            .and_then(|values| values.first())
+    })?;
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(_) | Value::Bool(_) => Some(value.to_string()),
+        _ => None,
+    }
+}
+
+/// Text without HTML tags (`<p>…</p>`, as AWS's documents write descriptions).
+pub(crate) fn strip_markup(text: &str) -> String {
+    if !text.contains('<') {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The upstream's own authentication, from `components.securitySchemes` (every scheme the
+/// document declares, in its order).
+fn read_auth(root: &Value) -> Vec<Auth> {
+    let schemes = root
+        .pointer("/components/securitySchemes")
+        .and_then(Value::as_object);
+    let mut auth = Vec::new();
+    for scheme in schemes.into_iter().flat_map(|schemes| schemes.values()) {
+        let kind = scheme.get("type").and_then(Value::as_str).unwrap_or("");
+        let found = match kind {
+            "http"
+                if scheme
+                    .get("scheme")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("bearer")) =>
+            {
+                Some(Auth::Bearer)
+            }
+            "apiKey" => {
+                let name = scheme.get("name").and_then(Value::as_str).unwrap_or("");
+                match scheme.get("in").and_then(Value::as_str) {
+                    // An `Authorization` "API key" (AWS's SigV4, a raw token) is sent as it is.
+                    Some("header") if !name.is_empty() => Some(Auth::Header(name.to_owned())),
+                    Some("query") if !name.is_empty() => Some(Auth::Query(name.to_owned())),
+                    _ => None,
+                }
+            }
+            "oauth2" => scheme
+                .pointer("/flows/clientCredentials/tokenUrl")
+                .and_then(Value::as_str)
+                .map(|url| Auth::ClientCredentials(url.to_owned()))
+                .or(Some(Auth::Bearer)),
+            "openIdConnect" => Some(Auth::Bearer),
+            _ => None,
+        };
+        if let Some(found) = found
+            && !auth.contains(&found)
+        {
+            auth.push(found);
+        }
+    }
+    auth
+}
+
+/// Names the tools in `namespace`, and links them: a mutation invalidates the tools that read
+/// its resource; a tool taking a path parameter names the list tool of its resource as the
+/// way to find valid identifiers.
+fn link_tools(tools: &mut [Tool], namespace: &str) {
+    for tool in tools.iter_mut() {
+        tool.name = format!("{namespace}.{}", names::unraw(&tool.ident));
+    }
+    let readers: Vec<(String, Option<String>, bool)> = tools
+        .iter()
+        .filter(|tool| matches!(tool.method, "GET" | "HEAD"))
+        .map(|tool| {
+            let takes_id = tool.params.iter().any(|p| p.location == Location::Path);
+            (
+                tool.name.clone(),
+                tool.resource().map(str::to_owned),
+                takes_id,
+            )
+        })
+        .collect();
+    for tool in tools.iter_mut() {
+        let resource = tool.resource().map(str::to_owned);
+        let Some(resource) = resource else {
+            continue;
+        };
+        let same = |r: &Option<String>| r.as_deref() == Some(resource.as_str());
+        if !matches!(tool.method, "GET" | "HEAD") {
+            tool.invalidates = readers
+                .iter()
+                .filter(|(_, r, _)| same(r))
+                .map(|(name, _, _)| name.clone())
+                .collect();
+        }
+        if tool.params.iter().any(|p| p.location == Location::Path) {
+            tool.lookup = readers
+                .iter()
+                .find(|(name, r, takes_id)| same(r) && !takes_id && *name != tool.name)
+                .map(|(name, _, _)| name.clone());
+        }
+    }
 }
 
 /// Text a route may hold as it is: characters a path segment needs no encoding for.

@@ -1,8 +1,10 @@
 //! What the generator makes of each construct, on small documents written for the purpose
-//! (the real documents are in `generated.rs`): hidden and read-only fields, identifiers,
-//! routes, and every unsupported construct reported with its operation skipped.
+//! (the real documents are in `generated.rs`, which also compiles `tests/shapes.json`, every
+//! shape these tests look at): hidden and read-only fields, identifiers, routes, constant
+//! headers, free-form bodies, the overlay, names, labels, links between tools, the base URL
+//! and credentials, and every unsupported construct reported with its operation skipped.
 
-use fusion_openapi::{Options, generate};
+use fusion_openapi::{Options, Overlay, generate};
 use serde_json::json;
 
 fn lib_of(document: &serde_json::Value) -> (String, fusion_openapi::Report) {
@@ -90,7 +92,7 @@ fn user_api() -> serde_json::Value {
                 "type": {"type": "string", "enum": ["admin", "member"]},
                 "2fa": {"type": "boolean"},
                 "self": {"type": "string"},
-                "settings": {"type": "object", "properties": {"signingKey": {"type": "string"}}}
+                "settings": {"type": "object", "properties": {"signingKey": {"type": "string", "writeOnly": true}}}
             }
         }}}
     })
@@ -111,7 +113,7 @@ fn secrets_are_hidden_read_only_fields_are_not_fillable_and_names_are_identifier
     for field in ["password", "api_token", "recovery_code", "settings"] {
         assert!(!view.contains(field), "{field} is presented: {view}");
     }
-    // Nested data holding a secret-looking field is neither cast nor presented.
+    // Nested data declaring a writeOnly field is neither cast nor presented.
     assert!(lib.contains("Not cast: nested data"), "{lib}");
     // readOnly is not fillable; a hidden writeOnly field is (a new password goes upstream).
     let model = lib
@@ -143,37 +145,57 @@ fn a_parameter_with_text_around_it_keeps_its_segment() {
 }
 
 #[test]
+fn several_parameters_in_one_segment_are_each_encoded_inside_it() {
+    let (lib, report) = lib_of(&user_api());
+    assert!(
+        !report
+            .skipped
+            .iter()
+            .any(|(op, _)| op.starts_with("GET /pairs")),
+        "{report}"
+    );
+    let tool = &lib[lib.find("pub async fn get_pair(").unwrap()..];
+    let tool = &tool[..tool.find("\n}\n").unwrap()];
+    assert!(
+        tool.contains(r#"request.literal(&[segment_part("a", &a)?, "-".to_owned(), segment_part("b", &b)?].concat());"#),
+        "{tool}"
+    );
+    assert!(lib.contains("fn segment_part("), "{lib}");
+}
+
+#[test]
 fn every_unsupported_construct_skips_its_operation_with_a_reason() {
     let (lib, report) = lib_of(&user_api());
     for (operation, reason) in [
-        ("GET /pairs/{a}-{b}", "holds more than one parameter"),
         (
             "POST /forms",
             "`application/x-www-form-urlencoded`, not JSON",
         ),
         ("POST /bulk", "a JSON array or scalar"),
         ("GET /remote", "is not a local reference"),
-        ("GET /signed", "the required header parameter `X-Signature`"),
-        ("GET /either", "oneOf/anyOf"),
+        (
+            "GET /signed",
+            "the required header `X-Signature` takes a value the caller chooses",
+        ),
         ("GET /report", "not JSON"),
     ] {
         let why = skipped(&report, operation);
         assert!(why.contains(reason), "{operation}: {why}");
     }
-    for tool in [
-        "get_pair",
-        "post_form",
-        "post_bulk",
-        "get_remote",
-        "get_signed",
-    ] {
+    for tool in ["post_form", "post_bulk", "get_remote", "get_signed"] {
         assert!(
             !lib.contains(&format!("fn {tool}(")),
             "{tool} was generated"
         );
     }
     assert_eq!(report.tools + report.skipped.len(), report.operations);
-    assert_eq!(report.tools, 3);
+    // createUser, getUser, getFile, getPair, and getEither: a oneOf of scalars is shown as
+    // the upstream sends it.
+    assert_eq!(report.tools, 5, "{report}");
+    assert!(
+        lib.contains("pub async fn get_either(\n) -> Result<fusion::serde_json::Value"),
+        "{lib}"
+    );
 }
 
 #[test]
@@ -228,17 +250,303 @@ fn run_is_the_whole_command() {
     let out = dir.join("out");
     let written = fusion_openapi::run(&spec, &out, Some("users-mcp"), None).unwrap();
     assert_eq!(written.name, "users-mcp");
-    assert_eq!(written.report.tools, 3);
+    assert_eq!(written.report.tools, 5);
     for file in ["Cargo.toml", "src/lib.rs", "src/main.rs", "README.md"] {
         assert!(out.join(file).is_file(), "{file}");
     }
     let printed = written.to_string();
     assert!(
-        printed.contains("3 of 10 operations became tools"),
+        printed.contains("5 of 10 operations became tools"),
         "{printed}"
     );
     assert!(printed.contains("wrote users-mcp to"), "{printed}");
     let missing = fusion_openapi::run(&dir.join("nope.yaml"), &out, None, None).unwrap_err();
     assert!(missing.to_string().contains("cannot read"), "{missing}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn shapes() -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/shapes.json"))
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+/// The lines of the item that starts with `start`, up to its closing line.
+fn item<'a>(lib: &'a str, start: &str) -> &'a str {
+    let from = lib
+        .find(start)
+        .unwrap_or_else(|| panic!("no `{start}` in:\n{lib}"));
+    let rest = &lib[from..];
+    let end = rest
+        .find("\n}\n")
+        .map_or(rest.len(), |end| end + 3)
+        .min(rest.find(";\n\n").map_or(rest.len(), |end| end + 1));
+    &rest[..end]
+}
+
+#[test]
+fn a_constant_header_is_sent_by_the_tool_through_its_own_upstream() {
+    let (lib, report) = lib_of(&shapes());
+    let tool = item(&lib, "pub async fn create_connection(");
+    assert!(
+        tool.contains("upstreams: fusion::State<HeaderUpstreams>"),
+        "{tool}"
+    );
+    assert!(
+        tool.contains(r#"upstreams.get("create_connection").send(request)"#),
+        "{tool}"
+    );
+    // The header is no argument: agents never choose headers.
+    assert!(!tool.to_lowercase().contains("x_amz_target"), "{tool}");
+    assert!(
+        lib.contains(
+            r#"("create_connection", &[("X-Amz-Target", "Shapes_20240101.CreateConnection")]),"#
+        ),
+        "{lib}"
+    );
+    // The fragment that told the operations apart is not part of the route.
+    assert!(
+        tool.contains(r#"UpstreamRequest::new(fusion::upstream::HttpMethod::Post, "POST /")"#),
+        "{tool}"
+    );
+    assert!(
+        lib.contains("pub fn server(\n    upstream: fusion::HttpUpstream,\n    with_headers:"),
+        "{lib}"
+    );
+    assert!(
+        report
+            .skipped
+            .iter()
+            .all(|(op, _)| !op.contains("X-Amz-Target")),
+        "{report}"
+    );
+}
+
+#[test]
+fn free_form_and_one_of_bodies_are_json_objects_the_description_explains() {
+    let (lib, _) = lib_of(&shapes());
+    let tool = item(&lib, "pub async fn put_metadata(");
+    assert!(
+        tool.contains("body: fusion::serde_json::Map<String, fusion::serde_json::Value>,"),
+        "{tool}"
+    );
+    assert!(
+        tool.contains("request.arg(fusion::upstream::Placement::Body, name, value)?;"),
+        "{tool}"
+    );
+    let tool = item(&lib, "pub async fn create_payment(");
+    assert!(tool.contains("One of: Card, BankTransfer"), "{tool}");
+}
+
+#[test]
+fn secrets_are_judged_by_the_field_itself_not_by_what_its_items_hold() {
+    let (lib, _) = lib_of(&shapes());
+    let model = item(&lib, "pub struct DataSetList {");
+    // USPTO's case: `apis` is a list of data sets whose items have an `apiKey` (a data set's
+    // name): the list is not a secret and is shown.
+    assert!(
+        model.contains("pub apis: Option<Vec<fusion::serde_json::Value>>"),
+        "{model}"
+    );
+    let view = item(&lib, "#[fusion::presenter(DataSetList,");
+    assert!(view.contains("apis"), "{view}");
+    // `format: password`, a token, an access key: hidden. A paging token and a tag's `Key`:
+    // not secrets.
+    let account = item(&lib, "pub struct Account {");
+    for hidden in ["passcode", "refresh_token", "access_key_id"] {
+        assert!(
+            account.contains(&format!("pub {hidden}: fusion::Hidden<")),
+            "{hidden}: {account}"
+        );
+    }
+    for shown in ["next_token", "key"] {
+        assert!(
+            account.contains(&format!("pub {shown}: Option<String>")),
+            "{shown}: {account}"
+        );
+    }
+}
+
+#[test]
+fn a_model_whose_fields_are_all_nested_or_hidden_never_gets_an_empty_presenter() {
+    let (lib, report) = lib_of(&shapes());
+    assert!(!lib.contains("fields())"), "{lib}");
+    // All nested: presented, its fields shown as JSON.
+    let view = item(&lib, "#[fusion::presenter(Nested,");
+    assert!(view.contains("fields(children, meta)"), "{view}");
+    // All hidden: the tool reports success only, and no presenter is written.
+    assert!(
+        lib.contains("pub async fn rotate_secret(\n) -> Result<(), fusion::ToolError>;"),
+        "{lib}"
+    );
+    assert!(!lib.contains("SecretOnlyView"), "{lib}");
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|note| note.contains("shapes.rotate_secret")),
+        "{report}"
+    );
+    // A model used only as a body has a profile and no presenter.
+    assert!(!lib.contains("WidgetInputView"), "{lib}");
+    assert!(lib.contains("pub struct WidgetInput {"), "{lib}");
+}
+
+#[test]
+fn tools_are_namespaced_labelled_linked_and_look_up_what_was_not_found() {
+    let (lib, _) = lib_of(&shapes());
+    assert!(lib.contains(r#"name = "shapes.list_widgets""#), "{lib}");
+    // Labels: the description, or the name in words and what its format means.
+    let widget = item(&lib, "pub struct Widget {");
+    assert!(
+        widget.contains(r#"#[cast("Created at: a date and time, RFC 3339")]"#),
+        "{widget}"
+    );
+    assert!(widget.contains(r#"#[cast("Id: an integer")]"#), "{widget}");
+    assert!(
+        widget.contains(r#"#[cast("The widget's colour")]"#),
+        "{widget}"
+    );
+    assert!(!widget.contains("[int64]"), "{widget}");
+    // A mutation invalidates the tools that read its resource.
+    let delete = item(&lib, "#[doc = \"Deletes a widget.\"]");
+    assert!(
+        delete.contains(r#"invalidates = ["shapes.list_widgets", "shapes.get_widget"]"#),
+        "{delete}"
+    );
+    // A tool taking an id names the list tool when the upstream answers 404.
+    let get = item(&lib, "pub async fn get_widget(");
+    assert!(
+        get.contains(r#".map_err(|error| look_up_with(error, "shapes.list_widgets"))"#),
+        "{get}"
+    );
+}
+
+#[test]
+fn descriptions_are_cut_to_the_token_budget() {
+    let (lib, _) = lib_of(&shapes());
+    let doc = lib
+        .lines()
+        .find(|line| line.starts_with("#[doc = \"Lists widgets."))
+        .unwrap();
+    // 100 tokens, about 400 characters, and an ellipsis.
+    assert!(doc.chars().count() < 420, "{doc}");
+    assert!(doc.contains('…'), "{doc}");
+    let overlay = Overlay {
+        description_tokens: 10,
+        ..Overlay::default()
+    };
+    let options = Options {
+        overlay,
+        ..Options::default()
+    };
+    let generated = generate(&shapes().to_string(), &options).unwrap();
+    let lib = generated.file("src/lib.rs").unwrap();
+    let doc = lib
+        .lines()
+        .find(|line| line.starts_with("#[doc = \"Lists widgets."))
+        .unwrap();
+    assert!(doc.chars().count() < 60, "{doc}");
+}
+
+#[test]
+fn an_overlay_selects_renames_guards_and_adds_rules() {
+    let overlay = Overlay::parse(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/shapes.overlay.yaml"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let options = Options {
+        overlay,
+        ..Options::default()
+    };
+    let generated = generate(&shapes().to_string(), &options).unwrap();
+    let lib = generated.file("src/lib.rs").unwrap();
+    let report = &generated.report;
+    assert!(lib.contains(r#"name = "widgets.find_widgets""#), "{lib}");
+    assert!(lib.contains(r#"name = "widgets.get_widget""#), "{lib}");
+    assert!(lib.contains(r#"name = "widgets.rotate_secret""#), "{lib}");
+    assert!(lib.contains(r#"name = "widgets.create_widget""#), "{lib}");
+    assert!(!lib.contains("delete_widget"), "{lib}");
+    assert!(!lib.contains("create_connection"), "{lib}");
+    assert_eq!(report.tools, 4, "{report}");
+    assert_eq!(
+        report.tools + report.skipped.len() + report.excluded,
+        report.operations
+    );
+    let widget = item(lib, "pub struct Widget {");
+    assert!(
+        widget.contains("#[guarded]\n    #[hidden]\n    #[upstream(name = \"tenantId\")]\n    pub tenant_id: fusion::Hidden<"),
+        "{widget}"
+    );
+    assert!(widget.contains("pub colour: fusion::Hidden<"), "{widget}");
+    assert!(
+        lib.contains(r#"- Look a widget up before changing it."#),
+        "{lib}"
+    );
+    assert!(
+        generated
+            .to_owned()
+            .report
+            .to_string()
+            .contains("the overlay left out")
+    );
+}
+
+#[test]
+fn a_bad_overlay_is_refused_with_what_is_wrong() {
+    for (text, reason) in [
+        ("exclud: []", "unknown setting `exclud`"),
+        ("include: [{label: x}]", "`label` is not a selector"),
+        ("namespace: Bad-Name", "must be lower-case letters"),
+        ("description_tokens: 1", "at least 5"),
+        ("- a list", "not a mapping"),
+    ] {
+        let error = Overlay::parse(text).unwrap_err();
+        assert!(error.to_string().contains(reason), "{text}: {error}");
+    }
+}
+
+#[test]
+fn the_base_url_comes_from_the_server_template_and_credentials_from_the_environment() {
+    let generated = generate(&shapes().to_string(), &Options::default()).unwrap();
+    let lib = generated.file("src/lib.rs").unwrap();
+    let main = generated.file("src/main.rs").unwrap();
+    let readme = generated.file("README.md").unwrap();
+    assert!(
+        lib.contains("pub const DEFAULT_BASE_URL: Option<&str> = None;"),
+        "{lib}"
+    );
+    assert!(
+        lib.contains(r#"pub const BASE_URL_TEMPLATE: (&str, &[(&str, &str)]) = ("https://{region}.shapes.example.com/{version}", &[("region", "eu"), ("version", "v2")]);"#),
+        "{lib}"
+    );
+    assert!(main.contains("API_SERVER_"), "{main}");
+    assert!(readme.contains("API_SERVER_<VARIABLE>"), "{readme}");
+    // A token scheme (here OAuth client credentials) is preferred to the API key header:
+    // API_TOKEN is a bearer token, from the environment; no argument carries it.
+    assert!(main.contains("Err(_) => upstream.bearer(token),"), "{main}");
+    assert!(!lib.contains("api_key:"), "{lib}");
+    // With an API key header only, API_TOKEN goes in that header.
+    let mut keyed = shapes();
+    keyed["components"]["securitySchemes"]
+        .as_object_mut()
+        .unwrap()
+        .remove("oauthClient");
+    let generated = generate(&keyed.to_string(), &Options::default()).unwrap();
+    let keyed_main = generated.file("src/main.rs").unwrap();
+    assert!(
+        keyed_main.contains(r#"unwrap_or_else(|_| "X-Api-Key".to_owned()), token)"#),
+        "{keyed_main}"
+    );
+    // OAuth client credentials: the token URL is named where API_TOKEN is documented.
+    assert!(
+        main.contains("https://auth.shapes.example.com/token"),
+        "{main}"
+    );
 }
