@@ -195,22 +195,15 @@ fn finish(
     latency: Duration,
 ) {
     let outcome = &sealed.outcome;
-    if !span.is_disabled() {
-        span.record("outcome", outcome.label());
-        span.record(
-            "latency_us",
-            u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-        );
-        if let Some(error_id) = outcome.error_id() {
-            span.record("error_id", error_id);
-        }
-    }
+    let is_error = matches!(outcome, Outcome::Failed { .. });
+    observe::record_end(span, outcome.label(), is_error, outcome.error_id(), latency);
     if let Some(metrics) = &inner.metrics {
         let report = CallReport {
+            method: observe::TOOLS_CALL,
             tool: tool.name(),
             action: Some(tool.facts.key.as_str()),
             outcome: outcome.label(),
-            is_error: matches!(outcome, Outcome::Failed { .. }),
+            is_error,
             latency,
         };
         let counted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -558,6 +558,7 @@ impl McpHandler {
             None => {
                 call.request = RequestFacts {
                     peer: Some(context.peer),
+                    id: Some(context.id),
                 };
                 call.meta = context.meta;
                 call.cancellation = context.ct;
@@ -567,6 +568,7 @@ impl McpHandler {
                 // The factory sees a call that already knows its request.
                 call.request = RequestFacts {
                     peer: Some(context.peer.clone()),
+                    id: Some(context.id.clone()),
                 };
                 call.meta = context.meta.clone();
                 call.cancellation = context.ct.clone();
