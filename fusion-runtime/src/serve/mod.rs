@@ -75,10 +75,14 @@ mod connections;
 mod content;
 #[cfg(feature = "gateway")]
 mod gateway;
+#[cfg(feature = "stderr-log")]
+mod log;
 #[cfg(feature = "http")]
 mod replica;
 #[cfg(feature = "http")]
 mod sessions;
+#[cfg(any(feature = "stdio", feature = "http"))]
+mod signal;
 #[cfg(feature = "stdio")]
 mod stdio;
 #[cfg(feature = "http")]
@@ -86,10 +90,14 @@ mod streamable;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
+#[cfg(feature = "stderr-log")]
+pub use log::log_to_stderr;
 #[cfg(feature = "http")]
 pub use replica::{InvalidReplicaName, ReplicaName};
 #[cfg(feature = "http")]
 pub use sessions::{BoundedSessions, SessionsError};
+#[cfg(any(feature = "stdio", feature = "http"))]
+pub use signal::shutdown_signal;
 #[cfg(feature = "http")]
 pub use streamable::HttpOptions;
 
