@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use fusion::rmcp::model::RequestMetaObject;
+use fusion::protocol::model::RequestMetaObject;
 use fusion::testing::Tester;
 use fusion::{ActionInfo, CallContext, Exposition, Principal, ServerBuilder, ToolError, tool};
 use opentelemetry::trace::TracerProvider as _;
