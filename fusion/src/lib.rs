@@ -167,6 +167,7 @@ pub use fusion_runtime::serve::auth;
 /// Serving a [`Server`] over MCP: stdio, Streamable HTTP, and stopping on a signal.
 ///
 /// ```no_run
+/// # #[allow(dead_code)]
 /// # async fn run(server: fusion::Server) -> Result<(), fusion::serve::ServeError> {
 /// use fusion::serve::Mcp;
 ///
@@ -270,7 +271,8 @@ pub use fusion_runtime::upstream::HttpUpstream;
 /// transport ([`serve::McpHandler`] is an rmcp `ServerHandler`), a test that drives a server
 /// with rmcp's client, a context factory that reads a request's `_meta`
 /// (`protocol::model::RequestMetaObject`), or the `protocol::model::Tool` definitions
-/// [`Server::listed_tools`] returns. Re-exported deliberately, under a name that says what it is.
+/// [`testing::Tester::list_tools`] returns. Re-exported deliberately, under a name that says
+/// what it is.
 pub use fusion_runtime::rmcp as protocol;
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can

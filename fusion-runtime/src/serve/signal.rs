@@ -4,13 +4,6 @@
 //! way: it stops taking requests, lets the calls in flight finish within a bound, then the
 //! serving function returns, so that `main` can flush what it owns and exit 0.
 
-use std::future::Future as _;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use tokio::io::{AsyncRead, ReadBuf};
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
-
 use super::{Mcp, ServeError};
 
 /// Resolves on the process's first SIGINT or SIGTERM (on other platforms, Ctrl-C). If the
@@ -53,7 +46,7 @@ impl Mcp {
     #[cfg(feature = "stdio")]
     pub async fn serve_stdio_until_signal(&self) -> Result<(), ServeError> {
         let (read, write) = rmcp::transport::stdio_pipes();
-        let stop = CancellationToken::new();
+        let stop = tokio_util::sync::CancellationToken::new();
         let watcher = tokio::spawn({
             let stop = stop.clone();
             async move {
@@ -61,7 +54,7 @@ impl Mcp {
                 stop.cancel();
             }
         });
-        let read = UntilCancelled {
+        let read = until_cancelled::UntilCancelled {
             read,
             stop: Box::pin(stop.cancelled_owned()),
             stopped: false,
@@ -97,26 +90,67 @@ impl Mcp {
     }
 }
 
-/// A reader that ends (reads nothing, which is end of stream) once `stop` is cancelled.
-struct UntilCancelled<R> {
-    read: R,
-    stop: Pin<Box<WaitForCancellationFutureOwned>>,
-    stopped: bool,
+#[cfg(feature = "stdio")]
+mod until_cancelled {
+    use std::future::Future as _;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, ReadBuf};
+    use tokio_util::sync::WaitForCancellationFutureOwned;
+
+    /// A reader that ends (reads nothing, which is end of stream) once `stop` is cancelled.
+    pub(super) struct UntilCancelled<R> {
+        pub(super) read: R,
+        pub(super) stop: Pin<Box<WaitForCancellationFutureOwned>>,
+        pub(super) stopped: bool,
+    }
+
+    impl<R: AsyncRead + Unpin> AsyncRead for UntilCancelled<R> {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            context: &mut Context<'_>,
+            buffer: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            let this = self.get_mut();
+            if !this.stopped && this.stop.as_mut().poll(context).is_ready() {
+                this.stopped = true;
+            }
+            if this.stopped {
+                return Poll::Ready(Ok(()));
+            }
+            Pin::new(&mut this.read).poll_read(context, buffer)
+        }
+    }
 }
 
-impl<R: AsyncRead + Unpin> AsyncRead for UntilCancelled<R> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        context: &mut Context<'_>,
-        buffer: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        if !this.stopped && this.stop.as_mut().poll(context).is_ready() {
-            this.stopped = true;
-        }
-        if this.stopped {
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut this.read).poll_read(context, buffer)
+#[cfg(all(test, feature = "stdio"))]
+mod tests {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio_util::sync::CancellationToken;
+
+    use super::until_cancelled::UntilCancelled;
+
+    #[tokio::test]
+    async fn the_reader_passes_bytes_until_cancelled_then_ends_with_the_writer_still_open() {
+        let (mut writer, read) = tokio::io::duplex(64);
+        let stop = CancellationToken::new();
+        let mut reader = UntilCancelled {
+            read,
+            stop: Box::pin(stop.clone().cancelled_owned()),
+            stopped: false,
+        };
+        writer.write_all(b"line\n").await.unwrap();
+        let mut buffer = [0u8; 16];
+        let read = reader.read(&mut buffer).await.unwrap();
+        assert_eq!(&buffer[..read], b"line\n");
+        stop.cancel();
+        writer.write_all(b"more\n").await.unwrap();
+        assert_eq!(reader.read(&mut buffer).await.unwrap(), 0, "end of stream");
+        assert_eq!(
+            reader.read(&mut buffer).await.unwrap(),
+            0,
+            "and it stays ended"
+        );
     }
 }
