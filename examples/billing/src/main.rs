@@ -197,7 +197,7 @@ async fn serve(
             let mcp = Mcp::new(server).context(|_request, call| {
                 call.extensions_mut().insert(local_principal());
             });
-            mcp.serve_stdio_until_signal().await.map_err(Into::into)
+            mcp.serve_stdio().await.map_err(Into::into)
         }
         Some(address) => {
             let mut tokens = args.tokens.clone();

@@ -150,7 +150,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             let mcp = Mcp::new(server.clone()).context(|_request, call| {
                 call.extensions_mut().insert(local_principal());
             });
-            mcp.serve_stdio_until_signal().await.map_err(Into::into)
+            mcp.serve_stdio().await.map_err(Into::into)
         }
         Some(address) => {
             let mut tokens = args.tokens;
