@@ -35,7 +35,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let server = conformance_server::server()?;
     let mcp = Mcp::new(server);
     let Some(address) = args.http else {
-        return mcp.serve_stdio_until_signal().await.map_err(Into::into);
+        return mcp.serve_stdio().await.map_err(Into::into);
     };
     let listener = tokio::net::TcpListener::bind(address).await?;
     // One plain line on stderr that scripts and tests can wait for (port 0 picks a port).
