@@ -4,6 +4,7 @@
 //! Set `FUSION_MACROS_DEBUG=1` to print every expansion to stderr.
 
 mod common;
+mod data;
 mod fallback;
 mod model;
 mod paths;
@@ -65,6 +66,12 @@ pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
         "prompt",
         surface::expand(surface::Kind::Prompt, args.into(), item.into()),
     )
+}
+
+/// See `fusion::data`.
+#[proc_macro_attribute]
+pub fn data(args: TokenStream, item: TokenStream) -> TokenStream {
+    debug("data", data::expand(args.into(), item.into()))
 }
 
 /// See `fusion::ToolError`.

@@ -332,8 +332,9 @@ impl ServerBuilder {
         self
     }
 
-    /// The level of the `tool_call` span of every call (`DEBUG` by default, like tower-http's
-    /// request spans: enable `fusion::call=debug`, or raise it to `INFO` here).
+    /// The level of the span of every call, read and prompt (`tools/call`, `resources/read`,
+    /// `prompts/get`): `DEBUG` by default, like tower-http's request spans (enable
+    /// `fusion::call=debug`, or raise it to `INFO` here).
     #[must_use]
     pub fn call_span_level(mut self, level: tracing::Level) -> Self {
         self.span_level = level;

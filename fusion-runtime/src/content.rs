@@ -249,6 +249,7 @@ impl Server {
             &context,
             &args,
         );
+        report.span.record("mcp.resource.uri", uri);
         let run = self.run_resource(resource, args, context);
         let outcome = if report.span.is_disabled() {
             run.await

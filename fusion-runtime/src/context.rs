@@ -84,6 +84,8 @@ pub struct CallContext {
 #[derive(Default, Clone)]
 pub(crate) struct RequestFacts {
     pub(crate) peer: Option<Peer<RoleServer>>,
+    /// The JSON-RPC id of the request, for the call's span.
+    pub(crate) id: Option<rmcp::model::RequestId>,
 }
 
 impl CallContext {

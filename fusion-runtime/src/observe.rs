@@ -1,13 +1,25 @@
 //! Observability (SPEC R8): a `tracing` span per call, W3C trace context from the request's
 //! `_meta`, and metrics hooks that cost nothing when unset.
 //!
-//! Every call runs in a span `tool_call` (target `fusion::call`, level `DEBUG` unless
+//! Every call runs in a span named after its MCP method, as the OpenTelemetry semantic
+//! conventions for MCP have it: `tools/call`, `resources/read` or `prompts/get` (target
+//! `fusion::call`, level `DEBUG` unless
 //! [`ServerBuilder::call_span_level`](crate::ServerBuilder::call_span_level) says otherwise, as
-//! tower-http does for requests) with the fields `tool`,
-//! `action` (absent when a grouped tool was called without a valid action), `outcome` (`ok` or
-//! the error code), `latency_us`, `error_id`, and — when the
-//! request's `_meta` carries a W3C `traceparent` — `trace_id` and `parent_span_id`. With the
-//! `opentelemetry` feature, that remote span also becomes the span's OpenTelemetry parent.
+//! tower-http does for requests). Its `otel.name` is the conventions' span name,
+//! `{mcp.method.name} {target}` (`tools/call billing_get_invoice`, `prompts/get summary`;
+//! a resource's URI is never in it), and `otel.kind` is `server`. Its fields:
+//!
+//! - the conventions': `mcp.method.name`; `gen_ai.tool.name` and
+//!   `gen_ai.operation.name = execute_tool` (tool calls); `gen_ai.prompt.name` (prompts);
+//!   `mcp.resource.uri` (resource reads); `mcp.session.id` (a 2025-11-25 session over HTTP),
+//!   `mcp.protocol.version` and `jsonrpc.request.id` where the transport knows them;
+//!   `error.type` (the error code, such as `NOT_FOUND`) with `otel.status_code = ERROR` on
+//!   failures;
+//! - Fusion's: `action` (the canonical key; absent when a grouped tool was called without a
+//!   valid action), `tenant` (the verified caller's), `outcome` (`ok` or the error code),
+//!   `latency_us`, `error_id`, and — when the request's `_meta` carries a W3C `traceparent` —
+//!   `trace_id` and `parent_span_id`. With the `opentelemetry` feature, that remote span also
+//!   becomes the span's OpenTelemetry parent.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +31,9 @@ use crate::error::ToolError;
 /// What a finished call reports to [`Metrics`].
 #[derive(Debug, Clone, Copy)]
 pub struct CallReport<'a> {
-    /// The exposed tool name.
+    /// The MCP method: [`TOOLS_CALL`], [`RESOURCES_READ`] or [`PROMPTS_GET`].
+    pub method: &'a str,
+    /// The exposed tool name; the method again for a resource read or a prompt.
     pub tool: &'a str,
     /// The canonical key; `None` when the call named no action of a grouped tool
     /// (`UNKNOWN_ACTION`, `MISSING_DISCRIMINATOR`).
@@ -228,49 +242,187 @@ impl FromContext for Option<TraceContext> {
     }
 }
 
-/// The span of one call, at `level`.
+/// The MCP method of a tool call, `mcp.method.name` of its span.
+pub const TOOLS_CALL: &str = "tools/call";
+/// The MCP method of a resource read.
+pub const RESOURCES_READ: &str = "resources/read";
+/// The MCP method of a prompt.
+pub const PROMPTS_GET: &str = "prompts/get";
+
+/// The name of the histogram the OpenTelemetry semantic conventions for MCP give the duration
+/// of an operation a server handled: export [`CallReport::latency`] under it (in seconds),
+/// with the attributes of [`CallReport::attributes`].
+pub const OPERATION_DURATION: &str = "mcp.server.operation.duration";
+
+impl CallReport<'_> {
+    /// The attributes of [`OPERATION_DURATION`] for this call, as the conventions name them:
+    /// `mcp.method.name`, `gen_ai.tool.name` (tool calls) or `gen_ai.prompt.name` (prompts),
+    /// `gen_ai.operation.name` (`execute_tool`, tool calls) and `error.type` (the error code,
+    /// failures only).
+    pub fn attributes(&self) -> Vec<(&'static str, &str)> {
+        let mut attributes = vec![("mcp.method.name", self.method)];
+        match self.method {
+            TOOLS_CALL => {
+                attributes.push(("gen_ai.tool.name", self.tool));
+                attributes.push(("gen_ai.operation.name", "execute_tool"));
+            }
+            PROMPTS_GET => {
+                if let Some(prompt) = self.action {
+                    attributes.push(("gen_ai.prompt.name", prompt));
+                }
+            }
+            _ => {}
+        }
+        if self.is_error {
+            attributes.push(("error.type", self.outcome));
+        }
+        attributes
+    }
+}
+
+/// A span named after an MCP method, with the fields every method's span has besides `$extra`.
+/// `span!` needs its level as a constant and its fields declared up front.
+macro_rules! mcp_span {
+    ($level:expr, $method:literal, { $($extra:tt)* }) => {
+        match $level {
+            tracing::Level::ERROR => mcp_span!(@at tracing::Level::ERROR, $method, { $($extra)* }),
+            tracing::Level::WARN => mcp_span!(@at tracing::Level::WARN, $method, { $($extra)* }),
+            tracing::Level::INFO => mcp_span!(@at tracing::Level::INFO, $method, { $($extra)* }),
+            tracing::Level::DEBUG => mcp_span!(@at tracing::Level::DEBUG, $method, { $($extra)* }),
+            _ => mcp_span!(@at tracing::Level::TRACE, $method, { $($extra)* }),
+        }
+    };
+    (@at $at:expr, $method:literal, { $($extra:tt)* }) => {
+        tracing::span!(
+            target: "fusion::call",
+            $at,
+            $method,
+            "otel.name" = tracing::field::Empty,
+            "otel.kind" = "server",
+            "otel.status_code" = tracing::field::Empty,
+            "mcp.method.name" = $method,
+            $($extra)*
+            "mcp.session.id" = tracing::field::Empty,
+            "mcp.protocol.version" = tracing::field::Empty,
+            "jsonrpc.request.id" = tracing::field::Empty,
+            "mcp.resource.uri" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+            tenant = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            latency_us = tracing::field::Empty,
+            error_id = tracing::field::Empty,
+            trace_id = tracing::field::Empty,
+            parent_span_id = tracing::field::Empty,
+        )
+    };
+}
+
+/// The span of one call of a tool (exposed as `tool`), at `level`.
 pub(crate) fn call_span(
     level: tracing::Level,
     tool: &str,
     action: Option<&str>,
     context: &CallContext,
 ) -> tracing::Span {
-    macro_rules! call_span {
-        ($level:expr) => {
-            tracing::span!(
-                target: "fusion::call",
-                $level,
-                "tool_call",
-                tool,
-                action,
-                outcome = tracing::field::Empty,
-                latency_us = tracing::field::Empty,
-                error_id = tracing::field::Empty,
-                trace_id = tracing::field::Empty,
-                parent_span_id = tracing::field::Empty,
-            )
-        };
+    let span = mcp_span!(level, "tools/call", {
+        "gen_ai.tool.name" = tool,
+        "gen_ai.operation.name" = "execute_tool",
+        action,
+    });
+    if !span.is_disabled() {
+        span.record("otel.name", format!("{TOOLS_CALL} {tool}"));
+        record_request(&span, context);
     }
-    // `span!` needs its level as a constant.
-    let span = match level {
-        tracing::Level::ERROR => call_span!(tracing::Level::ERROR),
-        tracing::Level::WARN => call_span!(tracing::Level::WARN),
-        tracing::Level::INFO => call_span!(tracing::Level::INFO),
-        tracing::Level::DEBUG => call_span!(tracing::Level::DEBUG),
-        _ => call_span!(tracing::Level::TRACE),
+    span
+}
+
+/// The span of a resource read (`method` [`RESOURCES_READ`], the resource's key) or a prompt
+/// ([`PROMPTS_GET`], the prompt's name), at `level`.
+pub(crate) fn read_span(
+    level: tracing::Level,
+    method: &'static str,
+    key: &str,
+    context: &CallContext,
+) -> tracing::Span {
+    let span = if method == PROMPTS_GET {
+        mcp_span!(level, "prompts/get", { "gen_ai.prompt.name" = key, action = key, })
+    } else {
+        mcp_span!(level, "resources/read", { action = key, })
     };
-    if !span.is_disabled()
-        && let Some(trace) = context
-            .meta()
-            .get_traceparent()
-            .and_then(TraceContext::parse)
+    if !span.is_disabled() {
+        // A resource's URI is not in the name: the conventions keep span names low-cardinality.
+        span.record(
+            "otel.name",
+            if method == PROMPTS_GET {
+                format!("{method} {key}")
+            } else {
+                method.to_owned()
+            },
+        );
+        record_request(&span, context);
+    }
+    span
+}
+
+/// Records how a call ended on its span: Fusion's outcome, latency and error id, and the
+/// conventions' `error.type` (the error code) with an error status.
+pub(crate) fn record_end(
+    span: &tracing::Span,
+    outcome: &str,
+    is_error: bool,
+    error_id: Option<&str>,
+    latency: Duration,
+) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("outcome", outcome);
+    span.record(
+        "latency_us",
+        u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+    );
+    if is_error {
+        span.record("error.type", outcome);
+        span.record("otel.status_code", "ERROR");
+    }
+    if let Some(error_id) = error_id {
+        span.record("error_id", error_id);
+    }
+}
+
+/// What the request says of itself, on an enabled span: its session, protocol version and
+/// JSON-RPC id where the transport knows them, the caller's tenant, and its W3C trace context.
+fn record_request(span: &tracing::Span, context: &CallContext) {
+    if let Some(version) = context.protocol_version() {
+        span.record("mcp.protocol.version", version.as_str());
+    }
+    if let Some(id) = &context.request.id {
+        span.record("jsonrpc.request.id", tracing::field::display(id));
+    }
+    #[cfg(feature = "http")]
+    if let Some(session) = context
+        .http_request()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|value| value.to_str().ok())
+    {
+        span.record("mcp.session.id", session);
+    }
+    if let Some(tenant) = context
+        .principal()
+        .and_then(|principal| principal.tenant.as_deref())
+    {
+        span.record("tenant", tenant);
+    }
+    if let Some(trace) = context
+        .meta()
+        .get_traceparent()
+        .and_then(TraceContext::parse)
     {
         span.record("trace_id", trace.trace_id_hex());
         span.record("parent_span_id", trace.parent_span_id_hex());
         #[cfg(feature = "opentelemetry")]
-        otel::set_parent(&span, &trace);
+        otel::set_parent(span, &trace);
     }
-    span
 }
 
 #[cfg(feature = "opentelemetry")]
@@ -326,6 +478,7 @@ mod tests {
     fn stats_count_calls_errors_and_latency() {
         let stats = CallStats::new();
         let report = |outcome, is_error, micros| CallReport {
+            method: TOOLS_CALL,
             tool: "t",
             action: Some("a.t"),
             outcome,

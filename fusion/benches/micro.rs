@@ -285,7 +285,7 @@ fn tools_list(c: &mut Criterion) {
     let mut group = c.benchmark_group("tools_list");
     // What `list_visible` did before: filter the tools, clone their whole definitions.
     let before = |context: &CallContext| {
-        let tools: Vec<fusion::rmcp::model::Tool> = server
+        let tools: Vec<fusion::protocol::model::Tool> = server
             .tools()
             .filter(|tool| server.is_visible(tool.name(), context))
             .map(|tool| tool.definition().clone())

@@ -97,6 +97,8 @@ pub mod http {}
 
 #[doc = include_str!("docs/tool_error.md")]
 pub use fusion_macros::ToolError;
+#[doc = include_str!("docs/data.md")]
+pub use fusion_macros::data;
 #[doc = include_str!("docs/model.md")]
 pub use fusion_macros::model;
 #[doc = include_str!("docs/presenter.md")]
@@ -161,23 +163,123 @@ pub mod gateway {
 /// Bearer authentication of the HTTP transport.
 #[cfg(feature = "http")]
 pub use fusion_runtime::serve::auth;
+
+/// Serving a [`Server`] over MCP: stdio, Streamable HTTP, and stopping on a signal.
+///
+/// ```no_run
+/// # #[allow(dead_code)]
+/// # async fn run(server: fusion::Server) -> Result<(), fusion::serve::ServeError> {
+/// use fusion::serve::Mcp;
+///
+/// // Until the client closes stdin, or SIGINT/SIGTERM (calls in flight finish first).
+/// Mcp::new(server).serve_stdio_until_signal().await
+/// # }
+/// ```
+pub mod serve {
+    #[cfg(feature = "stderr-log")]
+    pub use fusion_runtime::serve::log_to_stderr;
+    #[cfg(any(feature = "stdio", feature = "http"))]
+    pub use fusion_runtime::serve::shutdown_signal;
+    #[cfg(feature = "http")]
+    pub use fusion_runtime::serve::{
+        BoundedSessions, HttpOptions, InvalidReplicaName, ReplicaName, SessionsError,
+    };
+    pub use fusion_runtime::serve::{Mcp, McpHandler, McpOptions, RequestInfo, ServeError};
+}
+
+/// The audit trail (SPEC R6): what a call records, and where records go.
+pub mod audit {
+    #[cfg(feature = "audit-sqlite")]
+    pub use fusion_runtime::audit::SqliteAuditSink;
+    pub use fusion_runtime::audit::{
+        AuditEntry, AuditError, AuditRecord, AuditSink, TracingAuditSink, arguments_digest,
+    };
+}
+
+/// Observability (SPEC R8): spans named as the OpenTelemetry semantic conventions for MCP
+/// say, and metrics hooks.
+pub mod observe {
+    pub use fusion_runtime::observe::{
+        CallReport, CallStats, LATENCY_BUCKETS_US, Metrics, OPERATION_DURATION, PROMPTS_GET,
+        RESOURCES_READ, StatsSnapshot, TOOLS_CALL, TraceContext,
+    };
+}
+
+/// Middleware: code that runs before a call's guards and handler (SPEC R1).
+pub mod middleware {
+    pub use fusion_runtime::middleware::{
+        ActionRef, FromAsync, FromFn, Middleware, MiddlewareFuture, Provide, from_async, from_fn,
+    };
+}
+
+/// Asking the client during a call: the error codes of a client that cannot answer, and
+/// the types of its answers.
+pub mod elicit {
+    pub use fusion_runtime::elicit::{
+        Answer, ELICITATION_UNSUPPORTED, Elicit, INPUT_REQUIRED, ROOTS_UNSUPPORTED, Root, Roots,
+        SAMPLING_UNSUPPORTED, Sample, Sampled, SamplingRequest,
+    };
+}
+
+/// The response envelope every tool answers with, as types: for tests and clients that read
+/// it back.
+pub mod envelope {
+    pub use fusion_runtime::envelope::{
+        Const, CutReason, Dropped, Envelope, ErrorBody, Failure, Meta, Success, SuggestedCall,
+        Truncated,
+    };
+}
+
+/// Resources and prompts as the protocol serves them: cache hints and not-found codes.
+pub mod content {
+    pub use fusion_runtime::content::{IMMUTABLE_TTL_MS, is_not_found};
+}
+
+/// Request state tokens: values a tool hands the agent and gets back unforged.
+pub mod request_state {
+    pub use fusion_runtime::request_state::{
+        Binding, MIN_SECRET_LEN, StateError, StateKey, StateKeys,
+    };
+}
+
+/// Testing a server in memory, with the agent's view of each result.
+pub mod testing {
+    pub use fusion_runtime::testing::{Dropped, ReceivedUiBlock, TestResult, Tester};
+}
+
 /// HTTP proxy tools: upstream configuration, routes, requests and decoding (SPEC T6).
-pub use fusion_runtime::upstream;
+pub mod upstream {
+    pub use fusion_runtime::upstream::{
+        DecodeError, FromUpstream, HttpMethod, HttpRoute, PathSegment, Placement, RouteSegment,
+        SegmentError, Upstream, UpstreamFields, UpstreamRequest, encode_segment, kinds,
+    };
+    #[cfg(feature = "http-client")]
+    pub use fusion_runtime::upstream::{
+        HttpUpstream, HttpUpstreamBuilder, UpstreamConfigError, classify, upstream_codes,
+    };
+}
 /// Values read from an upstream's answer: models declared `#[model(upstream)]`.
 pub use fusion_runtime::upstream::FromUpstream;
 /// The upstream HTTP proxy tools call (feature `http-client`).
 #[cfg(feature = "http-client")]
 pub use fusion_runtime::upstream::HttpUpstream;
-pub use fusion_runtime::{
-    audit, content, elicit, envelope, logging, media, middleware, observe, request_state, serve,
-    testing,
-};
+
+/// The Model Context Protocol's own types, from [`rmcp`](https://docs.rs/rmcp), the
+/// implementation Fusion serves with, at the version it uses.
+///
+/// Fusion's API keeps them out of the way of a connector, but some jobs need them: a custom
+/// transport ([`serve::McpHandler`] is an rmcp `ServerHandler`), a test that drives a server
+/// with rmcp's client, a context factory that reads a request's `_meta`
+/// (`protocol::model::RequestMetaObject`), or the `protocol::model::Tool` definitions
+/// [`testing::Tester::list_tools`] returns. Re-exported deliberately, under a name that says
+/// what it is.
+pub use fusion_runtime::rmcp as protocol;
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can
-/// name them through `fusion` instead of depending on them itself.
+/// name them through `fusion` instead of depending on them itself (and [`macro@data`] derives
+/// through them).
 #[cfg(feature = "http")]
 pub use axum;
-pub use fusion_runtime::rmcp;
 pub use schemars;
 pub use serde;
 pub use serde_json;

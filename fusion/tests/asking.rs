@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fusion::elicit::Root;
-use fusion::rmcp;
+use fusion::protocol as rmcp;
 use fusion::serve::Mcp;
 use fusion::{
     Answer, Elicit, PromptMessages, Roots, Sample, SamplingRequest, ServerBuilder, ToolError,

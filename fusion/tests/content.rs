@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use fusion::complete::CompletionRequest;
-use fusion::rmcp;
+use fusion::protocol as rmcp;
 use fusion::serve::{Mcp, McpOptions};
 use fusion::{
     AccessPolicy, ActionInfo, CallContext, Principal, PromptInfo, PromptMessages, ResourceInfo,

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fusion::protocol as rmcp;
 use fusion::request_state::{StateKey, StateKeys};
-use fusion::rmcp;
 use fusion::serve::Mcp;
 use fusion::{Answer, Elicit, ServerBuilder, State, ToolError, tool};
 use rmcp::model::{

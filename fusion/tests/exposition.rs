@@ -199,7 +199,7 @@ fn context_of(server: &fusion::Server, subject: &str, scopes: &[&str]) -> CallCo
     context
 }
 
-fn input_of(definition: &fusion::rmcp::model::Tool) -> Value {
+fn input_of(definition: &fusion::protocol::model::Tool) -> Value {
     Value::Object((*definition.input_schema).clone())
 }
 
@@ -252,7 +252,7 @@ fn grouped_tools_list_only_the_actions_each_caller_may_call() {
 
     // A writer sees the tools whole, as built.
     let writer = server.visible_tools(&context_of(&server, "writer", &["write"]));
-    let whole: Vec<fusion::rmcp::model::Tool> = server
+    let whole: Vec<fusion::protocol::model::Tool> = server
         .tools()
         .map(|tool| tool.definition().clone())
         .collect();

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use fusion::rmcp;
+use fusion::protocol as rmcp;
 use fusion::serve::Mcp;
 use fusion::testing::Tester;
 use fusion::{

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use fusion::rmcp;
+use fusion::protocol as rmcp;
 use fusion::serve::Mcp;
 use fusion::{Log, LogLevel, ServerBuilder, State, ToolError, resource, tool};
 use rmcp::model::{

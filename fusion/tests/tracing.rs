@@ -1,10 +1,12 @@
-//! Observability (SPEC R8): one span per call with its tool, action, outcome, latency and error
+//! Observability (SPEC R8): one span per call, named and described as the OpenTelemetry
+//! semantic conventions for MCP say (`tools/call {tool}`, `mcp.method.name`,
+//! `gen_ai.tool.name`, `error.type`), with Fusion's action, tenant, outcome, latency and error
 //! id, whose parent is the W3C trace context the request carried in `_meta`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use fusion::rmcp::model::RequestMetaObject;
+use fusion::protocol::model::RequestMetaObject;
 use fusion::testing::Tester;
 use fusion::{ActionInfo, CallContext, Exposition, Principal, ServerBuilder, ToolError, tool};
 use opentelemetry::trace::TracerProvider as _;
@@ -28,7 +30,7 @@ async fn answer(fail: bool) -> Result<u32, ToolError> {
     }
 }
 
-/// The fields of every closed `tool_call` span.
+/// The fields of every closed span of a call (`tools/call`, `resources/read`, `prompts/get`).
 #[derive(Clone, Default)]
 struct Spans(Arc<Mutex<Vec<BTreeMap<String, String>>>>);
 
@@ -63,7 +65,7 @@ impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Spans {
     }
     fn on_close(&self, id: Id, context: Context<'_, S>) {
         if let Some(span) = context.span(&id)
-            && span.name() == "tool_call"
+            && ["tools/call", "resources/read", "prompts/get"].contains(&span.name())
             && let Some(fields) = span.extensions().get::<Fields>()
         {
             self.0.lock().unwrap().push(fields.0.clone());
@@ -100,7 +102,12 @@ async fn every_call_has_a_span_with_its_outcome_latency_and_trace_context() {
     let recorded = spans.0.lock().unwrap().clone();
     assert_eq!(recorded.len(), 2, "{recorded:?}");
     let first = &recorded[0];
-    assert_eq!(first["tool"], "probe_answer");
+    assert_eq!(first["otel.name"], "tools/call probe_answer");
+    assert_eq!(first["otel.kind"], "server");
+    assert_eq!(first["mcp.method.name"], "tools/call");
+    assert_eq!(first["gen_ai.tool.name"], "probe_answer");
+    assert_eq!(first["gen_ai.operation.name"], "execute_tool");
+    assert!(!first.contains_key("error.type"));
     assert_eq!(first["action"], "probe.answer");
     assert_eq!(first["outcome"], "ok");
     assert!(first["latency_us"].parse::<u64>().is_ok());
@@ -109,6 +116,8 @@ async fn every_call_has_a_span_with_its_outcome_latency_and_trace_context() {
     assert!(!first.contains_key("error_id"));
     let second = &recorded[1];
     assert_eq!(second["outcome"], "INTERNAL_ERROR");
+    assert_eq!(second["error.type"], "INTERNAL_ERROR");
+    assert_eq!(second["otel.status_code"], "ERROR");
     assert_eq!(
         second["error_id"],
         failed.error()["errorId"].as_str().unwrap()
@@ -148,16 +157,21 @@ async fn denied_calls_and_calls_without_a_valid_action_are_spanned_as_errors() {
     assert_eq!(recorded.len(), 3, "{recorded:?}");
     let denied = &recorded[0];
     assert_eq!(
-        (denied["tool"].as_str(), denied["action"].as_str()),
+        (
+            denied["gen_ai.tool.name"].as_str(),
+            denied["action"].as_str()
+        ),
         ("probe", "probe.answer")
     );
+    assert_eq!(denied["error.type"], "FORBIDDEN");
     assert_eq!(denied["outcome"], "FORBIDDEN");
     assert!(denied["latency_us"].parse::<u64>().is_ok());
     for (span, outcome) in recorded[1..]
         .iter()
         .zip(["UNKNOWN_ACTION", "MISSING_DISCRIMINATOR"])
     {
-        assert_eq!(span["tool"], "probe");
+        assert_eq!(span["gen_ai.tool.name"], "probe");
+        assert_eq!(span["error.type"], outcome);
         assert!(
             !span.contains_key("action"),
             "no valid action was named: {span:?}"
@@ -183,7 +197,7 @@ async fn the_traceparent_becomes_the_opentelemetry_parent() {
     let exported = exporter.get_finished_spans().unwrap();
     let call = exported
         .iter()
-        .find(|span| span.name == "tool_call")
+        .find(|span| span.name == "tools/call probe_answer")
         .expect("the call's span was exported");
     assert_eq!(
         call.span_context.trace_id().to_string(),

@@ -14,14 +14,12 @@ use std::sync::Arc;
 
 use fusion::audit::{AuditEntry, AuditRecord};
 use fusion::complete::CompletionRequest;
+use fusion::serde_json::json;
 use fusion::{
     AccessPolicy, ActionInfo, CallContext, Create, Elicit, Filter, Page, Presented, Principal,
     PromptInfo, PromptMessages, Provided, ResourceInfo, Router, Server, ServerBuilder, State,
     Suggestion, ToolError, UiBlock, Update, Verb, blocking, presenter, prompt, resource, tool,
 };
-use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::json;
 
 pub use model::{Invoice, Status};
 pub use pg::{PgAuditSink, PgLock, PgStore};
@@ -655,14 +653,16 @@ pub async fn create_invoice(
 }
 
 /// Counts and totals of the tenant's invoices by status.
-#[derive(Debug, Serialize, JsonSchema)]
+#[fusion::data(serialize, schema)]
+#[derive(Debug)]
 pub struct Stats {
     /// One line per status.
     pub by_status: Vec<StatusTotal>,
 }
 
 /// Count and total of the invoices with one status.
-#[derive(Debug, Serialize, JsonSchema)]
+#[fusion::data(serialize, schema)]
+#[derive(Debug)]
 pub struct StatusTotal {
     /// The status.
     pub status: Status,
@@ -689,7 +689,8 @@ pub async fn invoice_stats(store: State<Invoices>, tenant: Tenant) -> Result<Sta
 }
 
 /// What each invoice status means.
-#[derive(Debug, Serialize, JsonSchema)]
+#[fusion::data(serialize, schema)]
+#[derive(Debug)]
 pub struct StatusGuide {
     /// Status and meaning.
     pub statuses: Vec<(Status, String)>,
@@ -711,7 +712,8 @@ pub async fn statuses() -> Result<StatusGuide, ToolError> {
 }
 
 /// A reminder that was sent.
-#[derive(Debug, Serialize, JsonSchema)]
+#[fusion::data(serialize, schema)]
+#[derive(Debug)]
 pub struct Reminder {
     /// The invoice reminded about.
     pub invoice: String,

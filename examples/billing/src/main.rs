@@ -1,7 +1,6 @@
 //! Run with `cargo run -p billing` (MCP over stdio) or
 //! `cargo run -p billing -- --http 127.0.0.1:8080` (Streamable HTTP on `/mcp`).
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -101,15 +100,7 @@ fn default_data_dir() -> PathBuf {
 #[tokio::main]
 async fn main() -> ExitCode {
     let matches = Args::command().get_matches();
-    // stdout belongs to the protocol in stdio mode: logs go to stderr, always.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn")),
-        )
-        .init();
+    fusion::serve::log_to_stderr();
     let args = match Args::from_arg_matches(&matches) {
         Ok(args) => args,
         Err(error) => error.exit(),

@@ -1,11 +1,10 @@
 //! The invoice model: what each column means, what never leaves, what never comes in.
 
 use fusion::{Hidden, model};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 /// Where an invoice is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Issued and not paid yet.

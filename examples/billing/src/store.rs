@@ -683,7 +683,7 @@ impl Store {
         audit: &AuditRecord,
     ) -> Result<Created, StoreError> {
         let request = new.idempotency_key.map(|_| {
-            fusion::audit::arguments_digest(&serde_json::json!({
+            fusion::audit::arguments_digest(&fusion::serde_json::json!({
                 "customer_id": new.customer_id,
                 "total_cents": new.total_cents,
             }))

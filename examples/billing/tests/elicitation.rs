@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use billing::Store;
 use fusion::Exposition;
+use fusion::serde_json::{Value, json};
 use fusion::serve::Mcp;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
@@ -14,7 +15,6 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RunningService, serve_directly};
 use rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServiceExt};
-use serde_json::{Value, json};
 
 #[derive(Clone)]
 struct User {

@@ -28,8 +28,8 @@ use std::sync::Arc;
 
 use billing::{Store, local_principal};
 use fusion::audit::SqliteAuditSink;
+use fusion::serde_json::{Value, json};
 use fusion::testing::Tester;
-use serde_json::{Value, json};
 use support::{Answer, BillingHttp, Caller};
 
 const ALPHA: &str = "alpha-token-5e1d";

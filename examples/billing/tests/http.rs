@@ -24,6 +24,7 @@ use std::time::Duration;
 use billing::Store;
 use fusion::Exposition;
 use fusion::auth::StaticTokens;
+use fusion::serde_json::{Value, json};
 use fusion::serve::{HttpOptions, Mcp, ServeError};
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
@@ -34,7 +35,6 @@ use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, ServiceExt};
-use serde_json::{Value, json};
 use support::BillingHttp;
 
 /// Every test finishes well within this, or fails instead of hanging CI.
@@ -235,7 +235,7 @@ struct Exchange {
 
 impl Exchange {
     fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
+        fusion::serde_json::from_str(&self.body)
             .unwrap_or_else(|error| panic!("not JSON ({error}): {}", self.body))
     }
 }
@@ -832,7 +832,7 @@ fn saw(seen: &Arc<Mutex<Vec<FactorySaw>>>, trace: &str) -> FactorySaw {
 }
 
 fn traced(trace: &str) -> RequestMetaObject {
-    serde_json::from_value(json!({"dev.test/trace": trace})).unwrap()
+    fusion::serde_json::from_value(json!({"dev.test/trace": trace})).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -916,7 +916,7 @@ async fn the_context_factory_sees_the_whole_request() {
             assert_eq!(call.client.as_deref(), Some("raw-http-test"));
             assert_eq!(call.header.as_deref(), Some("raw"));
             let expected: Option<ProgressToken> =
-                progress.map(|token| serde_json::from_value(token).unwrap());
+                progress.map(|token| fusion::serde_json::from_value(token).unwrap());
             assert_eq!(call.progress, expected, "{call:?}");
             assert_eq!(call.call_progress, expected);
         }

@@ -25,7 +25,7 @@ mod support;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use fusion::serde_json::{Value, json};
 use support::{BillingHttp, tail};
 
 const DEFAULT_SEED: u64 = 0x5EED_B111_2024_0001;
@@ -334,7 +334,7 @@ fn next_call(rng: &mut Rng, model: &mut Model) -> Call {
                 2 => Some(rng.below(61) as u64),
                 _ => Some(*rng.pick(&[50u64, 51, 1000, 4_294_967_295])),
             };
-            let mut arguments = serde_json::Map::new();
+            let mut arguments = fusion::serde_json::Map::new();
             if let Some(status) = &status {
                 arguments.insert("status".into(), status.clone());
             }
@@ -814,7 +814,7 @@ impl Wire {
 
 /// The JSON-RPC messages of a body: the body itself (JSON) or the `data:` of each SSE event.
 fn messages(body: &str) -> Vec<Value> {
-    if let Ok(message) = serde_json::from_str::<Value>(body) {
+    if let Ok(message) = fusion::serde_json::from_str::<Value>(body) {
         return vec![message];
     }
     let mut found = Vec::new();
@@ -827,7 +827,7 @@ fn messages(body: &str) -> Vec<Value> {
         if data.is_empty() {
             continue;
         }
-        if let Ok(message) = serde_json::from_str(&data.join("\n")) {
+        if let Ok(message) = fusion::serde_json::from_str(&data.join("\n")) {
             found.push(message);
         }
     }

@@ -11,7 +11,7 @@ use fusion::audit::TracingAuditSink;
 use fusion::lock::{
     Check, Class, LockError, Lockfile, Mode, Outcome, PresentedField, Rule, Surface,
 };
-use serde_json::json;
+use fusion::serde_json::json;
 
 const REVIEWED: &str = include_str!("../fusion.lock");
 

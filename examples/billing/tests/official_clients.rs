@@ -35,7 +35,7 @@ mod support;
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use fusion::serde_json::{Value, json};
 use support::{BillingHttp, Conformance, MATRIX_CLIENTS, Matrix, billing_bin, ensure_testkit};
 
 fn plan(name: &str) -> PathBuf {
@@ -252,7 +252,7 @@ fn conformance(spec: &str, scenarios: &[&str]) {
             .join("node/node_modules/@modelcontextprotocol/conformance/package.json"),
     )
     .ok()
-    .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+    .and_then(|text| fusion::serde_json::from_str::<fusion::serde_json::Value>(&text).ok())
     .and_then(|package| package["version"].as_str().map(str::to_owned))
     .unwrap_or_else(|| "?".into());
     let count = |n: Option<u64>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());

@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use billing::{Created, Invoices, NewInvoice, PgLock, PgStore, Status, VoidOutcome};
 use fusion::audit::AuditRecord;
+use fusion::serde_json::json;
 use fusion::testing::Tester;
 use fusion::{Principal, ToolError};
-use serde_json::json;
 
 /// A PostgreSQL cluster in a temp dir, stopped (`pg_ctl stop -m immediate`) on drop.
 struct TempPostgres {

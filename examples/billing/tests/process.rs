@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use fusion::serde_json::{Value, json};
 
 #[test]
 fn stdout_carries_only_protocol_messages_in_stdio_mode() {
@@ -47,7 +47,7 @@ fn stdout_carries_only_protocol_messages_in_stdio_mode() {
         let mut answered = Vec::new();
         for line in stdout.lines() {
             let line = line.expect("a line of stdout");
-            let message: Value = serde_json::from_str(&line).unwrap_or_else(|error| {
+            let message: Value = fusion::serde_json::from_str(&line).unwrap_or_else(|error| {
                 panic!("stdout carried a non-protocol line ({error}): {line}")
             });
             assert_eq!(message["jsonrpc"], "2.0", "{line}");

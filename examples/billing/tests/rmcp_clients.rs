@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use billing::Store;
 use fusion::Exposition;
+use fusion::serde_json::{Value, json};
 use fusion::serve::Mcp;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, JsonObject};
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{Peer, RoleClient, ServiceExt};
-use serde_json::{Value, json};
 
 /// Every test finishes well within this, or fails instead of hanging CI.
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -93,7 +93,7 @@ async fn ok(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> Value {
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("{tool}: no text content"));
-    let shown: Value = serde_json::from_str(&first).expect("the first block is JSON data");
+    let shown: Value = fusion::serde_json::from_str(&first).expect("the first block is JSON data");
     assert_eq!(
         shown, envelope["data"],
         "{tool}: content and envelope differ"

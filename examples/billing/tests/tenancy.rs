@@ -9,12 +9,12 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use fusion::serde_json::{Value, json};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use serde_json::{Value, json};
 use support::BillingHttp;
 
 const ALPHA: &str = "alpha-token-3f9c";
@@ -53,7 +53,7 @@ struct Answer {
 
 impl Answer {
     fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
+        fusion::serde_json::from_str(&self.body)
             .unwrap_or_else(|error| panic!("not JSON ({error}): {}", self.body))
     }
 
@@ -821,7 +821,8 @@ async fn resources_and_prompts_take_the_tenant_like_tools_and_check_mcp_name() {
         .await;
     assert_eq!(read.status, 200, "{}", read.body);
     let contents = &read.json()["result"]["contents"];
-    let invoice: Value = serde_json::from_str(contents[0]["text"].as_str().unwrap()).unwrap();
+    let invoice: Value =
+        fusion::serde_json::from_str(contents[0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(invoice["id"], "INV-7", "{}", read.body);
     assert!(invoice.get("tenant_id").is_none(), "{invoice}");
 

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use billing::{Store, local_principal};
+use fusion::serde_json::json;
 use fusion::testing::Tester;
 use fusion::{Exposition, Principal};
-use serde_json::json;
 
 fn tester(exposition: Exposition) -> Tester {
     let store = Arc::new(Store::open_in_memory().expect("an in-memory store"));
@@ -120,7 +120,7 @@ async fn a_read_only_caller_sees_and_hears_of_reads_only_in_grouped_exposition()
     context.extensions_mut().insert(reader());
     let listed = server.visible_tools(&context);
     assert_eq!(listed.len(), 1);
-    let input = serde_json::Value::Object((*listed[0].input_schema).clone());
+    let input = fusion::serde_json::Value::Object((*listed[0].input_schema).clone());
     assert_eq!(
         input["properties"]["action"]["enum"],
         json!(["get_invoice", "list_invoices", "invoice_stats", "statuses"])

@@ -4,8 +4,6 @@ use fusion::complete::CompletionRequest;
 use fusion::{
     Answer, CallContext, Elicit, Media, PromptMessages, ServerBuilder, ToolError, prompt,
 };
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
@@ -79,7 +77,8 @@ async fn test_prompt_with_image() -> Result<PromptMessages, ToolError> {
 }
 
 /// What the prompt is about, as asked.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[fusion::data(deserialize, schema)]
+#[derive(Debug)]
 struct Context {
     context: String,
 }

@@ -1,8 +1,6 @@
 //! The suite's resources.
 
 use fusion::{Blob, ServerBuilder, ToolError, resource};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
@@ -34,7 +32,8 @@ async fn static_binary() -> Result<Blob, ToolError> {
 }
 
 /// What `test://template/{id}/data` reads as.
-#[derive(Debug, Serialize, JsonSchema)]
+#[fusion::data(serialize, schema)]
+#[derive(Debug)]
 #[serde(rename_all = "camelCase")]
 struct TemplateData {
     id: String,

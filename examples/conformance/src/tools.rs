@@ -6,8 +6,6 @@ use fusion::{
     Answer, ArgumentGroup, Elicit, Log, Media, Progress, Roots, Sample, ServerBuilder, ToolError,
     WithMedia, tool,
 };
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
@@ -76,7 +74,7 @@ async fn test_multiple_content_types() -> Result<WithMedia<&'static str>, ToolEr
         .with(Media::resource_text(
             "test://mixed-content-resource",
             "application/json",
-            serde_json::json!({"test": "data", "value": 123}).to_string(),
+            fusion::serde_json::json!({"test": "data", "value": 123}).to_string(),
         )))
 }
 
@@ -122,7 +120,8 @@ async fn test_logging_tool(log: Log) -> Result<String, ToolError> {
 }
 
 /// Who the user is, as `test_elicitation` asks.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[fusion::data(deserialize, schema)]
+#[derive(Debug)]
 struct UserInfo {
     /// User's response
     username: String,
@@ -167,7 +166,8 @@ fn default_verified() -> bool {
 }
 
 /// A status, one of three.
-#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug, Default)]
 #[serde(rename_all = "lowercase")]
 enum Status {
     #[default]
@@ -177,7 +177,8 @@ enum Status {
 }
 
 /// A form whose every field has a default.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 struct Profile {
     /// User name
     #[serde(default = "default_name")]
@@ -206,11 +207,11 @@ async fn test_elicitation_sep1034_defaults(ask: Elicit) -> Result<String, ToolEr
 }
 
 /// What the user answered, as the suite's fixtures word it.
-fn completed<T: Serialize>(answer: Answer<T>) -> String {
+fn completed<T: fusion::serde::Serialize>(answer: Answer<T>) -> String {
     match answer {
         Answer::Accepted(content) => format!(
             "Elicitation completed: action=accept, content={}",
-            serde_json::to_string(&content).unwrap_or_default()
+            fusion::serde_json::to_string(&content).unwrap_or_default()
         ),
         Answer::Declined => "Elicitation completed: action=decline".to_owned(),
         Answer::Cancelled => "Elicitation completed: action=cancel".to_owned(),
@@ -218,7 +219,8 @@ fn completed<T: Serialize>(answer: Answer<T>) -> String {
 }
 
 /// Options without titles.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 #[serde(rename_all = "lowercase")]
 enum Plain {
     Option1,
@@ -227,7 +229,8 @@ enum Plain {
 }
 
 /// Options with titles (a `oneOf` of `const`/`title` pairs).
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 enum Titled {
     #[serde(rename = "value1")]
     #[schemars(title = "First Option")]
@@ -241,7 +244,8 @@ enum Titled {
 }
 
 /// Options with titles the older way (`enumNames`).
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 #[serde(rename_all = "lowercase")]
 #[schemars(extend("enumNames" = ["Option One", "Option Two", "Option Three"]))]
 enum Legacy {
@@ -251,7 +255,8 @@ enum Legacy {
 }
 
 /// Choices with titles, several of which may be picked.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 enum Choice {
     #[serde(rename = "value1")]
     #[schemars(title = "First Choice")]
@@ -265,7 +270,8 @@ enum Choice {
 }
 
 /// A form of the five kinds of enum.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 #[serde(rename_all = "camelCase")]
 struct Picks {
     /// Select one option
@@ -324,25 +330,29 @@ async fn test_streaming_elicitation(ask: Elicit) -> Result<String, ToolError> {
 // Multi-round requests (SEP-2322): each question under the key the suite expects
 
 /// A name, as asked.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[fusion::data(deserialize, schema)]
+#[derive(Debug)]
 struct Name {
     name: String,
 }
 
 /// A colour, as asked.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[fusion::data(deserialize, schema)]
+#[derive(Debug)]
 struct Colour {
     color: String,
 }
 
 /// A yes or no, as asked.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[fusion::data(deserialize, schema)]
+#[derive(Debug)]
 struct Confirmation {
     ok: bool,
 }
 
 /// A free answer, as asked.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 struct Input {
     value: String,
 }
@@ -484,7 +494,8 @@ async fn test_input_required_result_capabilities(
 // JSON Schema 2020-12 (SEP-1613, SEP-2106): an input schema with the whole vocabulary
 
 /// A postal address (`$defs.address`, anchored).
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 #[schemars(rename = "address", extend("$anchor" = "addressDef"))]
 struct Address {
     street: Option<String>,
@@ -492,7 +503,8 @@ struct Address {
 }
 
 /// How to reach someone.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 #[serde(rename_all = "lowercase")]
 enum ContactMethod {
     Phone,
@@ -502,7 +514,8 @@ enum ContactMethod {
 /// A contact: a phone number or an e-mail address, the one the contact method names. The
 /// rules across fields are the type's own schema; the tool takes the type whole, so they are
 /// its input schema's, and enforced before the handler runs.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend(
     "allOf" = [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
@@ -533,7 +546,8 @@ async fn json_schema_2020_12_tool(contact: Contact) -> Result<Contact, ToolError
 // Arguments mirrored in HTTP headers (SEP-2243)
 
 /// Where a request goes.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[fusion::data]
+#[derive(Debug)]
 #[serde(deny_unknown_fields)]
 struct Route {
     /// The region the request is for; a client also sends it as the `Mcp-Param-Region` header,

@@ -23,16 +23,17 @@ use std::time::Duration;
 
 use fusion::Concurrency;
 use fusion::gateway::{Upstream, UpstreamProtocol};
-use serde::Deserialize;
 
-#[derive(Debug, Deserialize)]
+#[fusion::data(deserialize)]
+#[derive(Debug)]
 #[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
     upstreams: BTreeMap<String, Entry>,
 }
 
-#[derive(Debug, Deserialize)]
+#[fusion::data(deserialize)]
+#[derive(Debug)]
 #[serde(deny_unknown_fields)]
 struct Entry {
     stdio: Option<String>,

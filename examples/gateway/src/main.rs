@@ -12,7 +12,6 @@
 
 mod config;
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,7 +25,6 @@ use fusion::serve::{HttpOptions, Mcp};
 use fusion::{
     ActionInfo, CallContext, Principal, Server, ServerBuilder, ToolError, ToolSpec, Verb,
 };
-use serde::Serialize;
 
 /// The scope that lets a caller use tools that are not read-only.
 const WRITE_SCOPE: &str = "gateway:write";
@@ -96,15 +94,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let matches = Args::command().get_matches();
-    // stdout belongs to the protocol in stdio mode: logs go to stderr, always.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn")),
-        )
-        .init();
+    fusion::serve::log_to_stderr();
     let args = match Args::from_arg_matches(&matches) {
         Ok(args) => args,
         Err(error) => error.exit(),
@@ -193,7 +183,7 @@ fn local_principal() -> Principal {
 }
 
 /// What `gateway_status` says of one upstream.
-#[derive(Serialize, schemars::JsonSchema)]
+#[fusion::data(serialize, schema)]
 struct UpstreamView {
     prefix: String,
     connected: bool,
@@ -203,7 +193,7 @@ struct UpstreamView {
     protocol: Option<String>,
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[fusion::data(deserialize, schema)]
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
 
@@ -245,22 +235,7 @@ async fn serve_http(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
-    let mut options = HttpOptions::default().bind(bound);
-    #[cfg(unix)]
-    {
-        let shutdown = options.shutdown.clone();
-        let mut interrupt =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-            shutdown.cancel();
-        });
-    }
+    let mut options = HttpOptions::default();
     let mut mcp = Mcp::new(server);
     if allow_anonymous {
         tracing::warn!("serving HTTP without authentication: every caller has every right");
@@ -272,7 +247,8 @@ async fn serve_http(
     }
     // One plain line on stderr that scripts and tests can wait for (port 0 picks a port).
     eprintln!("gateway: listening on http://{bound}/mcp");
-    mcp.serve_http_on(listener, options).await?;
+    // Until SIGINT or SIGTERM; calls in flight finish first.
+    mcp.serve_http_until_signal(listener, options).await?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 
 mod support;
 
-use serde_json::json;
+use fusion::serde_json::json;
 use support::recorder::Recorder;
 use support::*;
 

@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use fusion::gateway::Upstream;
+use fusion::serde_json::json;
 use fusion::{Principal, ServerBuilder};
 use rmcp::model::{ErrorCode, ServerNotification, SubscriptionFilter};
 use rmcp::service::{NotificationContext, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
-use serde_json::json;
 use support::recorder::{Recorder, default_tools, tool};
 use support::*;
 

@@ -7,9 +7,9 @@
 mod support;
 
 use fusion::gateway::{Upstream, UpstreamProtocol};
+use fusion::serde_json::json;
 use fusion::{Principal, ServerBuilder};
 use rmcp::model::ProtocolVersion;
-use serde_json::json;
 use support::recorder::{Options, Recorder, default_tools, tool};
 use support::*;
 

@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fusion::gateway::Upstream;
+use fusion::serde_json::json;
 use fusion::serve::Mcp;
 use fusion::{CallContext, Concurrency, Principal, Server, ServerBuilder, ToolError, ToolSpec};
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use serde_json::json;
 use support::*;
 
 /// `node <server-everything> stdio`, from the testkit.
@@ -43,7 +43,7 @@ fn ensure_testkit() {
     });
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[fusion::data(deserialize, schema)]
 struct NoArgs {}
 
 fn ping() -> ToolSpec {

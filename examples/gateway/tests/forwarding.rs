@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fusion::gateway::Upstream;
+use fusion::serde_json::json;
 use fusion::{Principal, ServerBuilder};
 use rmcp::model::{ProgressNotificationParam, ProtocolVersion};
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
-use serde_json::json;
 use support::recorder::Recorder;
 use support::*;
 

@@ -5,8 +5,8 @@
 mod support;
 
 use fusion::gateway::Upstream;
+use fusion::serde_json::json;
 use fusion::{Principal, ServerBuilder};
-use serde_json::json;
 use support::recorder::{Options, Recorder};
 use support::*;
 

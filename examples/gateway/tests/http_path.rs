@@ -7,9 +7,9 @@
 mod support;
 
 use fusion::gateway::{Upstream, UpstreamProtocol};
+use fusion::serde_json::json;
 use fusion::{Principal, ServerBuilder};
 use rmcp::model::NumberOrString;
-use serde_json::json;
 use support::recorder::{Recorder, Refusal};
 use support::*;
 
@@ -112,7 +112,7 @@ async fn http_failures_are_classified_in_either_era() {
                 );
                 assert_eq!(error["retryable"], true, "{refusal:?}");
                 assert!(error["errorId"].is_string(), "{refusal:?}: {error}");
-                let text = serde_json::to_string(&result).unwrap();
+                let text = fusion::serde_json::to_string(&result).unwrap();
                 for internal in ["internal details", "HTTP", "127.0.0.1", "upstream `"] {
                     assert!(
                         !text.contains(internal),

@@ -11,19 +11,19 @@ use std::sync::{Arc, Mutex};
 
 use fusion::ServerBuilder;
 use fusion::gateway::Upstream;
+use fusion::serde_json::json;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, LoggingLevel,
     LoggingMessageNotificationParam, RequestMetaObject, SetLevelRequestParams,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions};
 use rmcp::{ClientHandler, RoleClient};
-use serde_json::json;
 use support::recorder::{Recorder, tool};
 use support::*;
 
 /// Keeps the log messages it receives.
 #[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<serde_json::Value>>>);
+struct Logs(Arc<Mutex<Vec<fusion::serde_json::Value>>>);
 
 impl ClientHandler for Logs {
     async fn on_logging_message(
@@ -36,7 +36,7 @@ impl ClientHandler for Logs {
 }
 
 impl Logs {
-    fn all(&self) -> Vec<serde_json::Value> {
+    fn all(&self) -> Vec<fusion::serde_json::Value> {
         self.0.lock().unwrap().clone()
     }
 }

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use fusion::audit::{AuditError, AuditRecord, AuditSink};
 use fusion::gateway::Upstream;
+use fusion::serde_json::{Value, json};
 use fusion::serve::Mcp;
 use fusion::{ActionInfo, CallContext, Principal, Server, ServerBuilder, ToolError, ToolSpec};
 use rmcp::model::ErrorCode;
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
-use serde_json::{Value, json};
 use support::*;
 
 const PREFIX: &str = "acct";
@@ -45,7 +45,7 @@ impl Records {
     }
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[fusion::data(deserialize, schema)]
 struct NoArgs {}
 
 /// A gateway over `billing --in-memory` under `acct`, beside one built-in tool; its access
@@ -174,7 +174,7 @@ async fn results_pass_intact_and_hidden_fields_stay_absent() {
                 "{tool} {arguments}"
             );
             assert_eq!(via.content, own.content, "{tool} {arguments}");
-            let text = serde_json::to_string(&via).unwrap();
+            let text = fusion::serde_json::to_string(&via).unwrap();
             for hidden in ["whsec_", "webhook_secret", "tenant_id", "t_777"] {
                 assert!(
                     !text.contains(hidden),
@@ -305,7 +305,7 @@ async fn a_killed_upstream_gives_a_retryable_error_then_is_restarted() {
                 assert_eq!(error["code"], "UPSTREAM_UNAVAILABLE", "{error}");
                 assert_eq!(error["retryable"], true);
                 assert!(error["errorId"].is_string(), "{error}");
-                let text = serde_json::to_string(&result).unwrap();
+                let text = fusion::serde_json::to_string(&result).unwrap();
                 for internal in ["No such", "closed", "ransport", "upstream `"] {
                     assert!(!text.contains(internal), "{internal} in {text}");
                 }

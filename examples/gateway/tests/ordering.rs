@@ -14,9 +14,9 @@
 mod support;
 
 use fusion::gateway::{Upstream, UpstreamProtocol};
+use fusion::serde_json::{Value, json};
 use fusion::{Principal, ServerBuilder};
 use rmcp::model::{NumberOrString, ProtocolVersion};
-use serde_json::{Value, json};
 use support::recorder::Recorder;
 use support::within;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
@@ -118,7 +118,7 @@ async fn ordered(server: &fusion::Server, tool: &str) {
             .await
             .unwrap()
             .expect("the gateway answers");
-        serde_json::from_str(&line).unwrap()
+        fusion::serde_json::from_str(&line).unwrap()
     };
     send(
         &mut writer,
@@ -170,7 +170,7 @@ async fn ordered(server: &fusion::Server, tool: &str) {
 }
 
 async fn send(writer: &mut (impl tokio::io::AsyncWrite + Unpin), message: Value) {
-    let mut line = serde_json::to_vec(&message).unwrap();
+    let mut line = fusion::serde_json::to_vec(&message).unwrap();
     line.push(b'\n');
     writer.write_all(&line).await.unwrap();
 }

@@ -1,7 +1,7 @@
 //! A proxied call takes the server's own stages, proven at both ends: the gateway in process in
 //! front of a recording rmcp upstream (`support/recorder.rs`) over Streamable HTTP. The server's
 //! middleware sees the call with its principal (and a refusal there never reaches the
-//! upstream), a `tool_call` span covers it, the metrics hook counts it, the caller's W3C trace
+//! upstream), a `tools/call` span covers it, the metrics hook counts it, the caller's W3C trace
 //! context arrives at the upstream in `_meta`, and the server's rate limit applies.
 
 mod support;
@@ -13,9 +13,9 @@ use std::time::Duration;
 use fusion::gateway::Upstream;
 use fusion::middleware::from_fn;
 use fusion::observe::CallReport;
+use fusion::serde_json::json;
 use fusion::{Metrics, Principal, RateLimit, ServerBuilder, ToolError};
 use rmcp::model::RequestMetaObject;
-use serde_json::json;
 use support::recorder::Recorder;
 use support::*;
 use tracing::field::{Field, Visit};
@@ -27,7 +27,7 @@ use tracing_subscriber::registry::LookupSpan;
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const TRACESTATE: &str = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
 
-/// The fields of every closed `tool_call` span.
+/// The fields of every closed `tools/call` span.
 #[derive(Clone, Default)]
 struct Spans(Arc<Mutex<Vec<BTreeMap<String, String>>>>);
 
@@ -62,7 +62,7 @@ impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Spans {
     }
     fn on_close(&self, id: Id, context: Context<'_, S>) {
         if let Some(span) = context.span(&id)
-            && span.name() == "tool_call"
+            && span.name() == "tools/call"
             && let Some(fields) = span.extensions().get::<Fields>()
         {
             self.0.lock().unwrap().push(fields.0.clone());
@@ -186,20 +186,29 @@ async fn middleware_span_metrics_and_trace_context_cover_proxied_calls() {
             .lock()
             .unwrap()
             .iter()
-            .filter(|span| span["tool"].starts_with("traced_"))
+            .filter(|span| span["gen_ai.tool.name"].starts_with("traced_"))
             .cloned()
             .collect();
         assert_eq!(recorded.len(), 2, "{recorded:?}");
         let echo = &recorded[0];
-        assert_eq!(echo["tool"], "traced_echo");
+        assert_eq!(echo["gen_ai.tool.name"], "traced_echo");
+        assert_eq!(echo["otel.name"], "tools/call traced_echo");
+        assert_eq!(echo["mcp.method.name"], "tools/call");
+        assert_eq!(echo["gen_ai.operation.name"], "execute_tool");
+        // What the transport knew of the request: its id and protocol version.
+        assert!(echo.contains_key("jsonrpc.request.id"), "{echo:?}");
+        assert!(echo.contains_key("mcp.protocol.version"), "{echo:?}");
+        assert!(!echo.contains_key("error.type"), "{echo:?}");
         assert_eq!(echo["action"], "traced.echo");
         assert_eq!(echo["outcome"], "ok");
         assert!(echo["latency_us"].parse::<u64>().is_ok(), "{echo:?}");
         assert_eq!(echo["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(echo["parent_span_id"], "00f067aa0ba902b7");
         let delete = &recorded[1];
-        assert_eq!(delete["tool"], "traced_delete");
+        assert_eq!(delete["gen_ai.tool.name"], "traced_delete");
         assert_eq!(delete["outcome"], "FORBIDDEN");
+        assert_eq!(delete["error.type"], "FORBIDDEN");
+        assert_eq!(delete["otel.status_code"], "ERROR");
         assert!(!delete.contains_key("trace_id"));
 
         client.cancel().await.unwrap();

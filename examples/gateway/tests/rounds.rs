@@ -10,13 +10,13 @@ mod support;
 
 use fusion::ServerBuilder;
 use fusion::gateway::Upstream;
+use fusion::serde_json::json;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
     ElicitationCapability, ErrorCode, ServerResult, Tool,
 };
 use rmcp::service::ServiceError;
 use rmcp::{ClientHandler, Peer, RoleClient};
-use serde_json::json;
 use support::recorder::{Recorder, tool};
 use support::*;
 
@@ -91,7 +91,7 @@ async fn input_required_and_its_answers_pass_through_untouched() {
             };
             // The upstream's questions and its own state, as it sent them.
             assert_eq!(asked.request_state.as_deref(), Some("recorder-state-1"));
-            let questions = serde_json::to_value(&asked.input_requests).unwrap();
+            let questions = fusion::serde_json::to_value(&asked.input_requests).unwrap();
             assert_eq!(
                 questions["q1"]["method"], "elicitation/create",
                 "{questions}"

@@ -9,7 +9,7 @@ use fusion::{ActionInfo, CallContext, Principal, ServerBuilder, ToolError, ToolS
 use support::recorder::Recorder;
 use support::*;
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[fusion::data(deserialize, schema)]
 struct NoArgs {}
 
 #[tokio::test]

@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use fusion::audit::{AuditError, AuditRecord, AuditSink};
 use fusion::gateway::Upstream;
+use fusion::serde_json::json;
 use fusion::serve::Mcp;
 use fusion::{ActionInfo, CallContext, Principal, Server, ServerBuilder, ToolError, ToolSpec};
 use rmcp::model::{ErrorCode, Tool};
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
-use serde_json::json;
 use support::recorder::{Recorder, tool};
 use support::*;
 
@@ -32,7 +32,7 @@ impl AuditSink for Records {
     }
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[fusion::data(deserialize, schema)]
 struct NoArgs {}
 
 fn ping_tool() -> ToolSpec {

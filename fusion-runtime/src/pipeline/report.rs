@@ -198,7 +198,7 @@ impl Report {
         args: &JsonObject,
     ) -> Report {
         let key = facts.key.as_str();
-        let span = observe::call_span(inner.span_level, method, Some(key), context);
+        let span = observe::read_span(inner.span_level, method, key, context);
         let audited = inner.audit.as_ref().is_some_and(|audit| audit.reads);
         if span.is_disabled() && inner.metrics.is_none() && !audited {
             return Report {
@@ -273,23 +273,25 @@ impl Report {
             return;
         };
         let latency = measured.started.elapsed();
-        let span = &self.span;
-        if !span.is_disabled() {
-            span.record("outcome", outcome.label());
-            span.record(
-                "latency_us",
-                u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-            );
-            if let Some(error_id) = outcome.error_id() {
-                span.record("error_id", error_id);
-            }
-        }
+        let is_error = matches!(outcome, Outcome::Failed { .. });
+        observe::record_end(
+            &self.span,
+            outcome.label(),
+            is_error,
+            outcome.error_id(),
+            latency,
+        );
         if let Some(metrics) = &inner.metrics {
             let report = CallReport {
+                // Reads finish under their method's name (no tool name has a `/`).
+                method: match tool {
+                    observe::RESOURCES_READ | observe::PROMPTS_GET => tool,
+                    _ => observe::TOOLS_CALL,
+                },
                 tool,
                 action,
                 outcome: outcome.label(),
-                is_error: matches!(outcome, Outcome::Failed { .. }),
+                is_error,
                 latency,
             };
             // The call is done: a panicking hook loses its count, not the agent's result.

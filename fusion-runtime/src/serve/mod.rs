@@ -86,12 +86,16 @@ mod connections;
 #[cfg(feature = "gateway")]
 mod gateway;
 mod listing;
+#[cfg(feature = "stderr-log")]
+mod log;
 mod options;
 #[cfg(feature = "http")]
 mod replica;
 mod rounds;
 #[cfg(feature = "http")]
 mod sessions;
+#[cfg(any(feature = "stdio", feature = "http"))]
+mod signal;
 #[cfg(feature = "stdio")]
 mod stdio;
 #[cfg(feature = "http")]
@@ -100,6 +104,8 @@ mod subscriptions;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
+#[cfg(feature = "stderr-log")]
+pub use log::log_to_stderr;
 #[cfg(feature = "http")]
 pub(crate) use options::Tally;
 pub use options::{ContextFactory, McpOptions, RequestInfo, ServeError};
@@ -107,6 +113,8 @@ pub use options::{ContextFactory, McpOptions, RequestInfo, ServeError};
 pub use replica::{InvalidReplicaName, ReplicaName};
 #[cfg(feature = "http")]
 pub use sessions::{BoundedSessions, SessionsError};
+#[cfg(any(feature = "stdio", feature = "http"))]
+pub use signal::shutdown_signal;
 #[cfg(feature = "http")]
 pub use streamable::HttpOptions;
 
@@ -361,6 +369,7 @@ impl McpHandler {
             None => {
                 call.request = RequestFacts {
                     peer: Some(context.peer),
+                    id: Some(context.id),
                 };
                 call.meta = context.meta;
                 call.cancellation = context.ct;
@@ -370,6 +379,7 @@ impl McpHandler {
                 // The factory sees a call that already knows its request.
                 call.request = RequestFacts {
                     peer: Some(context.peer.clone()),
+                    id: Some(context.id.clone()),
                 };
                 call.meta = context.meta.clone();
                 call.cancellation = context.ct.clone();

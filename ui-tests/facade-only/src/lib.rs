@@ -41,13 +41,26 @@ pub enum CrmError {
     NotFound(String),
 }
 
-/// Counts, derived through the facade: `serde` and `schemars` are `fusion`'s.
-#[derive(Debug, fusion::serde::Serialize, fusion::schemars::JsonSchema)]
-#[serde(crate = "fusion::serde")]
-#[schemars(crate = "fusion::schemars")]
+/// Counts, derived through the facade by `#[data]`: no serde or schemars here, not even a
+/// `crate = …` line.
+#[fusion::data(serialize, schema)]
+#[derive(Debug)]
 pub struct Count {
     /// How many contacts there are.
     pub contacts: usize,
+    /// Set when the count was asked for a domain, in camelCase as serde's own attribute says.
+    #[serde(skip_serializing_if = "Option::is_none", rename = "ofDomain")]
+    pub of_domain: Option<String>,
+}
+
+/// Which contacts to count: an argument type of the connector's own, read with serde and
+/// described with schemars, both through `fusion`.
+#[fusion::data]
+#[derive(Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Scope {
+    /// Count only addresses at this domain (`example.com`).
+    pub domain: String,
 }
 
 /// The contacts.
@@ -112,15 +125,24 @@ async fn list_contacts(
         .collect())
 }
 
-/// Counts the contacts.
+/// Counts the contacts, or those of one domain.
 #[tool(query, name = "crm.count")]
-async fn count(book: State<Book>) -> Result<Count, ToolError> {
+async fn count(book: State<Book>, scope: Option<Scope>) -> Result<Count, ToolError> {
     let contacts = book
         .0
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let domain = scope.map(|scope| scope.domain);
     Ok(Count {
-        contacts: contacts.len(),
+        contacts: contacts
+            .iter()
+            .filter(|contact| {
+                domain
+                    .as_ref()
+                    .is_none_or(|domain| contact.email.ends_with(&format!("@{domain}")))
+            })
+            .count(),
+        of_domain: domain,
     })
 }
 

@@ -28,6 +28,29 @@ async fn a_connector_on_fusion_alone_works() {
     assert_eq!(missing.error_code(), Some("ContactNotFound"));
     let count = tester.call("crm.count", json!({})).await;
     assert_eq!(count.data(), &json!({"contacts": 1}));
+    // `#[data]` types: read, described and written through the facade, serde's own attributes
+    // included.
+    let scoped = tester
+        .call("crm.count", json!({"scope": {"domain": "elsewhere.org"}}))
+        .await;
+    assert_eq!(
+        scoped.data(),
+        &json!({"contacts": 0, "ofDomain": "elsewhere.org"})
+    );
+    let unknown = tester
+        .call("crm.count", json!({"scope": {"domain": "x", "tld": "y"}}))
+        .await;
+    assert_eq!(unknown.error_code(), Some("VALIDATION_ERROR"));
+    let count_tool = tester
+        .list_tools()
+        .into_iter()
+        .find(|tool| tool.name == "crm_count")
+        .expect("crm_count is listed");
+    let schema = fusion::serde_json::to_string(&*count_tool.input_schema).unwrap();
+    assert!(
+        schema.contains("Count only addresses at this domain"),
+        "the schema of a #[data] type carries its docs: {schema}"
+    );
     let listed = tester
         .call("crm.list_contacts", json!({"name": "Ada"}))
         .await;

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use serde_json::Value;
+use fusion::serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
 // Paths
@@ -286,7 +286,7 @@ impl Matrix {
             }
             self.reports.push(ClientReport {
                 name: name.to_owned(),
-                report: serde_json::from_str(json).ok(),
+                report: fusion::serde_json::from_str(json).ok(),
                 line: line.to_owned(),
             });
         }
@@ -406,7 +406,7 @@ pub(crate) struct Answer {
 impl Answer {
     /// The body as JSON.
     pub(crate) fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
+        fusion::serde_json::from_str(&self.body)
             .unwrap_or_else(|error| panic!("not JSON ({error}): {}", tail(&self.body, 2000)))
     }
 
@@ -451,7 +451,7 @@ impl Caller {
         arguments: Value,
         timeout: Duration,
     ) -> Result<Answer, String> {
-        let body = serde_json::json!({
+        let body = fusion::serde_json::json!({
             "jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": tool, "arguments": arguments, "_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",

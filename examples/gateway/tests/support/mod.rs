@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use fusion::serde_json::Value;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleClient};
-use serde_json::Value;
 
 /// Every test finishes well within this, or fails instead of hanging.
 pub(crate) const TEST_TIMEOUT: Duration = Duration::from_secs(120);

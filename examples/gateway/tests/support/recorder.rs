@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fusion::axum;
+use fusion::serde_json::{Value, json};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
     ContentBlock, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
@@ -18,7 +19,6 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// What one `tools/call` brought.
@@ -290,11 +290,11 @@ impl ServerHandler for Handler {
             input_responses: request
                 .input_responses
                 .as_ref()
-                .map(|responses| serde_json::to_value(responses).unwrap()),
+                .map(|responses| fusion::serde_json::to_value(responses).unwrap()),
             client_capabilities: context
                 .meta
                 .client_capabilities()
-                .map(|capabilities| serde_json::to_value(capabilities).unwrap()),
+                .map(|capabilities| fusion::serde_json::to_value(capabilities).unwrap()),
         });
         match request.name.as_ref() {
             "echo" => Ok(text(format!(
@@ -353,7 +353,7 @@ impl ServerHandler for Handler {
                 Some("recorder-state-1") => match request
                     .input_responses
                     .as_ref()
-                    .and_then(|responses| serde_json::to_value(responses).ok())
+                    .and_then(|responses| fusion::serde_json::to_value(responses).ok())
                 {
                     Some(responses) => Ok(text(format!("answered: {responses}"))),
                     None => Err(ErrorData::invalid_params("no answer", None)),
@@ -368,17 +368,18 @@ impl ServerHandler for Handler {
                     Some(json!({"internal": "/srv/recorder/keys.pem"})),
                 )),
                 None => {
-                    let question: rmcp::model::InputRequest = serde_json::from_value(json!({
-                        "method": "elicitation/create",
-                        "params": {
-                            "message": "Which one?",
-                            "requestedSchema": {
-                                "type": "object",
-                                "properties": {"pick": {"type": "string"}}
+                    let question: rmcp::model::InputRequest =
+                        fusion::serde_json::from_value(json!({
+                            "method": "elicitation/create",
+                            "params": {
+                                "message": "Which one?",
+                                "requestedSchema": {
+                                    "type": "object",
+                                    "properties": {"pick": {"type": "string"}}
+                                }
                             }
-                        }
-                    }))
-                    .unwrap();
+                        }))
+                        .unwrap();
                     let mut requests = rmcp::model::InputRequests::new();
                     requests.insert("q1".to_owned(), question);
                     Ok(CallToolResponse::InputRequired(
@@ -422,7 +423,7 @@ async fn refused(
     use axum::response::IntoResponse as _;
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
-    let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let message: Value = fusion::serde_json::from_slice(&bytes).unwrap_or_default();
     if message["method"] != "tools/call" {
         let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
         return next.run(request).await;
