@@ -133,7 +133,7 @@ pub use fusion_runtime::{
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{
     ActionInfo, Exposition, Exposure, Glob, Server, ServerBuilder, Surface, ToolInfo, ToolKey,
-    UnknownTool,
+    ToolResult, UnknownTool,
 };
 /// Models, hidden values and input profiles (SPEC M1–M4).
 pub use fusion_runtime::{
