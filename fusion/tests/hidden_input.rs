@@ -4,9 +4,11 @@
 //! (issue 23). The routes that must not compile (`==`, `Hash`, `Ord` on `Hidden`) are in
 //! `ui-tests/tests/ui/hidden`.
 
-use std::io::Write;
+mod common;
+
 use std::sync::{Arc, Mutex};
 
+use common::Logs;
 use fusion::audit::{AuditError, KEYED_DIGEST_PREFIX, arguments_digest, keyed_arguments_digest};
 use fusion::keyed::DigestKey;
 use fusion::testing::Tester;
@@ -113,20 +115,6 @@ fn valid() -> Value {
     })
 }
 
-/// Captures what the server logs, at every level.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 async fn logged_at_trace<F: std::future::Future>(future: F) -> (F::Output, String) {
     let logs = Logs::default();
     let writer = logs.clone();
@@ -147,8 +135,7 @@ async fn logged_at_trace<F: std::future::Future>(future: F) -> (F::Output, Strin
         );
     let _guard = tracing::subscriber::set_default(subscriber);
     let output = future.await;
-    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
-    (output, text)
+    (output, logs.text())
 }
 
 /// Each kind of issue that would echo what was sent, on a hidden field: the answer names the
