@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use crate::context::{CallContext, FromContext};
 use crate::error::ToolError;
+use crate::keyed::DigestKey;
 
 /// One audited call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +47,11 @@ pub struct AuditRecord {
     /// The caller's tenant, if any.
     pub tenant: Option<String>,
     /// SHA-256 of the arguments as canonical JSON (keys sorted), hex: proves what was asked
-    /// without storing it.
+    /// without storing it. When the arguments carry a hidden value (a `Hidden` field of a
+    /// profile, or anything holding one), an HMAC-SHA-256 under the server's audit digest key
+    /// instead, written `hmac-sha256:` and 64 hex digits (see [`keyed_arguments_digest`]): a
+    /// plain digest of a low-entropy secret would let anyone who reads the trail find it by
+    /// trying candidates.
     pub arguments_digest: String,
     /// `ok`, or `ok_truncated` when the egress budget cut the result.
     pub outcome: &'static str,
@@ -310,16 +315,37 @@ pub(crate) fn arguments_digest_of(arguments: &serde_json::Map<String, Value>) ->
     sha256_hex(&canonical)
 }
 
+/// What marks a keyed digest, before its 64 hex digits.
+pub const KEYED_DIGEST_PREFIX: &str = "hmac-sha256:";
+
+/// The digest of arguments that carry a hidden value: HMAC-SHA-256 of their canonical JSON
+/// under `key`, hex encoded after [`KEYED_DIGEST_PREFIX`]. Unlike [`arguments_digest`], no one
+/// without the key can test a guess of the hidden value against it.
+pub fn keyed_arguments_digest(arguments: &Value, key: &DigestKey) -> String {
+    let mut canonical = String::new();
+    write_canonical(arguments, &mut canonical);
+    format!(
+        "{KEYED_DIGEST_PREFIX}{}",
+        key.digest_hex(canonical.as_bytes())
+    )
+}
+
+/// [`keyed_arguments_digest`] of an arguments object.
+pub(crate) fn keyed_arguments_digest_of(
+    arguments: &serde_json::Map<String, Value>,
+    key: &DigestKey,
+) -> String {
+    let mut canonical = String::new();
+    write_object(arguments, &mut canonical);
+    format!(
+        "{KEYED_DIGEST_PREFIX}{}",
+        key.digest_hex(canonical.as_bytes())
+    )
+}
+
 fn sha256_hex(text: &str) -> String {
     use sha2::{Digest, Sha256};
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(text.as_bytes());
-    let mut hex = String::with_capacity(digest.len() * 2);
-    for byte in digest {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    hex
+    crate::keyed::hex(&Sha256::digest(text.as_bytes()))
 }
 
 fn write_object(object: &serde_json::Map<String, Value>, out: &mut String) {

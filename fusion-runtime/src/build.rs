@@ -21,6 +21,7 @@ use crate::expose::expose;
 use crate::guard::{ConcurrencyGuard, RateLimit, RateLimiter, SerialGuard, Serialization};
 use crate::key::ToolKey;
 use crate::key::check_exposed_name;
+use crate::keyed::DigestKey;
 use crate::middleware::Middleware;
 use crate::observe::Metrics;
 use crate::prompt::{Prompt, PromptSpec};
@@ -67,6 +68,7 @@ pub struct ServerBuilder {
     access: Option<Arc<dyn AccessPolicy>>,
     audit: Option<Audit>,
     audit_reads: bool,
+    audit_digest_key: Option<DigestKey>,
     metrics: Option<Arc<dyn Metrics>>,
     enabled_toolsets: Option<Vec<String>>,
     disabled_toolsets: Vec<String>,
@@ -113,6 +115,7 @@ impl ServerBuilder {
             access: None,
             audit: None,
             audit_reads: false,
+            audit_digest_key: None,
             state_keys: None,
             state_ttl: std::time::Duration::from_secs(600),
             metrics: None,
@@ -277,6 +280,23 @@ impl ServerBuilder {
         if let Some(audit) = &mut self.audit {
             audit.reads = true;
         }
+        self
+    }
+
+    /// The key of the audit record's digest of arguments that carry a hidden value (a
+    /// [`Hidden`](crate::Hidden) field of a profile, or anything holding one): such a record's
+    /// `arguments_digest` is an HMAC-SHA-256 under it, written `hmac-sha256:…` (see
+    /// [`AuditRecord::arguments_digest`](crate::AuditRecord::arguments_digest)), so that the
+    /// trail is no offline oracle for a low-entropy secret. Arguments without a hidden value
+    /// keep their plain SHA-256.
+    ///
+    /// Without this, the server makes one random key when it is built: keyed digests can then
+    /// be compared only within one process's lifetime. Give every replica the same key (from
+    /// your secret store, never from the trail's own database) to compare them across replicas
+    /// and restarts; whoever holds the key can test guesses against the trail.
+    #[must_use]
+    pub fn audit_digest_key(mut self, key: DigestKey) -> Self {
+        self.audit_digest_key = Some(key);
         self
     }
 
@@ -594,6 +614,7 @@ impl ServerBuilder {
                 state: Arc::new(self.state),
                 access: self.access,
                 audit: self.audit,
+                audit_digest_key: self.audit_digest_key.unwrap_or_else(DigestKey::random),
                 metrics: self.metrics,
                 rate_limiter: self.rate_limit.map(RateLimiter::new),
                 span_level: self.span_level,

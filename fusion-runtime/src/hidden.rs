@@ -5,6 +5,12 @@
 //! value cannot reach the wire, an error message or a log line by accident: not through a
 //! presenter, a copy into a DTO, a `format!`, a `json!`, a conversion or a `#[derive(Debug)]`.
 //! Reading it is one explicit call, [`Hidden::expose`], that a reviewer can grep for.
+//!
+//! Nor is it an oracle: it has no `PartialEq`, `Eq`, `PartialOrd`, `Ord` or `Hash`, which would
+//! answer guesses (`stored == Hidden::new(guess)`), find the value by bisection (`probe <=
+//! secret`) or hand every byte to a `Hasher`. Checking input against a secret is
+//! [`Hidden::matches`], in constant time; a digest to store or look up is
+//! [`Hidden::keyed_digest`], under a key of the author's.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -35,10 +41,68 @@ use serde::{Deserialize, Deserializer};
 /// let _ = format!("token {secret}");
 /// ```
 ///
+/// It is compared only explicitly, in constant time, and never ordered or hashed implicitly:
+///
+/// ```
+/// use fusion_runtime::Hidden;
+///
+/// let stored = Hidden::new(String::from("whsec_42"));
+/// assert!(stored.matches("whsec_42"));
+/// assert!(!stored.matches("whsec_4"));
+/// assert!(stored.matches_hidden(&Hidden::new(String::from("whsec_42"))));
+/// ```
+///
+/// ```compile_fail
+/// let stored = fusion_runtime::Hidden::new(String::from("whsec_42"));
+/// let _ = stored == fusion_runtime::Hidden::new(String::from("whsec_42"));
+/// ```
+///
+/// ```compile_fail
+/// let stored = fusion_runtime::Hidden::new(String::from("whsec_42"));
+/// let mut set = std::collections::HashSet::new();
+/// set.insert(stored);
+/// ```
+///
 /// It can come *in* (a `create` profile may set a hidden field, such as a new API key): it
 /// implements `Deserialize`, and its schema is `T`'s, marked `writeOnly`.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Default)]
 pub struct Hidden<T>(T);
+
+impl<T: AsRef<[u8]>> Hidden<T> {
+    /// Whether `candidate` is the hidden value, byte for byte: how input (an API key, a webhook
+    /// signature secret, a one-time code) is checked against a secret.
+    ///
+    /// It takes a time that depends on neither where the two differ nor whether their lengths
+    /// do (both are hashed with SHA-256, whose time is set by the length alone in 64-byte
+    /// blocks, and the digests are compared in constant time), so neither the answer's timing
+    /// nor a series of guesses narrows the secret down faster than guessing it whole. Guesses
+    /// are still answered: rate-limit whatever lets a caller submit them.
+    ///
+    /// For a secret that is not bytes (a number), compare `.expose()` deliberately.
+    pub fn matches(&self, candidate: impl AsRef<[u8]>) -> bool {
+        crate::keyed::secret_matches(self.0.as_ref(), candidate.as_ref())
+    }
+
+    /// Whether two hidden values are the same bytes, as [`matches`](Self::matches) does it.
+    /// A type holding a `Hidden` field that needs `PartialEq` writes it by hand with this.
+    pub fn matches_hidden<U: AsRef<[u8]>>(&self, other: &Hidden<U>) -> bool {
+        self.matches(other.0.as_ref())
+    }
+
+    /// HMAC-SHA-256 of the hidden value under `key`, as 64 lowercase hex digits: what to store
+    /// to find a secret again later (an API key's row looked up by the key a caller presents:
+    /// store `keyed_digest` at creation, look up `Hidden::new(presented).keyed_digest(&key)`).
+    ///
+    /// Keyed, because a plain SHA-256 of a low-entropy secret is an offline oracle: whoever
+    /// reads the stored digests tries candidates until one hashes the same. Without `key`
+    /// (kept apart from the digests, the same on every replica) no candidate can be tried.
+    /// The same value under the same key always gives the same digest, so it can be an index.
+    /// For passwords, which a user chooses and which may be guessed, use a slow password hash
+    /// (Argon2, scrypt) on `.expose()` instead.
+    pub fn keyed_digest(&self, key: &crate::keyed::DigestKey) -> String {
+        key.digest_hex(self.0.as_ref())
+    }
+}
 
 impl<T> Hidden<T> {
     /// Hides `value`.
@@ -126,6 +190,47 @@ where
     }
 }
 
+// `PartialEq`, `Eq`, `PartialOrd`, `Ord` and `Hash` in name only too: `==`, `<`, a `HashMap` key
+// or a derive on a struct holding a `Hidden` is refused with a message that names `matches` and
+// `keyed_digest`, rather than with advice to derive the trait.
+impl<'a, T, U: ?Sized> PartialEq<U> for Hidden<T>
+where
+    crate::wire::TheWire: crate::wire::ComparedOnlyWithMatches<'a, T>,
+{
+    fn eq(&self, _: &U) -> bool {
+        crate::wire::unreachable_impl()
+    }
+}
+
+impl<'a, T> Eq for Hidden<T> where crate::wire::TheWire: crate::wire::ComparedOnlyWithMatches<'a, T> {}
+
+impl<'a, T, U: ?Sized> PartialOrd<U> for Hidden<T>
+where
+    crate::wire::TheWire: crate::wire::NeverOrderedUseMatches<'a, T>,
+{
+    fn partial_cmp(&self, _: &U) -> Option<std::cmp::Ordering> {
+        crate::wire::unreachable_impl()
+    }
+}
+
+impl<'a, T> Ord for Hidden<T>
+where
+    crate::wire::TheWire: crate::wire::NeverOrderedUseMatches<'a, T>,
+{
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        crate::wire::unreachable_impl()
+    }
+}
+
+impl<'a, T> std::hash::Hash for Hidden<T>
+where
+    crate::wire::TheWire: crate::wire::HashedOnlyWithKeyedDigest<'a, T>,
+{
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {
+        crate::wire::unreachable_impl()
+    }
+}
+
 /// Implemented only by [`Hidden<T>`]: how generated code tells a hidden value's type (used by
 /// generated code).
 #[doc(hidden)]
@@ -149,6 +254,45 @@ mod tests {
         assert_eq!(format!("{:#?}", Some(&secret)), "Some(\n    [hidden],\n)");
         assert_eq!(secret.expose(), "whsec_1");
         assert_eq!(secret.into_exposed(), "whsec_1");
+    }
+
+    #[test]
+    fn matches_compares_bytes_and_nothing_else() {
+        let secret = Hidden::new(String::from("tok_SECRET"));
+        assert!(secret.matches("tok_SECRET"));
+        assert!(secret.matches(String::from("tok_SECRET")));
+        assert!(secret.matches(b"tok_SECRET"));
+        for guess in [
+            "",
+            "t",
+            "tok_SECRE",
+            "tok_SECRET ",
+            "tok_secret",
+            "tok_SECRETS",
+        ] {
+            assert!(!secret.matches(guess), "{guess:?}");
+        }
+        assert!(secret.matches_hidden(&Hidden::new(b"tok_SECRET".to_vec())));
+        assert!(!secret.matches_hidden(&Hidden::new("tok_OTHER")));
+    }
+
+    #[test]
+    fn keyed_digest_is_stable_under_a_key_and_unguessable_without_it() {
+        use crate::keyed::DigestKey;
+        use sha2::{Digest, Sha256};
+
+        let key = DigestKey::new([9u8; 32]).unwrap();
+        let secret = Hidden::new(String::from("1234"));
+        let digest = secret.keyed_digest(&key);
+        assert_eq!(digest.len(), 64);
+        assert_eq!(digest, Hidden::new("1234").keyed_digest(&key));
+        assert_ne!(digest, Hidden::new("1235").keyed_digest(&key));
+        assert_ne!(
+            digest,
+            secret.keyed_digest(&DigestKey::new([8u8; 32]).unwrap())
+        );
+        // Not the plain SHA-256 that anyone can compute for every four-digit candidate.
+        assert_ne!(digest, crate::keyed::hex(&Sha256::digest(b"1234")));
     }
 
     #[test]

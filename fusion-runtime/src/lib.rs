@@ -36,6 +36,7 @@ pub mod gateway;
 pub mod guard;
 pub mod hidden;
 pub mod key;
+pub mod keyed;
 pub mod lock;
 pub mod logging;
 pub mod media;

@@ -33,9 +33,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::error::ToolError;
+use crate::keyed::{bytes_match, hmac_sha256};
 
 /// The shortest secret a key may have, in bytes.
 pub const MIN_SECRET_LEN: usize = 32;
@@ -260,7 +260,7 @@ impl StateKeys {
         let mac = URL_SAFE_NO_PAD
             .decode(mac)
             .map_err(|_| StateError::Tampered)?;
-        if !constant_time_eq(&mac, &hmac_sha256(&key.secret, body.as_bytes())) {
+        if !bytes_match(&mac, &hmac_sha256(&key.secret, body.as_bytes())) {
             return Err(StateError::Tampered);
         }
         // Signed by this server from here on.
@@ -290,31 +290,6 @@ fn unix_ms(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |since| {
         u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
     })
-}
-
-/// HMAC-SHA-256 (RFC 2104).
-fn hmac_sha256(secret: &[u8], message: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut key = [0u8; BLOCK];
-    if secret.len() > BLOCK {
-        key[..32].copy_from_slice(&Sha256::digest(secret));
-    } else {
-        key[..secret.len()].copy_from_slice(secret);
-    }
-    let pad = |byte: u8| key.map(|k| k ^ byte);
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

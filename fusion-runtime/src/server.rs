@@ -37,6 +37,9 @@ pub(crate) struct ServerInner {
     pub(crate) state: Arc<StateMap>,
     pub(crate) access: Option<Arc<dyn AccessPolicy>>,
     pub(crate) audit: Option<Audit>,
+    /// Keys the audit digest of arguments that carry a hidden value (see
+    /// [`ServerBuilder::audit_digest_key`](crate::ServerBuilder::audit_digest_key)).
+    pub(crate) audit_digest_key: crate::keyed::DigestKey,
     pub(crate) metrics: Option<Arc<dyn Metrics>>,
     /// The rate limit of each caller across the server.
     pub(crate) rate_limiter: Option<RateLimiter>,

@@ -68,3 +68,32 @@ pub trait FormatsHiddenValue<'a, T>: sealed::Never<'a> {}
 pub fn unreachable_impl() -> ! {
     unreachable!("an impl whose bounds never hold was called")
 }
+
+/// Never implemented: how comparing a hidden value with `==` is reported.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a hidden value is never compared with `==`: `Hidden<{T}>` has no `PartialEq` or `Eq`",
+    label = "`==` on a secret answers guesses, and in a time that says how close they came",
+    note = "to check input against a secret, call `secret.matches(candidate)` (constant time); to compare two hidden values, `a.matches_hidden(&b)`",
+    note = "a type holding a `Hidden` field writes its `PartialEq` by hand, comparing that field with `matches_hidden`"
+)]
+pub trait ComparedOnlyWithMatches<'a, T>: sealed::Never<'a> {}
+
+/// Never implemented: how ordering a hidden value is reported.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a hidden value is never ordered: `Hidden<{T}>` has no `PartialOrd` or `Ord`",
+    label = "`<` on a secret finds it one character at a time",
+    note = "to check input against a secret, call `secret.matches(candidate)` (constant time); to sort or key by a hidden value, order by something that is not secret"
+)]
+pub trait NeverOrderedUseMatches<'a, T>: ComparedOnlyWithMatches<'a, T> {}
+
+/// Never implemented: how hashing a hidden value is reported.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a hidden value is never hashed implicitly: `Hidden<{T}>` has no `Hash`",
+    label = "a `Hasher` sees every byte of the secret",
+    note = "to store or look up a digest of the secret, call `secret.keyed_digest(&key)` with a `fusion::keyed::DigestKey` (HMAC-SHA-256)",
+    note = "a `HashMap`, `HashSet` or `BTreeMap` keyed by a hidden value is keyed by its `keyed_digest` instead"
+)]
+pub trait HashedOnlyWithKeyedDigest<'a, T>: sealed::Never<'a> {}

@@ -192,8 +192,15 @@ pub mod audit {
     #[cfg(feature = "audit-sqlite")]
     pub use fusion_runtime::audit::SqliteAuditSink;
     pub use fusion_runtime::audit::{
-        AuditEntry, AuditError, AuditRecord, AuditSink, TracingAuditSink, arguments_digest,
+        AuditEntry, AuditError, AuditRecord, AuditSink, KEYED_DIGEST_PREFIX, TracingAuditSink,
+        arguments_digest, keyed_arguments_digest,
     };
+}
+
+/// Keys for digests that must be no offline oracle: a [`Hidden`] value's
+/// [`keyed_digest`](Hidden::keyed_digest), the audit record's digest of hidden arguments.
+pub mod keyed {
+    pub use fusion_runtime::keyed::{DigestKey, MIN_KEY_LEN};
 }
 
 /// Observability (SPEC R8): spans named as the OpenTelemetry semantic conventions for MCP

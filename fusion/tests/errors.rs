@@ -3,9 +3,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use common::*;
 use fusion::testing::Tester;
 use serde_json::json;
@@ -121,26 +118,6 @@ async fn error_text_is_xml_escaped() {
         result.error()["message"],
         "Invoice <b>&\"x\" does not exist."
     );
-}
-
-/// Captures what the server logs.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
 }
 
 async fn logged<F: std::future::Future>(future: F) -> (F::Output, String) {

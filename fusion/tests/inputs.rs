@@ -35,7 +35,9 @@ async fn a_guarded_field_sent_by_an_agent_is_rejected_before_the_handler() {
             "field": "tenant_id",
             "problem": "unknown field",
             "expected": "no such field; known fields: customer_id, memo, notify, total_cents",
-            "sent": "\"t_other\"",
+            // `tenant_id` is a hidden field of the model: its value is never echoed, whoever
+            // sent it (issue 23).
+            "sent": "[hidden]",
         })]
     );
     assert_eq!(db(&server).runs(), runs, "the handler must not run");

@@ -7,6 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::explain::{Issue, render};
+use super::withheld::Withheld;
 
 /// A compiled validator of the constraints of one input schema.
 pub(crate) struct Constraints {
@@ -40,7 +41,8 @@ impl Constraints {
 
     /// Every violated constraint, as issues naming the field, what was sent and what is
     /// expected.
-    pub(crate) fn issues(&self, args: &Value, max: usize) -> Vec<Issue> {
+    /// No value under a top-level argument that `withheld` hides is rendered.
+    pub(crate) fn issues(&self, args: &Value, max: usize, withheld: &Withheld) -> Vec<Issue> {
         self.validator
             .iter_errors(args)
             .take(max)
@@ -50,7 +52,9 @@ impl Constraints {
                     path: field_path(&pointer, args),
                     problem: "not allowed by the schema".to_owned(),
                     expected: error.masked().to_string(),
-                    sent: args.pointer(&pointer).map(render),
+                    sent: args
+                        .pointer(&pointer)
+                        .map(|sent| withheld.sent(top_of(&pointer).as_deref(), || render(sent))),
                 }
             })
             .collect()
@@ -58,6 +62,12 @@ impl Constraints {
 }
 
 /// `/items/2/qty` as `items[2].qty`, the way other issues name fields.
+/// The top-level argument a JSON pointer is in, `None` for the root.
+fn top_of(pointer: &str) -> Option<String> {
+    let first = pointer.split('/').nth(1)?;
+    Some(first.replace("~1", "/").replace("~0", "~"))
+}
+
 fn field_path(pointer: &str, root: &Value) -> String {
     let mut path = String::new();
     let mut at = root;

@@ -24,6 +24,8 @@ use std::io;
 
 use serde_json::{Map, Number, Value};
 
+use super::withheld::Withheld;
+
 /// One way in which an argument value differs from what the schema asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Issue {
@@ -54,7 +56,13 @@ const MISSING: &str = "missing required field";
 
 /// Every issue found (not just the first), in a stable order (document-order of the
 /// schema's properties, then unknown fields sorted by name), at most `max_issues`.
-pub(crate) fn explain(schema: &Value, instance: &Value, max_issues: usize) -> Vec<Issue> {
+/// No value under a top-level argument that `withheld` hides is rendered.
+pub(crate) fn explain(
+    schema: &Value,
+    instance: &Value,
+    max_issues: usize,
+    withheld: &Withheld,
+) -> Vec<Issue> {
     let mut out = Vec::new();
     if max_issues > 0 {
         let (max, probing, steps) = (max_issues, false, MAX_STEPS);
@@ -64,6 +72,7 @@ pub(crate) fn explain(schema: &Value, instance: &Value, max_issues: usize) -> Ve
             max,
             probing,
             steps,
+            withheld,
         };
         let _ = cx.check(schema, instance, &ROOT);
     }
@@ -120,6 +129,20 @@ impl<'p> At<'p> {
         }
     }
 
+    /// The top-level argument this place is in, `None` at the root.
+    fn top(&self) -> Option<&'p str> {
+        let mut here = self;
+        let mut top = None;
+        while let Some((up, step)) = here.up {
+            top = Some(step);
+            here = up;
+        }
+        match top? {
+            Step::Key(key) => Some(key),
+            Step::Index(_) => None,
+        }
+    }
+
     fn render(&self, out: &mut String) {
         let Some((up, step)) = self.up else { return };
         up.render(out);
@@ -139,6 +162,7 @@ struct Cx<'a> {
     max: usize,
     probing: bool,
     steps: u32,
+    withheld: &'a Withheld,
 }
 
 impl Cx<'_> {
@@ -151,7 +175,8 @@ impl Cx<'_> {
         }
         let mut path = String::new();
         at.render(&mut path);
-        let (problem, expected, sent) = (problem.to_owned(), expected(self.root), sent.map(render));
+        let sent = sent.map(|sent| self.withheld.sent(at.top(), || render(sent)));
+        let (problem, expected) = (problem.to_owned(), expected(self.root));
         self.out.push(Issue {
             path,
             problem,
@@ -415,7 +440,7 @@ fn listed(required: &[Value], key: &str) -> bool {
     required.iter().any(|r| r.as_str() == Some(key))
 }
 
-fn resolve<'v>(root: &'v Value, reference: &str) -> Option<&'v Value> {
+pub(super) fn resolve<'v>(root: &'v Value, reference: &str) -> Option<&'v Value> {
     match reference.strip_prefix('#')? {
         "" => Some(root),
         pointer => root.pointer(pointer),
@@ -870,6 +895,43 @@ mod tests {
     use serde::Deserialize;
     use serde_json::json;
     use std::collections::{BTreeSet, HashMap};
+
+    /// Explains with nothing withheld (the schemas below hold no hidden value).
+    fn explain(schema: &Value, instance: &Value, max_issues: usize) -> Vec<Issue> {
+        super::explain(schema, instance, max_issues, &Withheld::default())
+    }
+
+    #[test]
+    fn withheld_values_are_never_rendered() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "maxLength": 3},
+                "key": {"type": "string", "maxLength": 3, "writeOnly": true},
+                "holder": {"type": "object", "properties": {"pin": {"enum": ["1"], "writeOnly": true}}}
+            },
+            "additionalProperties": false
+        });
+        let withheld = Withheld::of(&schema, []);
+        let sent = json!({"name": "long", "key": "SECRET", "holder": {"pin": "SECRET2"}});
+        let got = super::explain(&schema, &sent, 10, &withheld);
+        let rows: Vec<_> = got
+            .iter()
+            .map(|i| (&*i.path, &*i.problem, i.sent.as_deref()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "holder.pin",
+                    "not one of the allowed values",
+                    Some("[hidden]")
+                ),
+                ("key", "too long", Some("[hidden]")),
+                ("name", "too long", Some(r#""long""#)),
+            ]
+        );
+    }
 
     #[derive(JsonSchema, Deserialize)]
     #[serde(rename_all = "lowercase")]

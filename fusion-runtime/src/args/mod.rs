@@ -12,6 +12,7 @@ mod constraints;
 mod explain;
 pub mod kinds;
 mod reader;
+mod withheld;
 
 pub use reader::ArgReader;
 
@@ -252,6 +253,10 @@ impl Params {
             accepted,
             sole_group: self.groups.len() == 1 && self.fields.is_empty(),
             constraints: constraints::Constraints::of(&schema)?,
+            withheld: withheld::Withheld::of(
+                &schema,
+                self.groups.iter().filter_map(|group| group.model.as_ref()),
+            ),
             schema,
         })
     }
@@ -309,4 +314,13 @@ pub struct ArgLayout {
     schema: Arc<Value>,
     /// The constraints serde does not enforce, when the schema has any.
     constraints: Option<constraints::Constraints>,
+    /// The arguments whose values are never echoed: hidden values, and what holds them.
+    withheld: withheld::Withheld,
+}
+
+impl ArgLayout {
+    /// Whether `arguments` carry a value that is, or may hold, a hidden one.
+    pub(crate) fn carries_hidden(&self, arguments: &JsonObject) -> bool {
+        self.withheld.carried_by(arguments)
+    }
 }

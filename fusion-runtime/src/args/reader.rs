@@ -105,19 +105,22 @@ impl<'l> ArgReader<'l> {
         {
             return Ok(());
         }
-        let mut issues = explain(&self.layout.schema, &self.args, MAX_ISSUES);
+        let layout = self.layout;
+        let withheld = &layout.withheld;
+        let mut issues = explain(&self.layout.schema, &self.args, MAX_ISSUES, withheld);
         if issues.is_empty()
             && let Some(constraints) = constraints
         {
-            issues = constraints.issues(&self.args, MAX_ISSUES);
+            issues = constraints.issues(&self.args, MAX_ISSUES, withheld);
         }
         if issues.is_empty() {
-            // serde refused what the schema allows: report serde's own words.
+            // serde refused what the schema allows: report serde's own words, unless a hidden
+            // value was sent, which they might quote.
+            let carries_hidden = withheld.carried_by(self.object());
+            let failed = self.failed.filter(|_| !carries_hidden);
             issues.push(Issue {
                 path: String::new(),
-                problem: self
-                    .failed
-                    .unwrap_or_else(|| "invalid arguments".to_owned()),
+                problem: failed.unwrap_or_else(|| "invalid arguments".to_owned()),
                 expected: describe(&self.layout.schema),
                 sent: None,
             });

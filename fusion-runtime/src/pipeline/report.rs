@@ -64,12 +64,18 @@ impl Report {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let audit = args.zip(action).filter(|_| audited).map(|(args, action)| {
             let principal = context.principal();
+            // Keyed when the arguments carry a hidden value: the trail is no oracle for it.
+            let digest = if action.layout.carries_hidden(args) {
+                audit::keyed_arguments_digest_of(args, &inner.audit_digest_key)
+            } else {
+                audit::arguments_digest_of(args)
+            };
             AuditEntry::new(
                 tool,
                 action.facts.key.as_str(),
                 principal.map(|principal| principal.subject.clone()),
                 principal.and_then(|principal| principal.tenant.clone()),
-                audit::arguments_digest_of(args),
+                digest,
             )
         });
         Report {

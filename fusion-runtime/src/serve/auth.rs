@@ -115,7 +115,7 @@ impl TokenVerifier for StaticTokens {
         // Every known token is compared, so the time taken does not say which one came close.
         let mut found = None;
         for (known, principal) in &self.tokens {
-            if constant_time_eq(known.as_bytes(), token.as_bytes()) {
+            if crate::keyed::bytes_match(known.as_bytes(), token.as_bytes()) {
                 found = Some(principal.clone());
             }
         }
@@ -123,13 +123,6 @@ impl TokenVerifier for StaticTokens {
             found.ok_or_else(|| AuthError::invalid("unknown token")),
         ))
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 /// The state of the HTTP authentication layer.

@@ -336,3 +336,24 @@ pub fn assert_valid(schema: &Value, instance: &Value) {
         "{instance} does not match its schema: {errors:?}\nschema: {schema}"
     );
 }
+
+/// Captures what a test's `tracing` subscriber writes.
+#[derive(Clone, Default)]
+pub struct Logs(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    /// What was written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
