@@ -99,6 +99,32 @@ impl FromMeta for StrList {
 }
 
 /// The text of the doc comments among `attrs`, lines joined, or `None`.
+/// `#[not_guarded("why")]` on a parameter: the argument is named like a guarded field of a model
+/// but is not that field; the reason is recorded in the lockfile. Once, with a reason.
+pub(crate) fn not_guarded(attrs: &[Attribute]) -> Result<Option<LitStr>> {
+    let mut found: Option<LitStr> = None;
+    for attr in attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("not_guarded"))
+    {
+        let usage = "write `#[not_guarded(\"why this argument is not the guarded field it is named like\")]`";
+        let reason: LitStr = attr
+            .parse_args()
+            .map_err(|_| Error::custom(usage).with_span(attr))?;
+        if reason.value().trim().is_empty() {
+            return Err(Error::custom(format!(
+                "`not_guarded` needs a reason for the reviewer: {usage}"
+            ))
+            .with_span(&reason));
+        }
+        if found.is_some() {
+            return Err(Error::custom("`not_guarded` is given twice").with_span(attr));
+        }
+        found = Some(reason);
+    }
+    Ok(found)
+}
+
 pub(crate) fn docs(attrs: &[Attribute]) -> Option<String> {
     let lines: Vec<String> = attrs
         .iter()
