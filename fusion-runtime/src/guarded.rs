@@ -423,14 +423,15 @@ mod tests {
                 "Line": {"properties": {"Owner_Id": {}}}
             }
         }));
-        let mut sorted = found.clone();
+        let mut sorted = found;
         sorted.sort();
+        // A recursive type is read once per path: `opts.again` is `Opts` again, reported at
+        // `opts.owner_id`.
         assert_eq!(
             sorted,
             [
                 "either.OWNER-ID",
                 "lines[].Owner_Id",
-                "opts.again.owner_id",
                 "opts.owner_id",
                 "ownerId"
             ]

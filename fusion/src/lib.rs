@@ -135,7 +135,8 @@ pub use fusion_runtime::{
 };
 /// Models, hidden values and input profiles (SPEC M1–M4).
 pub use fusion_runtime::{
-    ArgumentGroup, Create, FieldInfo, Fillable, Filter, Hidden, Model, ModelFields, Update,
+    ArgumentGroup, Create, FieldInfo, Fillable, Filter, GuardedInput, Hidden, InputSurface, Model,
+    ModelFields, Update,
 };
 /// Audit and metrics hooks (SPEC R6, R8).
 pub use fusion_runtime::{AuditEntry, AuditRecord, AuditSink, Metrics};
@@ -169,8 +170,8 @@ pub use fusion_runtime::upstream::FromUpstream;
 #[cfg(feature = "http-client")]
 pub use fusion_runtime::upstream::HttpUpstream;
 pub use fusion_runtime::{
-    audit, content, elicit, envelope, logging, media, middleware, observe, request_state, serve,
-    testing,
+    audit, content, elicit, envelope, guarded, logging, media, middleware, observe, request_state,
+    serve, testing,
 };
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can
