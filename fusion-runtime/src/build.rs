@@ -702,7 +702,7 @@ struct CompileContext<'a> {
     default_timeout: Option<std::time::Duration>,
     serialization_lock: Option<&'a Arc<dyn crate::guard::SerializationLock>>,
     /// The guarded fields of every model the server knows.
-    guarded: &'a GuardedNames,
+    guarded: &'a Arc<GuardedNames>,
 }
 
 /// How an action is exposed: in grouped exposition, a namespaced key is an action of its
@@ -872,13 +872,14 @@ fn compile_action(
     let pages_by_offset = can_cut && takes(&input_schema, "offset", "integer");
     let takes_cursor = paged && takes(&input_schema, "cursor", "string");
     let input_schema = Arc::new(input_schema);
-    let layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
+    let mut layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
         Ok(layout) => layout,
         Err(problem) => {
             problems.push(format!("tool `{key}`: {problem}"));
             return None;
         }
     };
+    layout.refuse_undeclared_guarded(context.guarded);
     let annotations = annotations(verb, title.as_deref(), idempotent, destructive, open_world);
     let version = version.map_or_else(
         || context.server_version.to_owned(),

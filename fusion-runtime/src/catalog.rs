@@ -81,7 +81,7 @@ pub(crate) struct ContentContext<'a> {
     pub(crate) version: &'a str,
     pub(crate) timeout: Option<std::time::Duration>,
     /// The guarded fields of every model the server knows.
-    pub(crate) guarded: &'a GuardedNames,
+    pub(crate) guarded: &'a Arc<GuardedNames>,
 }
 
 /// The keys of the resources and prompts to compile, for checks that need every key (globs).
@@ -282,13 +282,14 @@ fn compile_resource(
     });
     let raw_text = raw_text && !mime_type.contains("json");
     let input_schema = Arc::new(input_schema);
-    let layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
+    let mut layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
         Ok(layout) => layout,
         Err(problem) => {
             problems.push(format!("resource `{key}`: {problem}"));
             return None;
         }
     };
+    layout.refuse_undeclared_guarded(context.guarded);
     if problems.len() > before {
         return None;
     }
@@ -437,13 +438,14 @@ fn compile_prompt(
         }
     }
     let input_schema = Arc::new(input_schema);
-    let layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
+    let mut layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
         Ok(layout) => layout,
         Err(problem) => {
             problems.push(format!("prompt `{key}`: {problem}"));
             return None;
         }
     };
+    layout.refuse_undeclared_guarded(context.guarded);
     if problems.len() > before {
         return None;
     }

@@ -49,7 +49,7 @@ use sha2::{Digest, Sha256};
 
 use crate::context::{CallContext, FromContext};
 use crate::error::ToolError;
-use crate::guarded::{GuardedNames, InputSurface};
+use crate::guarded::{GuardedNames, InputSurface, UndeclaredKeys};
 
 /// The code of a call whose client cannot be asked for elicitation.
 pub const ELICITATION_UNSUPPORTED: &str = "ELICITATION_UNSUPPORTED";
@@ -485,11 +485,21 @@ impl Elicit {
         &self,
         message: String,
     ) -> Result<Answer<T>, ToolError> {
-        let schema = form_schema::<T>(self.guarded.as_deref())?;
+        let (schema, undeclared) = form_schema::<T>(self.guarded.as_ref())?;
         let answer = self.raw(message, schema).await?;
         Ok(match answer.action {
             ElicitationAction::Accept => {
                 let content = answer.content.unwrap_or_else(|| json!({}));
+                // An answer key that names a guarded field sets nothing, even where serde would
+                // read it (an alias).
+                if let Some(path) = undeclared.and_then(|keys| keys.find(&content)) {
+                    return Err(ToolError::new(
+                        crate::error::codes::VALIDATION_ERROR,
+                        format!(
+                            "The user's answer does not fit what was asked: unknown field `{path}`."
+                        ),
+                    ));
+                }
                 match serde_json::from_value(content) {
                     Ok(value) => Answer::Accepted(value),
                     Err(error) => {
@@ -529,8 +539,8 @@ impl Elicit {
 /// type in `definitions` is copied where it is used), and an optional field is one that is not
 /// required (elicitation has no `null`: an `Option` adds none).
 fn form_schema<T: JsonSchema>(
-    guarded: Option<&GuardedNames>,
-) -> Result<ElicitationSchema, ToolError> {
+    guarded: Option<&Arc<GuardedNames>>,
+) -> Result<(ElicitationSchema, Option<UndeclaredKeys>), ToolError> {
     let schema = schemars::generate::SchemaSettings::draft07()
         .into_generator()
         .into_root_schema_for::<T>();
@@ -542,7 +552,7 @@ fn form_schema<T: JsonSchema>(
     // Refused before the question leaves: the user's answer would set a guarded field.
     let scan = crate::guarded::scan(
         &mut object,
-        guarded.unwrap_or(&GuardedNames::default()),
+        guarded.map_or(&GuardedNames::default(), |names| names),
         InputSurface::Elicitation,
         std::any::type_name::<T>(),
         &|_| false,
@@ -556,18 +566,21 @@ fn form_schema<T: JsonSchema>(
             problems.join("; ")
         )));
     }
+    let undeclared =
+        guarded.and_then(|names| UndeclaredKeys::new(&Value::Object(object.clone()), names));
     let definitions = object.remove("definitions").unwrap_or(Value::Null);
     if let Some(Value::Object(properties)) = object.get_mut("properties") {
         for property in properties.values_mut() {
             *property = form_field(property.take(), &definitions);
         }
     }
-    ElicitationSchema::from_json_schema(object).map_err(|error| {
+    let schema = ElicitationSchema::from_json_schema(object).map_err(|error| {
         ToolError::internal_message(format!(
             "{} cannot be asked for: {error}",
             std::any::type_name::<T>()
         ))
-    })
+    })?;
+    Ok((schema, undeclared))
 }
 
 /// One field of a form: `$ref`s resolved, `null` taken out.

@@ -22,6 +22,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 
 use rmcp::model::JsonObject;
 use serde_json::{Map, Value};
@@ -319,6 +320,104 @@ impl Walker<'_> {
     }
 }
 
+/// The keys of a value that its schema does not declare and that name a guarded field: what
+/// serde would still read through an alias (`#[serde(alias = "owner_id")]`, which no schema
+/// shows), a flattened map or an untyped `Value`. Every declared property was judged when the
+/// server was built; these are refused when they come.
+#[derive(Debug)]
+pub(crate) struct UndeclaredKeys {
+    names: Arc<GuardedNames>,
+    declared: HashSet<String>,
+}
+
+/// Values nest at most this deep before `serde_json` refuses them; the walk stops there too.
+const MAX_VALUE_DEPTH: usize = 256;
+
+impl UndeclaredKeys {
+    /// For values described by `schema`; `None` when no model guards anything.
+    pub(crate) fn new(schema: &Value, names: &Arc<GuardedNames>) -> Option<Self> {
+        if names.is_empty() {
+            return None;
+        }
+        let mut declared = HashSet::new();
+        declared_properties(schema, &mut declared, 0);
+        Some(UndeclaredKeys {
+            names: Arc::clone(names),
+            declared,
+        })
+    }
+
+    /// The path of the first such key in `value` (`opts.owner_id`, `lines[2].ownerId`).
+    pub(crate) fn find(&self, value: &Value) -> Option<String> {
+        self.find_from(value, 0)
+    }
+
+    /// The same below the top level, whose keys a tool's arguments check on their own (an
+    /// undeclared argument is an unknown field, with the known ones listed).
+    pub(crate) fn find_nested(&self, value: &Value) -> Option<String> {
+        self.find_from(value, 1)
+    }
+
+    fn find_from(&self, value: &Value, from: usize) -> Option<String> {
+        let mut segments = self.find_at(value, 0, from)?;
+        segments.reverse();
+        Some(segments.concat().trim_start_matches('.').to_owned())
+    }
+
+    /// The segments of the path, innermost first; allocates only when a key is found. Keys are
+    /// checked from depth `from` on.
+    fn find_at(&self, value: &Value, depth: usize, from: usize) -> Option<Vec<String>> {
+        if depth > MAX_VALUE_DEPTH {
+            return None;
+        }
+        match value {
+            Value::Object(object) => object.iter().find_map(|(key, inner)| {
+                let mut found = if depth >= from
+                    && !self.declared.contains(key)
+                    && self.names.find(key).is_some()
+                {
+                    Some(Vec::new())
+                } else {
+                    self.find_at(inner, depth + 1, from)
+                }?;
+                found.push(format!(".{key}"));
+                Some(found)
+            }),
+            Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
+                let mut found = self.find_at(item, depth + 1, from)?;
+                found.push(format!("[{index}]"));
+                Some(found)
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Every property name a schema declares, anywhere (its definitions included).
+fn declared_properties(schema: &Value, declared: &mut HashSet<String>, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match schema {
+        Value::Object(keywords) => {
+            for (keyword, value) in keywords {
+                if keyword == "properties"
+                    && let Value::Object(properties) = value
+                {
+                    declared.extend(properties.keys().cloned());
+                }
+                declared_properties(value, declared, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                declared_properties(item, declared, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Takes every statement out of a schema: what is served says nothing about it (the lockfile
 /// does). Only schema positions are visited, never a value (`default`, `enum`, …) nor a
 /// property's name.
@@ -458,6 +557,36 @@ mod tests {
             ])
         );
         assert!(!schema.to_string().contains(NOT_GUARDED), "{schema}");
+    }
+
+    #[test]
+    fn an_undeclared_key_naming_a_guarded_field_is_found_at_any_depth() {
+        let schema = json!({
+            "properties": {"opts": {"$ref": "#/$defs/Opts"}, "data": {}},
+            "$defs": {"Opts": {"properties": {"note": {}, "ownerId": {}}}}
+        });
+        let keys = UndeclaredKeys::new(&schema, &Arc::new(names())).expect("names");
+        // Declared (and so judged when the server was built): not refused here.
+        assert_eq!(
+            keys.find(&json!({"opts": {"ownerId": "u", "note": "n"}})),
+            None
+        );
+        // An alias of `note`, or a key inside an untyped value: refused, with its path.
+        assert_eq!(
+            keys.find(&json!({"opts": {"note": "n", "owner_id": "u"}})),
+            Some("opts.owner_id".to_owned())
+        );
+        assert_eq!(
+            keys.find(&json!({"data": [{"a": 1}, {"x": {"OWNER-ID": 1}}]})),
+            Some("data[1].x.OWNER-ID".to_owned())
+        );
+        // Below the top level only, for a tool's arguments.
+        assert_eq!(keys.find_nested(&json!({"owner_id": 1})), None);
+        assert_eq!(
+            keys.find_nested(&json!({"opts": {"owner_id": 1}})),
+            Some("opts.owner_id".to_owned())
+        );
+        assert!(UndeclaredKeys::new(&schema, &Arc::new(GuardedNames::default())).is_none());
     }
 
     #[test]

@@ -563,6 +563,22 @@ struct OwnerPick {
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Remark {
+    /// A remark; serde also reads it under an alias no schema shows.
+    #[serde(alias = "owner_id")]
+    remark: String,
+}
+
+/// Asks for a remark, whose alias names the guarded field.
+#[tool(action, name = "crm.remark")]
+async fn remark(ask: Elicit) -> Result<Value, ToolError> {
+    let Answer::Accepted(remark) = ask.ask::<Remark>("Any remark?").await? else {
+        return Ok(json!({}));
+    };
+    Ok(json!({ "remark": remark.remark }))
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
 struct OwnerNote {
     /// Whom to tell.
     #[schemars(extend("x-fusion-not-guarded" = "whom to notify; the owner is not changed"))]
@@ -602,11 +618,15 @@ async fn an_elicitation_of_a_guarded_field_is_refused_before_it_is_asked() {
             .model::<Contact>()
             .tool::<reassign>()
             .tool::<notify>()
+            .tool::<remark>()
             .state(Told::default())
             .build()
             .expect("server builds");
         let mcp = Mcp::new(server);
-        let user = User::answering(vec![accept(json!({ "owner_id": "u-7" }))]);
+        let user = User::answering(vec![
+            accept(json!({ "owner_id": "u-7" })),
+            accept(json!({ "owner_id": "u-8" })),
+        ]);
         let connected = connect(era, &mcp, user.clone()).await;
         let result = connected.call("crm_reassign", json!({ "id": "C-1" })).await;
         assert_eq!(code(&result).as_deref(), Some("INTERNAL_ERROR"), "{era}");
@@ -641,6 +661,12 @@ async fn an_elicitation_of_a_guarded_field_is_refused_before_it_is_asked() {
             "u-7"
         );
         assert_eq!(user.asked(), ["Whom to tell?"], "{era}");
+        // An answer under a name the form does not show (serde's alias) sets nothing.
+        let result = connected.call("crm_remark", json!({})).await;
+        assert_eq!(code(&result).as_deref(), Some("VALIDATION_ERROR"), "{era}");
+        let text = serde_json::to_string(&result.structured_content).unwrap();
+        assert!(text.contains("unknown field `owner_id`"), "{era}: {text}");
+        assert!(!text.contains("u-8"), "{era}: {text}");
         connected.close().await;
     }
 }

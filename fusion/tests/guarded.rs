@@ -14,6 +14,7 @@ use fusion::{
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::json;
 
 #[model(fillable(create = [name]))]
 struct Contact {
@@ -315,6 +316,65 @@ fn a_completion_argument_is_refused() {
 #[allow(non_snake_case)]
 struct OwnerVariable {
     Owner_Id: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names no schema shows: serde aliases and untyped values, refused when they come
+
+#[derive(Deserialize, JsonSchema)]
+struct Aliased {
+    /// A free note; serde also reads it under an alias no schema shows.
+    #[serde(alias = "owner_id")]
+    note: String,
+}
+
+/// Annotates a contact: its struct reads `owner_id` as an alias, its `data` is untyped.
+#[tool(action, name = "crm.annotate")]
+async fn annotate(
+    id: String,
+    annotation: Aliased,
+    data: Option<fusion::serde_json::Value>,
+) -> Result<String, ToolError> {
+    let _ = (id, data);
+    Ok(annotation.note)
+}
+
+#[tokio::test]
+async fn an_alias_or_an_untyped_value_cannot_carry_a_guarded_name() {
+    let server = base()
+        .tool::<annotate>()
+        .build()
+        .expect("no schema shows the alias");
+    let tester = fusion::testing::Tester::new(server);
+    let fine = tester
+        .call(
+            "crm.annotate",
+            json!({"id": "C-1", "annotation": {"note": "hi"}}),
+        )
+        .await;
+    assert_eq!(fine.error_code(), None, "{}", fine.raw_text());
+    for (arguments, path) in [
+        (
+            json!({"id": "C-1", "annotation": {"owner_id": "u-9"}}),
+            "annotation.owner_id",
+        ),
+        (
+            json!({"id": "C-1", "annotation": {"note": "hi"}, "data": [{"ownerId": "u-9"}]}),
+            "data[0].ownerId",
+        ),
+    ] {
+        let result = tester.call("crm.annotate", arguments).await;
+        assert_eq!(
+            result.error_code(),
+            Some("VALIDATION_ERROR"),
+            "{}",
+            result.raw_text()
+        );
+        let issue = &result.error()["details"]["issues"][0];
+        assert_eq!(issue["field"], path);
+        assert_eq!(issue["problem"], "unknown field");
+        assert!(!result.raw_text().contains("u-9"), "{}", result.raw_text());
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -294,6 +294,7 @@ impl Params {
             sole_group: self.groups.len() == 1 && self.fields.is_empty(),
             constraints: constraints::Constraints::of(&schema)?,
             schema,
+            undeclared_guarded: None,
         })
     }
 }
@@ -351,4 +352,15 @@ pub struct ArgLayout {
     schema: Arc<Value>,
     /// The constraints serde does not enforce, when the schema has any.
     constraints: Option<constraints::Constraints>,
+    /// Keys the schema does not declare that name a guarded field (serde aliases, flattened
+    /// maps, untyped values), when the server knows any guarded field.
+    pub(crate) undeclared_guarded: Option<crate::guarded::UndeclaredKeys>,
+}
+
+impl ArgLayout {
+    /// Refuses, in every call, an argument key at any depth that the schema does not declare
+    /// and that names a guarded field of `names`.
+    pub(crate) fn refuse_undeclared_guarded(&mut self, names: &Arc<crate::guarded::GuardedNames>) {
+        self.undeclared_guarded = crate::guarded::UndeclaredKeys::new(&self.schema, names);
+    }
 }
