@@ -201,6 +201,13 @@ pub(crate) fn check_glob(glob: &LitStr) -> Result<()> {
         .map_err(|problem| Error::custom(problem).with_span(glob))
 }
 
+/// The hash under which a name is reserved and checked (`ReservesName<H>`): of the name
+/// normalized as the server compares guarded names (lowercase, without `_` and `-`), so that
+/// `ownerId` and `OWNER_ID` meet `owner_id`.
+pub(crate) fn name_hash(name: &str) -> u64 {
+    fnv1a(&[&fusion_names::field_name_key(name)])
+}
+
 /// A deterministic 64-bit hash (FNV-1a), for unique generated names.
 pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;

@@ -24,6 +24,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
+// A name as compared: lowercase, without `_` and `-` (the macros reserve names the same way).
+use fusion_names::field_name_key as normalize;
 use rmcp::model::JsonObject;
 use serde_json::{Map, Value};
 
@@ -127,14 +129,6 @@ impl fmt::Display for GuardedInput {
             self.surface.how_to_state(),
         )
     }
-}
-
-/// A name as compared: lowercase, without `_` and `-`.
-pub(crate) fn normalize(name: &str) -> String {
-    name.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 /// The guarded fields of every model a server knows, by normalized name.

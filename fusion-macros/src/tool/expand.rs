@@ -9,7 +9,7 @@ use syn::{FnArg, Ident, ItemFn, Type};
 
 use super::check::{Checked, Param, Verb};
 use super::parse::SerializeArg;
-use crate::common::fnv1a;
+use crate::common::name_hash;
 
 pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenStream {
     let private = tool.krate.private();
@@ -188,7 +188,7 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
         .filter(|param| param.not_guarded.is_none())
     {
         let name = param.ident.unraw().to_string();
-        let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&name]));
+        let hash = proc_macro2::Literal::u64_suffixed(name_hash(&name));
         let probe = probe(param);
         let span = param.ident.span();
         let private = tool.krate.private_at(span);
