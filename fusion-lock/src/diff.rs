@@ -429,6 +429,7 @@ fn action(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
             format!("tag `{tag}` {}", if added { "added" } else { "removed" }),
         );
     });
+    not_guarded(&old.not_guarded, &new.not_guarded, out);
     set_changes(&old.error_actions, &new.error_actions, |key, added| {
         if added {
             out.push(
@@ -443,6 +444,36 @@ fn action(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
         }
     });
     out.form_only(old, new);
+}
+
+/// The statements that an input is not the guarded field it is named like: a new or reworded
+/// one is for a reviewer to read.
+fn not_guarded(
+    old: &BTreeMap<String, String>,
+    new: &BTreeMap<String, String>,
+    out: &mut Changes<'_>,
+) {
+    for (path, reason) in new {
+        match old.get(path) {
+            Some(was) if was == reason => {}
+            Some(was) => out.push(
+                Rule::NotGuardedStated,
+                format!("`{path}` is not a guarded field because \"{reason}\" (was \"{was}\")"),
+            ),
+            None => out.push(
+                Rule::NotGuardedStated,
+                format!(
+                    "`{path}` is named like a guarded field and stated not to be it: \"{reason}\""
+                ),
+            ),
+        }
+    }
+    for path in old.keys().filter(|path| !new.contains_key(*path)) {
+        out.push(
+            Rule::NotGuardedWithdrawn,
+            format!("`{path}` is no longer stated not to be a guarded field"),
+        );
+    }
 }
 
 fn toolset(toolset: Option<&str>) -> String {
@@ -898,6 +929,7 @@ fn content(old: &Surface, new: &Surface, changes: &mut Vec<Change>) {
             ),
             _ => out.push(Rule::CacheChanged, "its cache hint changed".into()),
         }
+        not_guarded(&was.not_guarded, &now.not_guarded, &mut out);
         if was.toolset != now.toolset {
             out.push(Rule::ToolsetChanged, "its toolset changed".into());
         }
@@ -972,6 +1004,7 @@ fn content(old: &Surface, new: &Surface, changes: &mut Vec<Change>) {
                     .into(),
             );
         }
+        not_guarded(&was.not_guarded, &now.not_guarded, &mut out);
         if was.toolset != now.toolset {
             out.push(Rule::ToolsetChanged, "its toolset changed".into());
         }

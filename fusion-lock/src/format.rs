@@ -53,6 +53,12 @@ pub struct ResourceEntry {
     pub output_schema: Value,
     /// What of the contents the agent perceives.
     pub egress: Egress,
+    /// The inputs named like a guarded field of a model that the author stated are not that
+    /// field, by property path (`owner_id`, `opts.owner_id`), with the reason given: each one is
+    /// a place where a value a client sends lands in something named like a field only the
+    /// server sets, for a reviewer to read.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_guarded: BTreeMap<String, String>,
 }
 
 /// A prompt, as a client meets it (SPEC P6).
@@ -71,6 +77,12 @@ pub struct PromptEntry {
     pub arguments: BTreeMap<String, PromptArgumentEntry>,
     /// The presenters whose data the prompt carries, with the presenters nested in them.
     pub presenters: BTreeMap<String, PresenterEntry>,
+    /// The inputs named like a guarded field of a model that the author stated are not that
+    /// field, by property path (`owner_id`, `opts.owner_id`), with the reason given: each one is
+    /// a place where a value a client sends lands in something named like a field only the
+    /// server sets, for a reviewer to read.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_guarded: BTreeMap<String, String>,
 }
 
 /// A prompt's argument.
@@ -165,6 +177,12 @@ pub struct ActionEntry {
     pub access: Access,
     /// The tools its errors may offer as available actions, by canonical key.
     pub error_actions: Vec<String>,
+    /// The inputs named like a guarded field of a model that the author stated are not that
+    /// field, by property path (`owner_id`, `opts.owner_id`), with the reason given: each one is
+    /// a place where a value an agent sends lands in something named like a field only the
+    /// server sets, for a reviewer to read.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_guarded: BTreeMap<String, String>,
 }
 
 /// The verb of an action (SPEC T1).

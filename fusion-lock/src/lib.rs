@@ -80,6 +80,7 @@ pub fn __example_lockfile() -> String {
         },
         access: Access::default(),
         error_actions: Vec::new(),
+        not_guarded: BTreeMap::new(),
     };
     Surface {
         server: ServerEntry {

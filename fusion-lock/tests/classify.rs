@@ -570,6 +570,28 @@ const CASES: &[Case] = &[
         expected: &[Rule::SchemaKeywordChanged],
         edit: |_, new| output(new)["properties"]["at"]["maxLength"] = json!(80),
     },
+    Case {
+        what: "an argument stated not to be a guarded field",
+        expected: &[Rule::NotGuardedStated],
+        edit: |_, new| {
+            get(new, "shop.get_item")
+                .not_guarded
+                .insert("owner_id".into(), "the owner to look in".into());
+        },
+    },
+    Case {
+        what: "the reason of a statement reworded, on a resource",
+        expected: &[Rule::NotGuardedStated],
+        edit: |old, new| {
+            with_content(old, new);
+            for (surface, reason) in [(old, "a filter"), (new, "whose items to read")] {
+                let resource = surface.resources.get_mut("shop.item").unwrap();
+                resource
+                    .not_guarded
+                    .insert("owner_id".into(), reason.into());
+            }
+        },
+    },
     // Safe
     Case {
         what: "an action added",
@@ -735,6 +757,18 @@ const CASES: &[Case] = &[
         what: "a suggestion target removed",
         expected: &[Rule::SuggestionRemoved],
         edit: |_, new| get(new, "shop.get_item").egress.suggests.clear(),
+    },
+    Case {
+        what: "a statement withdrawn, on a prompt",
+        expected: &[Rule::NotGuardedWithdrawn],
+        edit: |old, new| {
+            with_content(old, new);
+            old.prompts
+                .get_mut("shop.review")
+                .unwrap()
+                .not_guarded
+                .insert("owner_id".into(), "whom to address".into());
+        },
     },
     // Cosmetic
     Case {

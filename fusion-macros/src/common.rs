@@ -99,6 +99,32 @@ impl FromMeta for StrList {
 }
 
 /// The text of the doc comments among `attrs`, lines joined, or `None`.
+/// `#[not_guarded("why")]` on a parameter: the argument is named like a guarded field of a model
+/// but is not that field; the reason is recorded in the lockfile. Once, with a reason.
+pub(crate) fn not_guarded(attrs: &[Attribute]) -> Result<Option<LitStr>> {
+    let mut found: Option<LitStr> = None;
+    for attr in attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("not_guarded"))
+    {
+        let usage = "write `#[not_guarded(\"why this argument is not the guarded field it is named like\")]`";
+        let reason: LitStr = attr
+            .parse_args()
+            .map_err(|_| Error::custom(usage).with_span(attr))?;
+        if reason.value().trim().is_empty() {
+            return Err(Error::custom(format!(
+                "`not_guarded` needs a reason for the reviewer: {usage}"
+            ))
+            .with_span(&reason));
+        }
+        if found.is_some() {
+            return Err(Error::custom("`not_guarded` is given twice").with_span(attr));
+        }
+        found = Some(reason);
+    }
+    Ok(found)
+}
+
 pub(crate) fn docs(attrs: &[Attribute]) -> Option<String> {
     let lines: Vec<String> = attrs
         .iter()
@@ -173,6 +199,13 @@ pub(crate) fn check_key(key: &LitStr) -> Result<()> {
 pub(crate) fn check_glob(glob: &LitStr) -> Result<()> {
     fusion_names::check_glob(&glob.value())
         .map_err(|problem| Error::custom(problem).with_span(glob))
+}
+
+/// The hash under which a name is reserved and checked (`ReservesName<H>`): of the name
+/// normalized as the server compares guarded names (lowercase, without `_` and `-`), so that
+/// `ownerId` and `OWNER_ID` meet `owner_id`.
+pub(crate) fn name_hash(name: &str) -> u64 {
+    fnv1a(&[&fusion_names::field_name_key(name)])
 }
 
 /// A deterministic 64-bit hash (FNV-1a), for unique generated names.

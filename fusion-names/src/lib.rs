@@ -58,6 +58,21 @@ pub fn check_glob(glob: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A field name as guarded names are compared (SPEC M3): lowercase, without `_` and `-`, so
+/// that every case convention serde or an upstream may use is one name.
+///
+/// ```
+/// for spelling in ["owner_id", "ownerId", "OwnerId", "owner-id", "OWNER_ID"] {
+///     assert_eq!(fusion_names::field_name_key(spelling), "ownerid");
+/// }
+/// ```
+pub fn field_name_key(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
 /// Whether a glob (checked by [`check_glob`]) matches a tool key: `*` matches one segment,
 /// `**` any number of segments (zero included), anything else matches itself.
 ///

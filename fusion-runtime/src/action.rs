@@ -170,6 +170,9 @@ pub struct ActionFacts {
     /// Returns a page and takes a string `cursor` argument: a page's next cursor is given.
     pub(crate) takes_cursor: bool,
     pub(crate) surface: Surface,
+    /// The arguments named like a guarded field that the author stated are not it, by path,
+    /// with the reason (recorded in the lockfile).
+    pub(crate) not_guarded: std::collections::BTreeMap<String, String>,
 }
 
 impl ActionFacts {
@@ -213,6 +216,7 @@ impl ActionFacts {
             toolset: toolset.map(str::to_owned),
             exposure: Exposure::Tool(Arc::from(name)),
             takes_cursor: false,
+            not_guarded: Default::default(),
             surface,
         }
     }

@@ -19,11 +19,14 @@ use crate::envelope::SealedParts;
 use crate::error::BuildError;
 use crate::expose::expose;
 use crate::guard::{ConcurrencyGuard, RateLimit, RateLimiter, SerialGuard, Serialization};
+use crate::guarded::{GuardedInput, GuardedNames, InputSurface};
 use crate::key::ToolKey;
 use crate::key::check_exposed_name;
 use crate::keyed::DigestKey;
 use crate::middleware::Middleware;
+use crate::model::{Model, ModelFields};
 use crate::observe::Metrics;
+use crate::present::PresenterInfo;
 use crate::prompt::{Prompt, PromptSpec};
 use crate::resource::{Resource, ResourceSpec};
 use crate::router::Router;
@@ -63,6 +66,9 @@ pub struct ServerBuilder {
     specs: Vec<ToolSpec>,
     resources: Vec<ResourceSpec>,
     prompts: Vec<PromptSpec>,
+    /// Models registered with [`ServerBuilder::model`]: their guarded fields are refused on
+    /// every input surface, as are those of the models behind profiles and presenters.
+    models: Vec<ModelFields>,
     state: StateMap,
     middleware: Vec<Arc<dyn Middleware>>,
     access: Option<Arc<dyn AccessPolicy>>,
@@ -110,6 +116,7 @@ impl ServerBuilder {
             specs: Vec::new(),
             resources: Vec::new(),
             prompts: Vec::new(),
+            models: Vec::new(),
             state: StateMap::default(),
             middleware: Vec::new(),
             access: None,
@@ -182,6 +189,21 @@ impl ServerBuilder {
     #[must_use]
     pub fn prompt_spec(mut self, spec: PromptSpec) -> Self {
         self.prompts.push(spec);
+        self
+    }
+
+    /// Makes model `M` known to the server, so that its guarded fields are refused on every
+    /// input surface (tool arguments at any depth, resource template variables, prompt and
+    /// completion arguments, elicitation answers) under any spelling of their names.
+    ///
+    /// The models behind the fillable profiles and the presenters of the server's tools,
+    /// resources and prompts are known without it. Register the others whose guarded fields a
+    /// handler sets: a model that no profile or presenter of this server names is otherwise
+    /// unknown when the server is built, and an argument named like its guarded field would go
+    /// unnoticed.
+    #[must_use]
+    pub fn model<M: Model>(mut self) -> Self {
+        self.models.push(ModelFields::of::<M>());
         self
     }
 
@@ -435,6 +457,41 @@ impl ServerBuilder {
         self
     }
 
+    /// The guarded fields of every model the server knows: registered, behind a profile, or
+    /// presented (nested presenters included).
+    fn guarded_names(&self) -> GuardedNames {
+        let mut names = GuardedNames::default();
+        let mut presenters: Vec<PresenterInfo> = Vec::new();
+        for model in &self.models {
+            names.add(*model);
+        }
+        for spec in &self.specs {
+            spec.params.models().for_each(|model| names.add(model));
+            presenters.extend(spec.presenter.clone());
+        }
+        for spec in &self.resources {
+            spec.params.models().for_each(|model| names.add(model));
+            presenters.extend(spec.presenter.clone());
+        }
+        for spec in &self.prompts {
+            spec.params.models().for_each(|model| names.add(model));
+            presenters.extend(spec.presenters.iter().cloned());
+        }
+        // Nested presenters may nest themselves: each presenter is read once.
+        let mut seen = std::collections::HashSet::new();
+        while let Some(presenter) = presenters.pop() {
+            if !seen.insert(presenter.name) {
+                continue;
+            }
+            names.add(ModelFields {
+                name: presenter.model,
+                fields: presenter.model_fields,
+            });
+            presenters.extend(presenter.nested.iter().map(|nested| (nested.presenter)()));
+        }
+        names
+    }
+
     /// Keeps the tools whose toolset is served; a toolset named in the lists that no tool
     /// declares is a mistake (a typo would silently serve everything or nothing).
     fn served_specs(&mut self, problems: &mut Vec<String>) -> Vec<ToolSpec> {
@@ -504,6 +561,9 @@ impl ServerBuilder {
     pub fn build(mut self) -> Result<Server, BuildError> {
         let lock = self.lock.take();
         let mut problems = Vec::new();
+        let mut guarded_inputs: Vec<GuardedInput> = Vec::new();
+        // Every model known, from every tool, resource and prompt declared (served or not).
+        let guarded = Arc::new(self.guarded_names());
         let specs: Vec<(ToolKey, ToolSpec)> = self
             .served_specs(&mut problems)
             .into_iter()
@@ -541,13 +601,21 @@ impl ServerBuilder {
                 max_bytes: self.max_bytes,
                 default_timeout: self.default_timeout,
                 serialization_lock: self.serialization_lock.as_ref(),
+                guarded: &guarded,
             };
-            if let Some(action) = compile_action(key, exposure, spec, &context, &mut problems) {
+            if let Some(action) = compile_action(
+                key,
+                exposure,
+                spec,
+                &context,
+                &mut problems,
+                &mut guarded_inputs,
+            ) {
                 actions.push(action);
             }
         }
         if !problems.is_empty() {
-            return Err(BuildError::new(problems));
+            return Err(BuildError::new(problems).with_guarded_inputs(guarded_inputs));
         }
 
         let tools = expose(&actions, &names, &mut problems);
@@ -576,9 +644,11 @@ impl ServerBuilder {
                 middleware: &self.middleware,
                 version: &self.version,
                 timeout: self.default_timeout,
+                guarded: &guarded,
             },
             &all_keys,
             &mut problems,
+            &mut guarded_inputs,
         );
         // Started last, once nothing else can fail.
         #[cfg(feature = "gateway")]
@@ -595,7 +665,12 @@ impl ServerBuilder {
             None
         };
         if !problems.is_empty() {
-            return Err(BuildError::new(problems));
+            return Err(BuildError::new(problems).with_guarded_inputs(guarded_inputs));
+        }
+        // An elicitation's type is known only when the question is asked: `Elicit` reads the
+        // guarded names from the state, under a type no handler can name.
+        if !guarded.is_empty() {
+            self.state.insert(guarded);
         }
         let server = Server {
             inner: Arc::new(ServerInner {
@@ -648,6 +723,8 @@ struct CompileContext<'a> {
     max_bytes: Option<usize>,
     default_timeout: Option<std::time::Duration>,
     serialization_lock: Option<&'a Arc<dyn crate::guard::SerializationLock>>,
+    /// The guarded fields of every model the server knows.
+    guarded: &'a Arc<GuardedNames>,
 }
 
 /// How an action is exposed: in grouped exposition, a namespaced key is an action of its
@@ -670,6 +747,7 @@ fn compile_action(
     spec: ToolSpec,
     context: &CompileContext<'_>,
     problems: &mut Vec<String>,
+    guarded_inputs: &mut Vec<GuardedInput>,
 ) -> Option<CompiledAction> {
     let all_keys = context.all_keys;
     let before = problems.len();
@@ -777,7 +855,17 @@ fn compile_action(
     params.check_context(&parts, problems, key.as_str());
     let audit_entry = params.takes_context::<AuditEntry>();
 
-    let input_schema = params.input_schema(problems);
+    let mut input_schema = params.input_schema(problems);
+    let scan = crate::guarded::scan(
+        &mut input_schema,
+        context.guarded,
+        InputSurface::ToolArgument,
+        key.as_str(),
+        &|name| params.reserved_by_a_group(name),
+    );
+    scan.report(problems);
+    guarded_inputs.extend(scan.found);
+    let not_guarded = scan.stated;
     if let Serialization::PerArgument(argument) = &serialization
         && !input_schema
             .get("properties")
@@ -806,13 +894,14 @@ fn compile_action(
     let pages_by_offset = can_cut && takes(&input_schema, "offset", "integer");
     let takes_cursor = paged && takes(&input_schema, "cursor", "string");
     let input_schema = Arc::new(input_schema);
-    let layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
+    let mut layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
         Ok(layout) => layout,
         Err(problem) => {
             problems.push(format!("tool `{key}`: {problem}"));
             return None;
         }
     };
+    layout.refuse_undeclared_guarded(context.guarded);
     let annotations = annotations(verb, title.as_deref(), idempotent, destructive, open_world);
     let version = version.map_or_else(
         || context.server_version.to_owned(),
@@ -849,6 +938,7 @@ fn compile_action(
         exposure,
         takes_cursor,
         surface: crate::action::Surface::Tool,
+        not_guarded,
     };
     Some(CompiledAction {
         sealed: SealedParts::new(&facts),

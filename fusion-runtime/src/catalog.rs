@@ -3,11 +3,12 @@
 //! change, and the tables that find them. [`content`](crate::content) runs their requests.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use rmcp::model::{
-    Prompt as PromptDefinition, PromptArgument, Resource as ResourceDefinition, ResourceTemplate,
+    JsonObject, Prompt as PromptDefinition, PromptArgument, Resource as ResourceDefinition,
+    ResourceTemplate,
 };
 use serde_json::Value;
 
@@ -16,6 +17,7 @@ use crate::args::ArgLayout;
 use crate::complete::CompletionFn;
 use crate::context::ServerParts;
 use crate::envelope::SealedParts;
+use crate::guarded::{GuardedInput, GuardedNames, InputSurface};
 use crate::key::ToolKey;
 use crate::middleware::Middleware;
 use crate::present::PresenterInfo;
@@ -78,6 +80,8 @@ pub(crate) struct ContentContext<'a> {
     pub(crate) middleware: &'a [Arc<dyn Middleware>],
     pub(crate) version: &'a str,
     pub(crate) timeout: Option<std::time::Duration>,
+    /// The guarded fields of every model the server knows.
+    pub(crate) guarded: &'a Arc<GuardedNames>,
 }
 
 /// The keys of the resources and prompts to compile, for checks that need every key (globs).
@@ -96,6 +100,7 @@ pub(crate) fn compile(
     context: &ContentContext<'_>,
     tool_keys: &[ToolKey],
     problems: &mut Vec<String>,
+    guarded_inputs: &mut Vec<GuardedInput>,
 ) -> Content {
     let mut content = Content::default();
     let mut keys: Vec<String> = tool_keys
@@ -103,7 +108,7 @@ pub(crate) fn compile(
         .map(|key| key.as_str().to_owned())
         .collect();
     for spec in resources {
-        let Some(resource) = compile_resource(spec, context, problems) else {
+        let Some(resource) = compile_resource(spec, context, problems, guarded_inputs) else {
             continue;
         };
         let key = resource.facts.key.as_str().to_owned();
@@ -138,7 +143,7 @@ pub(crate) fn compile(
         content.resources.push(resource);
     }
     for spec in prompts {
-        let Some(prompt) = compile_prompt(spec, context, problems) else {
+        let Some(prompt) = compile_prompt(spec, context, problems, guarded_inputs) else {
             continue;
         };
         let key = prompt.facts.key.as_str().to_owned();
@@ -163,6 +168,7 @@ fn compile_resource(
     spec: ResourceSpec,
     context: &ContentContext<'_>,
     problems: &mut Vec<String>,
+    guarded_inputs: &mut Vec<GuardedInput>,
 ) -> Option<CompiledResource> {
     let before = problems.len();
     let ResourceSpec {
@@ -206,7 +212,17 @@ fn compile_resource(
         }
     };
     params.check_context(&context.parts, problems, key.as_str());
-    let input_schema = params.input_schema(problems);
+    let mut input_schema = params.input_schema(problems);
+    let not_guarded = check_guarded(
+        &mut input_schema,
+        &params,
+        InputSurface::ResourceVariable,
+        &key,
+        completions.iter().map(|(name, _)| name.as_ref()),
+        context.guarded,
+        problems,
+        guarded_inputs,
+    );
     let properties: Vec<String> = input_schema
         .get("properties")
         .and_then(Value::as_object)
@@ -266,13 +282,14 @@ fn compile_resource(
     });
     let raw_text = raw_text && !mime_type.contains("json");
     let input_schema = Arc::new(input_schema);
-    let layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
+    let mut layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
         Ok(layout) => layout,
         Err(problem) => {
             problems.push(format!("resource `{key}`: {problem}"));
             return None;
         }
     };
+    layout.refuse_undeclared_guarded(context.guarded);
     if problems.len() > before {
         return None;
     }
@@ -332,6 +349,7 @@ fn compile_resource(
             input_schema,
             data_schema: data.unwrap_or(Value::Null),
             variables,
+            not_guarded,
         },
         template,
         handler,
@@ -351,6 +369,7 @@ fn compile_prompt(
     spec: PromptSpec,
     context: &ContentContext<'_>,
     problems: &mut Vec<String>,
+    guarded_inputs: &mut Vec<GuardedInput>,
 ) -> Option<CompiledPrompt> {
     let before = problems.len();
     let PromptSpec {
@@ -378,7 +397,17 @@ fn compile_prompt(
         problems.push(format!("prompt `{key}` has no description"));
     }
     params.check_context(&context.parts, problems, key.as_str());
-    let input_schema = params.input_schema(problems);
+    let mut input_schema = params.input_schema(problems);
+    let not_guarded = check_guarded(
+        &mut input_schema,
+        &params,
+        InputSurface::PromptArgument,
+        &key,
+        completions.iter().map(|(name, _)| name.as_ref()),
+        context.guarded,
+        problems,
+        guarded_inputs,
+    );
     let required: Vec<&str> = input_schema
         .get("required")
         .and_then(Value::as_array)
@@ -409,13 +438,14 @@ fn compile_prompt(
         }
     }
     let input_schema = Arc::new(input_schema);
-    let layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
+    let mut layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
         Ok(layout) => layout,
         Err(problem) => {
             problems.push(format!("prompt `{key}`: {problem}"));
             return None;
         }
     };
+    layout.refuse_undeclared_guarded(context.guarded);
     if problems.len() > before {
         return None;
     }
@@ -455,6 +485,7 @@ fn compile_prompt(
             arguments,
             presenters,
             input_schema,
+            not_guarded,
         },
         handler,
         layout,
@@ -464,6 +495,42 @@ fn compile_prompt(
             .collect(),
         definition,
     })
+}
+
+/// Refuses the arguments (or template variables) of a resource or prompt named like a guarded
+/// field, and the completions of those arguments; returns the statements of those that are not.
+#[allow(clippy::too_many_arguments)]
+fn check_guarded<'c>(
+    input_schema: &mut JsonObject,
+    params: &crate::args::Params,
+    surface: InputSurface,
+    key: &ToolKey,
+    completed: impl Iterator<Item = &'c str>,
+    guarded: &GuardedNames,
+    problems: &mut Vec<String>,
+    guarded_inputs: &mut Vec<GuardedInput>,
+) -> BTreeMap<String, String> {
+    let mut scan = crate::guarded::scan(input_schema, guarded, surface, key.as_str(), &|name| {
+        params.reserved_by_a_group(name)
+    });
+    // A completion offers values for an argument: one named like a guarded field is a second
+    // route for its value (the completion function receives what the user typed).
+    for argument in completed {
+        if let Some((model, field)) = guarded.find(argument)
+            && !scan.stated.contains_key(argument)
+        {
+            scan.found.push(GuardedInput {
+                surface: InputSurface::CompletionArgument,
+                owner: key.as_str().to_owned(),
+                path: argument.to_owned(),
+                model,
+                field,
+            });
+        }
+    }
+    scan.report(problems);
+    guarded_inputs.extend(scan.found);
+    scan.stated
 }
 
 impl Content {

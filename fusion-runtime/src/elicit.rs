@@ -49,6 +49,7 @@ use sha2::{Digest, Sha256};
 
 use crate::context::{CallContext, FromContext};
 use crate::error::ToolError;
+use crate::guarded::{GuardedNames, InputSurface, UndeclaredKeys};
 
 /// The code of a call whose client cannot be asked for elicitation.
 pub const ELICITATION_UNSUPPORTED: &str = "ELICITATION_UNSUPPORTED";
@@ -394,6 +395,8 @@ fn round_of(context: &CallContext) -> Option<Arc<Round>> {
 pub struct Elicit {
     round: Option<Arc<Round>>,
     key: Option<String>,
+    /// The guarded fields of the server's models: never asked for.
+    guarded: Option<Arc<GuardedNames>>,
 }
 
 impl std::fmt::Debug for Elicit {
@@ -409,6 +412,7 @@ impl FromContext for Elicit {
         Ok(Elicit {
             round: round_of(context),
             key: None,
+            guarded: context.state.get::<GuardedNames>(),
         })
     }
 }
@@ -428,6 +432,7 @@ impl Elicit {
         Elicit {
             round: self.round.clone(),
             key: Some(key.into()),
+            guarded: self.guarded.clone(),
         }
     }
 
@@ -462,6 +467,12 @@ impl Elicit {
     /// comment. An `Option` field is not required; `#[serde(default = ..)]` sends a default; an
     /// enum whose variants have `#[schemars(title = ..)]` is a titled choice. An answer that
     /// does not fit `T` is a `VALIDATION_ERROR`.
+    ///
+    /// The answer comes from the client's user, not from the server's credentials: a field of
+    /// `T` named like a guarded field of a model the server knows (any spelling) is refused
+    /// before anything is sent, with an `INTERNAL_ERROR` whose logged cause names it. A field
+    /// that is not that guarded field says so with
+    /// `#[schemars(extend("x-fusion-not-guarded" = "why"))]`.
     pub fn ask<T: JsonSchema + DeserializeOwned + Send + 'static>(
         &self,
         message: impl Into<String>,
@@ -474,11 +485,21 @@ impl Elicit {
         &self,
         message: String,
     ) -> Result<Answer<T>, ToolError> {
-        let schema = form_schema::<T>()?;
+        let (schema, undeclared) = form_schema::<T>(self.guarded.as_ref())?;
         let answer = self.raw(message, schema).await?;
         Ok(match answer.action {
             ElicitationAction::Accept => {
                 let content = answer.content.unwrap_or_else(|| json!({}));
+                // An answer key that names a guarded field sets nothing, even where serde would
+                // read it (an alias).
+                if let Some(path) = undeclared.and_then(|keys| keys.find(&content)) {
+                    return Err(ToolError::new(
+                        crate::error::codes::VALIDATION_ERROR,
+                        format!(
+                            "The user's answer does not fit what was asked: unknown field `{path}`."
+                        ),
+                    ));
+                }
                 match serde_json::from_value(content) {
                     Ok(value) => Answer::Accepted(value),
                     Err(error) => {
@@ -517,7 +538,9 @@ impl Elicit {
 /// The form of `T` as elicitation takes it: a flat object of primitive fields, each inline (a
 /// type in `definitions` is copied where it is used), and an optional field is one that is not
 /// required (elicitation has no `null`: an `Option` adds none).
-fn form_schema<T: JsonSchema>() -> Result<ElicitationSchema, ToolError> {
+fn form_schema<T: JsonSchema>(
+    guarded: Option<&Arc<GuardedNames>>,
+) -> Result<(ElicitationSchema, Option<UndeclaredKeys>), ToolError> {
     let schema = schemars::generate::SchemaSettings::draft07()
         .into_generator()
         .into_root_schema_for::<T>();
@@ -526,18 +549,38 @@ fn form_schema<T: JsonSchema>() -> Result<ElicitationSchema, ToolError> {
             "elicitation schema is not an object",
         ));
     };
+    // Refused before the question leaves: the user's answer would set a guarded field.
+    let scan = crate::guarded::scan(
+        &mut object,
+        guarded.map_or(&GuardedNames::default(), |names| names),
+        InputSurface::Elicitation,
+        std::any::type_name::<T>(),
+        &|_| false,
+    );
+    let mut problems = Vec::new();
+    scan.report(&mut problems);
+    if !problems.is_empty() {
+        return Err(ToolError::internal_message(format!(
+            "{} cannot be asked for: {}",
+            std::any::type_name::<T>(),
+            problems.join("; ")
+        )));
+    }
+    let undeclared =
+        guarded.and_then(|names| UndeclaredKeys::new(&Value::Object(object.clone()), names));
     let definitions = object.remove("definitions").unwrap_or(Value::Null);
     if let Some(Value::Object(properties)) = object.get_mut("properties") {
         for property in properties.values_mut() {
             *property = form_field(property.take(), &definitions);
         }
     }
-    ElicitationSchema::from_json_schema(object).map_err(|error| {
+    let schema = ElicitationSchema::from_json_schema(object).map_err(|error| {
         ToolError::internal_message(format!(
             "{} cannot be asked for: {error}",
             std::any::type_name::<T>()
         ))
-    })
+    })?;
+    Ok((schema, undeclared))
 }
 
 /// One field of a form: `$ref`s resolved, `null` taken out.

@@ -389,6 +389,7 @@ pub trait ErrorCatalog {
 pub struct BuildError {
     problems: Vec<String>,
     lock: Option<Box<fusion_lock::Diff>>,
+    guarded: Vec<crate::guarded::GuardedInput>,
 }
 
 impl BuildError {
@@ -396,7 +397,20 @@ impl BuildError {
         BuildError {
             problems,
             lock: None,
+            guarded: Vec::new(),
         }
+    }
+
+    /// With the inputs named like guarded fields among its problems.
+    pub(crate) fn with_guarded_inputs(mut self, inputs: Vec<crate::guarded::GuardedInput>) -> Self {
+        self.guarded = inputs;
+        self
+    }
+
+    /// The inputs through which a guarded field's value would come in (each is among the
+    /// [`problems`](BuildError::problems) too): where, which property, which field.
+    pub fn guarded_inputs(&self) -> &[crate::guarded::GuardedInput] {
+        &self.guarded
     }
 
     /// The surface differs from the reviewed lockfile by `diff`
@@ -408,6 +422,7 @@ impl BuildError {
                 diff.summary()
             )],
             lock: Some(Box::new(diff)),
+            guarded: Vec::new(),
         }
     }
 

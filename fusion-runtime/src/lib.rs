@@ -34,6 +34,7 @@ mod expose;
 #[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod guard;
+pub mod guarded;
 pub mod hidden;
 pub mod key;
 pub mod keyed;
@@ -70,6 +71,7 @@ pub use context::HttpRequest;
 pub use context::{CallContext, Ext, FromContext, Progress, Provided, ServerParts, State};
 pub use error::{BuildError, ErrorCatalog, ToolError, codes, echo};
 pub use guard::{Concurrency, RateLimit, Serialization, SerializationLock};
+pub use guarded::{GuardedInput, InputSurface};
 pub use hidden::Hidden;
 pub use key::{Glob, ToolKey};
 pub use middleware::Middleware;

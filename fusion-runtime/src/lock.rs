@@ -93,6 +93,7 @@ fn resource_entry(resource: crate::ResourceInfo<'_>) -> ResourceEntry {
         input_schema: Value::Object(resource.input_schema().clone()),
         output_schema: resource.data_schema().clone(),
         egress: resource.presenter().map(egress).unwrap_or_default(),
+        not_guarded: resource.0.not_guarded.clone(),
     }
 }
 
@@ -120,6 +121,7 @@ fn prompt_entry(prompt: crate::PromptInfo<'_>) -> PromptEntry {
             })
             .collect(),
         presenters: presenters.entries,
+        not_guarded: prompt.0.not_guarded.clone(),
     }
 }
 
@@ -186,6 +188,7 @@ fn action_entry(server: &Server, action: &CompiledAction) -> ActionEntry {
             .iter()
             .map(|&key| key.to_owned())
             .collect(),
+        not_guarded: facts.not_guarded.clone(),
     }
 }
 

@@ -349,6 +349,8 @@ pub(crate) struct PromptFacts {
     pub(crate) arguments: Vec<PromptArgument>,
     pub(crate) presenters: Vec<PresenterInfo>,
     pub(crate) input_schema: Arc<JsonObject>,
+    /// The arguments named like a guarded field that the author stated are not it.
+    pub(crate) not_guarded: std::collections::BTreeMap<String, String>,
 }
 
 /// A prompt of a built server, read back.

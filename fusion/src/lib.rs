@@ -137,7 +137,8 @@ pub use fusion_runtime::{
 };
 /// Models, hidden values and input profiles (SPEC M1–M4).
 pub use fusion_runtime::{
-    ArgumentGroup, Create, FieldInfo, Fillable, Filter, Hidden, Model, ModelFields, Update,
+    ArgumentGroup, Create, FieldInfo, Fillable, Filter, GuardedInput, Hidden, InputSurface, Model,
+    ModelFields, Update,
 };
 /// Audit and metrics hooks (SPEC R6, R8).
 pub use fusion_runtime::{AuditEntry, AuditRecord, AuditSink, Metrics};
@@ -195,6 +196,12 @@ pub mod audit {
         AuditEntry, AuditError, AuditRecord, AuditSink, KEYED_DIGEST_PREFIX, TracingAuditSink,
         arguments_digest, keyed_arguments_digest,
     };
+}
+
+/// Where a guarded name was found in an input, as [`BuildError::guarded_inputs`] reports it,
+/// and the schema keyword that states an exception on a struct's field.
+pub mod guarded {
+    pub use fusion_runtime::guarded::{GuardedInput, InputSurface, NOT_GUARDED};
 }
 
 /// Keys for digests that must be no offline oracle: a [`Hidden`] value's

@@ -541,3 +541,132 @@ async fn an_expired_state_or_one_from_a_removed_key_is_refused() {
     assert_eq!(voided(&replica), 0);
     connected.close().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Guarded fields are never asked for
+
+/// A contact whose owner is set by the server only.
+#[fusion::model]
+struct Contact {
+    #[cast("Contact name")]
+    name: String,
+    #[cast("The user who owns it")]
+    #[guarded]
+    owner_id: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct OwnerPick {
+    /// The new owner.
+    #[serde(rename = "ownerId")]
+    owner_id: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Remark {
+    /// A remark; serde also reads it under an alias no schema shows.
+    #[serde(alias = "owner_id")]
+    remark: String,
+}
+
+/// Asks for a remark, whose alias names the guarded field.
+#[tool(action, name = "crm.remark")]
+async fn remark(ask: Elicit) -> Result<Value, ToolError> {
+    let Answer::Accepted(remark) = ask.ask::<Remark>("Any remark?").await? else {
+        return Ok(json!({}));
+    };
+    Ok(json!({ "remark": remark.remark }))
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct OwnerNote {
+    /// Whom to tell.
+    #[schemars(extend("x-fusion-not-guarded" = "whom to notify; the owner is not changed"))]
+    owner_id: String,
+}
+
+/// What the handler was told when it asked.
+#[derive(Default)]
+struct Told(Mutex<Vec<String>>);
+
+/// Reassigns a contact to the owner the user picks: refused before the question leaves.
+#[tool(mutation, name = "crm.reassign")]
+async fn reassign(told: State<Told>, ask: Elicit, id: String) -> Result<Value, ToolError> {
+    match ask.ask::<OwnerPick>("Who owns it now?").await {
+        Ok(Answer::Accepted(pick)) => Ok(json!({ "id": id, "owner": pick.owner_id })),
+        Ok(_) => Ok(json!({ "id": id })),
+        Err(error) => {
+            told.0.lock().unwrap().push(format!("{error:?}"));
+            Err(error)
+        }
+    }
+}
+
+/// Notifies an owner the user names: stated not to be the guarded field.
+#[tool(action, name = "crm.notify")]
+async fn notify(ask: Elicit, id: String) -> Result<Value, ToolError> {
+    let Answer::Accepted(note) = ask.ask::<OwnerNote>("Whom to tell?").await? else {
+        return Ok(json!({ "id": id }));
+    };
+    Ok(json!({ "id": id, "told": note.owner_id }))
+}
+
+#[tokio::test]
+async fn an_elicitation_of_a_guarded_field_is_refused_before_it_is_asked() {
+    for era in ERAS {
+        let server = ServerBuilder::new("crm", "1.0.0")
+            .model::<Contact>()
+            .tool::<reassign>()
+            .tool::<notify>()
+            .tool::<remark>()
+            .state(Told::default())
+            .build()
+            .expect("server builds");
+        let mcp = Mcp::new(server);
+        let user = User::answering(vec![
+            accept(json!({ "owner_id": "u-7" })),
+            accept(json!({ "owner_id": "u-8" })),
+        ]);
+        let connected = connect(era, &mcp, user.clone()).await;
+        let result = connected.call("crm_reassign", json!({ "id": "C-1" })).await;
+        assert_eq!(code(&result).as_deref(), Some("INTERNAL_ERROR"), "{era}");
+        assert!(user.asked().is_empty(), "{era}: the client was asked");
+        // The handler (and the server's log) learn why; the agent only that it failed.
+        let told = mcp
+            .handler()
+            .server()
+            .new_context()
+            .state::<Told>()
+            .expect("told")
+            .0
+            .lock()
+            .unwrap()
+            .clone();
+        assert_eq!(told.len(), 1, "{era}");
+        for part in [
+            "OwnerPick cannot be asked for",
+            "elicitation field `ownerId`",
+            "`Contact.owner_id`, a guarded field",
+            "x-fusion-not-guarded",
+        ] {
+            assert!(told[0].contains(part), "{era}: {told:?}");
+        }
+        let text = serde_json::to_string(&result.structured_content).unwrap();
+        assert!(!text.contains("owner_id"), "{era}: {text}");
+        // Stated not guarded, the question is asked.
+        let result = connected.call("crm_notify", json!({ "id": "C-1" })).await;
+        assert_eq!(result.is_error, Some(false), "{era}: {result:?}");
+        assert_eq!(
+            result.structured_content.as_ref().unwrap()["data"]["told"],
+            "u-7"
+        );
+        assert_eq!(user.asked(), ["Whom to tell?"], "{era}");
+        // An answer under a name the form does not show (serde's alias) sets nothing.
+        let result = connected.call("crm_remark", json!({})).await;
+        assert_eq!(code(&result).as_deref(), Some("VALIDATION_ERROR"), "{era}");
+        let text = serde_json::to_string(&result.structured_content).unwrap();
+        assert!(text.contains("unknown field `owner_id`"), "{era}: {text}");
+        assert!(!text.contains("u-8"), "{era}: {text}");
+        connected.close().await;
+    }
+}

@@ -10,7 +10,7 @@ use syn::{Fields, Ident, ItemStruct, LitStr};
 
 use super::parse::{Model, ModelField, Profile, ProfileKind};
 use crate::common::Constraint;
-use crate::common::fnv1a;
+use crate::common::{fnv1a, name_hash};
 
 pub(super) fn model(model: &Model) -> TokenStream {
     let private = model.krate.private();
@@ -302,12 +302,15 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
     // The guarded and hidden fields this profile leaves out: no other argument of a tool that
     // takes it may have their names (`#[tool]` checks it with these impls).
     let module = reserved_module(model);
+    // One impl per hash: two fields whose names normalize alike reserve it once.
+    let mut reserved_hashes = std::collections::HashSet::new();
     let reserves = model
         .fields
         .iter()
         .filter(|field| (field.guarded || field.hidden) && !profile.fields.contains(&field.ident))
+        .filter(|field| reserved_hashes.insert(name_hash(&field.name())))
         .map(|field| {
-            let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&field.name()]));
+            let hash = proc_macro2::Literal::u64_suffixed(name_hash(&field.name()));
             let marker = reserved_marker(model, field);
             quote! {
                 #[automatically_derived]
@@ -454,6 +457,7 @@ fn from_upstream(model: &Model) -> TokenStream {
     });
     let module = reserved_module(model);
     let mut reserves = Vec::new();
+    let mut reserved_hashes = std::collections::HashSet::new();
     let mut guarded_names = Vec::new();
     for field in model.fields.iter().filter(|field| field.guarded) {
         let marker = reserved_marker(model, field);
@@ -462,8 +466,12 @@ fn from_upstream(model: &Model) -> TokenStream {
             names.push(field.wire_name());
         }
         guarded_names.extend(names.iter().cloned());
-        for name in names {
-            let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&name]));
+        // `owner_id` and its upstream name `ownerId` are one reserved name.
+        for name in names
+            .iter()
+            .filter(|name| reserved_hashes.insert(name_hash(name)))
+        {
+            let hash = proc_macro2::Literal::u64_suffixed(name_hash(name));
             reserves.push(quote! {
                 #[automatically_derived]
                 impl #private::kinds::ReservesName<#hash> for #ident {

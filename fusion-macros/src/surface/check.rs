@@ -6,7 +6,7 @@ use syn::{FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Signature, Type};
 
 use super::Kind;
 use super::parse::{Surface, SurfaceArgs};
-use crate::common::{check_key, docs};
+use crate::common::{check_key, docs, not_guarded};
 use crate::paths::Krate;
 
 /// A parameter: its name is the argument's name (or the template variable's).
@@ -14,6 +14,8 @@ pub(super) struct Param<'a> {
     pub(super) ident: &'a Ident,
     pub(super) ty: &'a Type,
     pub(super) doc: Option<String>,
+    /// `#[not_guarded("why")]`: named like a guarded field, but not that field.
+    pub(super) not_guarded: Option<LitStr>,
 }
 
 /// A resource or prompt that follows every rule.
@@ -119,11 +121,15 @@ fn check_plain_parameters(kind: Kind, sig: &Signature) -> Result<Vec<Param<'_>>>
     for input in &sig.inputs {
         let FnArg::Typed(typed) = input else { continue };
         match &*typed.pat {
-            Pat::Ident(pat) if pat.subpat.is_none() && pat.by_ref.is_none() => params.push(Param {
-                ident: &pat.ident,
-                ty: &typed.ty,
-                doc: docs(&typed.attrs),
-            }),
+            Pat::Ident(pat) if pat.subpat.is_none() && pat.by_ref.is_none() => {
+                let not_guarded = errors.handle(not_guarded(&typed.attrs)).flatten();
+                params.push(Param {
+                    ident: &pat.ident,
+                    ty: &typed.ty,
+                    doc: docs(&typed.attrs),
+                    not_guarded,
+                })
+            }
             other => errors.push(
                 Error::custom(format!(
                     "{} parameters are plain names (`id: String`): the name is the argument's name",

@@ -80,6 +80,13 @@ pub(super) fn surface(item: &Checked<'_>) -> TokenStream {
         };
         quote_spanned!(param.ty.span()=> #probe.declare(&mut params, #name, #doc);)
     });
+    let statements = crate::tool::not_guarded_statements(
+        &item
+            .params
+            .iter()
+            .map(|param| (param.ident, param.not_guarded.as_ref()))
+            .collect::<Vec<_>>(),
+    );
     let bindings: Vec<Ident> = item
         .params
         .iter()
@@ -133,6 +140,7 @@ pub(super) fn surface(item: &Checked<'_>) -> TokenStream {
                             #(#context_only)*
                             let mut params = #private::Params::new();
                             #(#declarations)*
+                            #(#statements)*
                             #private::ResourceSpec::new(#key, #uri, #description)
                                 #(#options)*
                                 .with_params(params)
@@ -154,6 +162,7 @@ pub(super) fn surface(item: &Checked<'_>) -> TokenStream {
                     fn spec() -> #private::PromptSpec {
                         let mut params = #private::Params::new();
                         #(#declarations)*
+                        #(#statements)*
                         #private::PromptSpec::new(#key, #description)
                             #(#options)*
                             .with_params(params)

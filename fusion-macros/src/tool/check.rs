@@ -7,7 +7,7 @@ use syn::{FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Signature, Type};
 
 use super::parse::{Tool, ToolArgs};
 use crate::common::Constraint;
-use crate::common::{check_glob, check_key, docs};
+use crate::common::{check_glob, check_key, docs, not_guarded};
 use crate::paths::Krate;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -24,6 +24,8 @@ pub(super) struct Param<'a> {
     pub(super) doc: Option<String>,
     /// `#[schemars(...)]` constraints on the argument.
     pub(super) constraints: Vec<Constraint>,
+    /// `#[not_guarded("why")]`: named like a guarded field, but not that field.
+    pub(super) not_guarded: Option<LitStr>,
 }
 
 /// A tool that follows every rule.
@@ -151,11 +153,13 @@ fn check_plain_parameters(sig: &Signature) -> Result<Vec<Param<'_>>> {
                 for attr in typed.attrs.iter().filter(|attr| attr.path().is_ident("schemars")) {
                     constraints.extend(errors.handle(Constraint::parse_attr(attr)).into_iter().flatten());
                 }
+                let not_guarded = errors.handle(not_guarded(&typed.attrs)).flatten();
                 params.push(Param {
                     ident: &pat.ident,
                     ty: &typed.ty,
                     doc: docs(&typed.attrs),
                     constraints,
+                    not_guarded,
                 })
             }
             other => errors.push(

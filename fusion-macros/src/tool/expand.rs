@@ -9,7 +9,7 @@ use syn::{FnArg, Ident, ItemFn, Type};
 
 use super::check::{Checked, Param, Verb};
 use super::parse::SerializeArg;
-use crate::common::fnv1a;
+use crate::common::name_hash;
 
 pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenStream {
     let private = tool.krate.private();
@@ -146,6 +146,13 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
             });
         }
     });
+    let statements = not_guarded_statements(
+        &tool
+            .params
+            .iter()
+            .map(|param| (param.ident, param.not_guarded.as_ref()))
+            .collect::<Vec<_>>(),
+    );
     let bindings: Vec<Ident> = tool
         .params
         .iter()
@@ -173,9 +180,15 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
         quote_spanned!(param.ty.span()=> let #binding = #probe.take(&__fusion_context, #binding)?;)
     });
     let mut name_checks = Vec::new();
-    for param in &tool.params {
+    // A parameter stated not guarded is checked when the server is built (a hidden field's
+    // name stays refused there).
+    for param in tool
+        .params
+        .iter()
+        .filter(|param| param.not_guarded.is_none())
+    {
         let name = param.ident.unraw().to_string();
-        let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&name]));
+        let hash = proc_macro2::Literal::u64_suffixed(name_hash(&name));
         let probe = probe(param);
         let span = param.ident.span();
         let private = tool.krate.private_at(span);
@@ -222,6 +235,7 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
                 fn spec() -> #private::ToolSpec {
                     let mut params = #private::Params::new();
                     #(#declarations)*
+                    #(#statements)*
                     #private::ToolSpec::new(#verb, #key, #description)
                         #(#options)*
                         .with_error_actions(#catalog)
@@ -248,13 +262,29 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
 pub(crate) fn without_param_docs(mut function: ItemFn) -> ItemFn {
     for input in &mut function.sig.inputs {
         if let FnArg::Typed(typed) = input {
-            // Doc comments and constraints describe the argument; rustc accepts neither there.
-            typed
-                .attrs
-                .retain(|attr| !attr.path().is_ident("doc") && !attr.path().is_ident("schemars"));
+            // Doc comments, constraints and `not_guarded` describe the argument; rustc accepts
+            // none of them there.
+            typed.attrs.retain(|attr| {
+                !attr.path().is_ident("doc")
+                    && !attr.path().is_ident("schemars")
+                    && !attr.path().is_ident("not_guarded")
+            });
         }
     }
     function
+}
+
+/// `params.not_guarded(name, reason);` for each parameter stated not guarded.
+pub(crate) fn not_guarded_statements(
+    params: &[(&Ident, Option<&syn::LitStr>)],
+) -> Vec<TokenStream> {
+    params
+        .iter()
+        .filter_map(|(ident, reason)| {
+            let name = ident.unraw().to_string();
+            reason.map(|reason| quote_spanned!(reason.span()=> params.not_guarded(#name, #reason);))
+        })
+        .collect()
 }
 
 /// The spans of a type's first and last tokens: tokens located at the first and the last are

@@ -15,7 +15,7 @@ use syn::ItemFn;
 
 use crate::fallback;
 
-pub(crate) use expand::without_param_docs;
+pub(crate) use expand::{not_guarded_statements, without_param_docs};
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     // A function without a body is an HTTP proxy tool, whose body `proxy` writes.

@@ -15,7 +15,7 @@ use syn::{Attribute, FnArg, ItemFn, LitStr, Pat, Signature, Token, Visibility};
 use super::parse::Tool;
 use fusion_names::route::{Method, Route, Segment};
 
-use crate::common::fnv1a;
+use crate::common::name_hash;
 
 /// A function declared without a body: `async fn get(id: String) -> Result<M, ToolError>;`.
 pub(super) struct Bodiless {
@@ -332,7 +332,7 @@ pub(super) fn name_checks(
         let span = param.ident.span();
         let private = tool.krate.private_at(span);
         for name in names {
-            let hash = proc_macro2::Literal::u64_suffixed(fnv1a(&[&name]));
+            let hash = proc_macro2::Literal::u64_suffixed(name_hash(&name));
             checks.push(quote_spanned! {span=>
                 (&&&&&#private::kinds::Probe::<#ty>::NEW).__fusion_param().must_not_send(
                     (&&#private::kinds::ReservedProbe::<<#presenter as #private::Presenter>::Model, #hash>::NEW).__fusion_reserved(),

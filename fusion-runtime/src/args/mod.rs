@@ -49,6 +49,8 @@ pub struct Params {
     pub(crate) fields: Vec<FieldParamSpec>,
     pub(crate) groups: Vec<GroupParamSpec>,
     pub(crate) context: Vec<ContextParamSpec>,
+    /// The arguments stated not to be the guarded field they are named like, with the reason.
+    pub(crate) not_guarded: Vec<(&'static str, &'static str)>,
 }
 
 #[derive(Debug)]
@@ -129,6 +131,26 @@ impl Params {
         });
     }
 
+    /// States that the plain argument `name` is not the guarded field of a model that it is
+    /// named like (`#[not_guarded("why")]` on a parameter), so that the server is built with
+    /// it; `reason` is recorded in the lockfile for the reviewer. Without it, an argument named
+    /// like a guarded field of any model the server knows fails the build.
+    pub fn not_guarded(&mut self, name: &'static str, reason: &'static str) {
+        self.not_guarded.push((name, reason));
+    }
+
+    /// The models behind the parameters' argument groups (fillable profiles).
+    pub(crate) fn models(&self) -> impl Iterator<Item = ModelFields> + '_ {
+        self.groups.iter().filter_map(|group| group.model)
+    }
+
+    /// Whether the plain argument `name` takes the name of a guarded or hidden field that a
+    /// profile among the parameters leaves out: reported by [`Params::input_schema`] already.
+    pub(crate) fn reserved_by_a_group(&self, name: &str) -> bool {
+        self.fields.iter().any(|field| field.name == name)
+            && self.models().any(|model| model.reserved(name).is_some())
+    }
+
     /// Declares a parameter taken from the call context.
     pub fn context<T: FromContext>(&mut self) {
         self.context.push(ContextParamSpec {
@@ -179,12 +201,27 @@ impl Params {
                 required.extend(names.iter().cloned());
             }
         }
+        for (name, _) in &self.not_guarded {
+            if !self.fields.iter().any(|field| field.name == *name) {
+                problems.push(format!(
+                    "`{name}` is stated not guarded, but it is not a plain argument: state it on \
+                     the field of the parameter struct that carries it"
+                ));
+            }
+        }
         for field in &self.fields {
+            let not_guarded = self
+                .not_guarded
+                .iter()
+                .find(|(name, _)| *name == field.name)
+                .map(|(_, reason)| *reason);
             // A guarded or hidden field left out of a profile on purpose must not come in under
-            // a plain argument of the same name.
+            // a plain argument of the same name (unless, for a guarded one, the author states
+            // that the argument is not that field).
             for group in &self.groups {
                 if let Some(model) = group.model
                     && let Some(reserved) = model.reserved(field.name)
+                    && (reserved.hidden || not_guarded.is_none())
                 {
                     problems.push(format!(
                         "argument `{}` has the name of `{}.{}`, a {} field of the model behind `{}`: an agent never sets it; rename the argument",
@@ -202,6 +239,10 @@ impl Params {
             }
             if let Some(description) = field.description {
                 schema.insert("description".into(), description.into());
+            }
+            if let Some(reason) = not_guarded {
+                // Read, then taken out, when the server is built (see `guarded`).
+                schema.insert(crate::guarded::NOT_GUARDED.into(), reason.into());
             }
             if properties
                 .insert(field.name.to_owned(), schema.to_value())
@@ -258,6 +299,7 @@ impl Params {
                 self.groups.iter().filter_map(|group| group.model.as_ref()),
             ),
             schema,
+            undeclared_guarded: None,
         })
     }
 }
@@ -278,10 +320,11 @@ impl Params {
     #[doc(hidden)]
     pub fn compile(&self, tool: &str) -> Result<CompiledParams, crate::error::BuildError> {
         let mut problems = Vec::new();
-        let schema = self.input_schema(&mut problems);
+        let mut schema = self.input_schema(&mut problems);
         if !problems.is_empty() {
             return Err(crate::error::BuildError::new(problems));
         }
+        crate::guarded::strip(&mut schema);
         let layout = self
             .layout(Arc::new(Value::Object(schema)))
             .map_err(|problem| crate::error::BuildError::new(vec![problem]))?;
@@ -316,11 +359,20 @@ pub struct ArgLayout {
     constraints: Option<constraints::Constraints>,
     /// The arguments whose values are never echoed: hidden values, and what holds them.
     withheld: withheld::Withheld,
+    /// Keys the schema does not declare that name a guarded field (serde aliases, flattened
+    /// maps, untyped values), when the server knows any guarded field.
+    pub(crate) undeclared_guarded: Option<crate::guarded::UndeclaredKeys>,
 }
 
 impl ArgLayout {
     /// Whether `arguments` carry a value that is, or may hold, a hidden one.
     pub(crate) fn carries_hidden(&self, arguments: &JsonObject) -> bool {
         self.withheld.carried_by(arguments)
+    }
+
+    /// Refuses, in every call, an argument key at any depth that the schema does not declare
+    /// and that names a guarded field of `names`.
+    pub(crate) fn refuse_undeclared_guarded(&mut self, names: &Arc<crate::guarded::GuardedNames>) {
+        self.undeclared_guarded = crate::guarded::UndeclaredKeys::new(&self.schema, names);
     }
 }

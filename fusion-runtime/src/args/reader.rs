@@ -94,6 +94,21 @@ impl<'l> ArgReader<'l> {
     /// Ends reading: any unknown argument or any value that did not fit is a
     /// `VALIDATION_ERROR` listing every issue.
     pub fn finish(self) -> Result<(), ToolError> {
+        // A key that names a guarded field reaches nothing, whatever serde would make of it.
+        if let Some(path) = self
+            .layout
+            .undeclared_guarded
+            .as_ref()
+            .and_then(|keys| keys.find_nested(&self.args))
+        {
+            let issue = Issue {
+                path,
+                problem: "unknown field".to_owned(),
+                expected: "not an argument of this tool".to_owned(),
+                sent: None,
+            };
+            return Err(validation_error(self.tool, &[issue]));
+        }
         let unknown = self
             .object()
             .keys()

@@ -506,6 +506,8 @@ fn proxy(
     let facts = ActionFacts {
         key,
         surface: crate::action::Surface::Tool,
+        // An upstream's arguments are its own: its server guards its own fields.
+        not_guarded: Default::default(),
         verb,
         description: tool.description.as_deref().unwrap_or_default().to_owned(),
         title: tool.title.clone(),

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::media::WithMedia;
-use crate::model::Model;
+use crate::model::{FieldInfo, Model};
 
 /// A presenter over one model. `#[presenter]` implements it; its [`Item`](Presenter::Item) is
 /// the generated view type, which borrows the model and contains only the listed fields.
@@ -779,6 +779,9 @@ pub struct PresenterInfo {
     pub name: &'static str,
     /// The model presented.
     pub model: &'static str,
+    /// What the model declares about each of its fields (its guarded fields are refused on
+    /// every input surface of a server that presents it).
+    pub model_fields: &'static [FieldInfo],
     /// The fields the agent sees.
     pub fields: &'static [&'static str],
     /// The rules attached to every response.
@@ -800,6 +803,7 @@ impl PresenterInfo {
         PresenterInfo {
             name: P::NAME,
             model: <P::Model as Model>::NAME,
+            model_fields: <P::Model as Model>::FIELDS,
             fields: P::FIELDS,
             rules: P::RULES,
             limit: P::LIMIT,

@@ -292,6 +292,8 @@ pub(crate) struct ResourceFacts {
     pub(crate) input_schema: Arc<JsonObject>,
     pub(crate) data_schema: Value,
     pub(crate) variables: Vec<String>,
+    /// The variables named like a guarded field that the author stated are not it.
+    pub(crate) not_guarded: std::collections::BTreeMap<String, String>,
 }
 
 /// A resource of a built server, read back.
