@@ -356,6 +356,10 @@ fn plan<'a>(table: &'a Table, options: &Options) -> Result<Plan<'a>, String> {
             table.primary_key.len()
         ));
     };
+    let braces = |name: &str| name.contains(['{', '}']);
+    if braces(&table.name) || table.columns.iter().any(|column| braces(&column.name)) {
+        return Err("a name holds `{` or `}`".into());
+    }
     if ident(&table.name).is_none() {
         return Err("its name makes no Rust identifier".into());
     }
@@ -613,15 +617,18 @@ fn table_code(out: &mut String, names: &Names, plan: &Plan<'_>, dialect: Dialect
         "/// Gets one row of `{t}` by its `{k}` (`{list_tool}` finds them).\n\
          #[tool(query, name = \"{prefix}.get_{one}\", returns = {model}View, tags = [\"{many}\"])]\n\
          pub async fn get_{one}(\n    db: State<Db>,\n    tenant: Tenant,\n    /// The row's `{k}`.\n{key_arg}\n) -> Result<{model}, ToolError> {{\n    \
-         let sql = format!(\"SELECT {{}} FROM {table} WHERE {qk} = {p1}{scope2}\", {ONE}_COLUMNS);\n    \
+         let sql = format!({get_sql:?}, {ONE}_COLUMNS);\n    \
          let mut params = vec![Value::from({key_field}.clone())];\n    {tenant_param}\n    \
          let row = db.query(sql, params).await?.into_iter().next();\n    \
          match row {{\n        Some(row) => Ok({one}_from(row)?),\n        None => Err(not_found({t:?}, &{key_field}, \"{list_tool}\")),\n    }}\n}}\n",
         t = plan.table.name,
         k = plan.key.name,
-        qk = quote(&plan.key.name),
-        p1 = dialect.value(plan.key, 1),
-        scope2 = scope(2),
+        get_sql = format!(
+            "SELECT {{}} FROM {table} WHERE {} = {}{}",
+            quote(&plan.key.name),
+            dialect.value(plan.key, 1),
+            scope(2)
+        ),
         ONE = one.to_uppercase(),
     );
     // list

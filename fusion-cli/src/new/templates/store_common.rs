@@ -117,7 +117,8 @@ pub fn field<T: FromValue>(
         .ok_or(StoreError::Shape(column))
 }
 
-/// Why the store failed. Agents see an internal error; the details go to the log.
+/// Why the store failed. Like every `std::error::Error`, it becomes an internal `ToolError`:
+/// agents see an error id, the details go to the log.
 #[derive(Debug)]
 pub enum StoreError {
     /// The database refused or failed.
@@ -138,12 +139,6 @@ impl std::fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
-
-impl From<StoreError> for fusion::ToolError {
-    fn from(error: StoreError) -> Self {
-        fusion::ToolError::internal(error)
-    }
-}
 
 /// A change: one statement that returns the changed row (`RETURNING`), its audit record, and
 /// for a create its idempotency key.
