@@ -102,12 +102,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => self.param(n),
             Dialect::Postgres => {
-                let wire = match column.kind {
-                    Kind::Integer => "bigint",
-                    Kind::Real => "double precision",
-                    Kind::Bool => "boolean",
-                    Kind::Text => "text",
-                };
+                let wire = wire(column.kind);
                 format!("CAST(CAST(${n} AS {wire}) AS {})", column.sql_type)
             }
         }
@@ -119,6 +114,16 @@ impl Dialect {
             Dialect::Sqlite => self.param(n),
             Dialect::Postgres => format!("CAST(${n} AS text)"),
         }
+    }
+}
+
+/// The PostgreSQL type a value of `kind` travels as.
+fn wire(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Integer => "bigint",
+        Kind::Real => "double precision",
+        Kind::Bool => "boolean",
+        Kind::Text => "text",
     }
 }
 
@@ -648,12 +653,7 @@ fn table_code(out: &mut String, names: &Names, plan: &Plan<'_>, dialect: Dialect
             value_fn = match dialect {
                 Dialect::Sqlite => "format!(\"?{}\", params.len())".to_owned(),
                 Dialect::Postgres => {
-                    let wire = match column.kind {
-                        Kind::Integer => "bigint",
-                        Kind::Real => "double precision",
-                        Kind::Bool => "boolean",
-                        Kind::Text => "text",
-                    };
+                    let wire = wire(column.kind);
                     format!(
                         "format!(\"CAST(CAST(${{}} AS {wire}) AS {})\", params.len())",
                         column.sql_type
@@ -799,12 +799,7 @@ fn table_code(out: &mut String, names: &Names, plan: &Plan<'_>, dialect: Dialect
             let value_expr = match dialect {
                 Dialect::Sqlite => "format!(\"?{}\", params.len())".to_owned(),
                 Dialect::Postgres => {
-                    let wire = match column.kind {
-                        Kind::Integer => "bigint",
-                        Kind::Real => "double precision",
-                        Kind::Bool => "boolean",
-                        Kind::Text => "text",
-                    };
+                    let wire = wire(column.kind);
                     format!(
                         "format!(\"CAST(CAST(${{}} AS {wire}) AS {})\", params.len())",
                         column.sql_type
@@ -822,12 +817,7 @@ fn table_code(out: &mut String, names: &Names, plan: &Plan<'_>, dialect: Dialect
             let key_value = match dialect {
                 Dialect::Sqlite => format!("format!(\"?{{}}\", {start})"),
                 Dialect::Postgres => {
-                    let wire = match plan.key.kind {
-                        Kind::Integer => "bigint",
-                        Kind::Real => "double precision",
-                        Kind::Bool => "boolean",
-                        Kind::Text => "text",
-                    };
+                    let wire = wire(plan.key.kind);
                     format!(
                         "format!(\"CAST(CAST(${{}} AS {wire}) AS {})\", {start})",
                         plan.key.sql_type

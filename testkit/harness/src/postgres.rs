@@ -118,15 +118,11 @@ impl TempPostgres {
     /// Runs one of PostgreSQL's programs (as `postgres` when run as root); panics with its
     /// output when it fails.
     pub fn run(&self, tool: &str, args: &[&str]) -> String {
-        let program = self.bin.join(tool);
-        let mut command = if self.as_postgres {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).arg(program);
-            command
-        } else {
-            Command::new(program)
-        };
-        let out = command.args(args).output().expect("run a PostgreSQL tool");
+        let out = self
+            .command(tool)
+            .args(args)
+            .output()
+            .expect("run a PostgreSQL tool");
         assert!(
             out.status.success(),
             "{tool} failed: {}{}",
@@ -134,6 +130,18 @@ impl TempPostgres {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// One of PostgreSQL's programs, to run as `postgres` when this runs as root.
+    fn command(&self, tool: &str) -> Command {
+        let program = self.bin.join(tool);
+        if self.as_postgres {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(program);
+            command
+        } else {
+            Command::new(program)
+        }
     }
 
     /// A new database named `name`, with `sql` run in it (`psql`, stopping at the first
@@ -165,15 +173,8 @@ impl TempPostgres {
 impl Drop for TempPostgres {
     fn drop(&mut self) {
         let data = self.data.to_string_lossy().into_owned();
-        let program = self.bin.join("pg_ctl");
-        let mut command = if self.as_postgres {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).arg(program);
-            command
-        } else {
-            Command::new(program)
-        };
-        let _ = command
+        let _ = self
+            .command("pg_ctl")
             .args(["-D", &data, "-m", "immediate", "-w", "stop"])
             .output();
     }
