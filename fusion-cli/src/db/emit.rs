@@ -314,7 +314,7 @@ pub(crate) fn emit(
     let mut files = Files::default();
     files.add("src/lib.rs", lib);
     files.add("src/store.rs", store);
-    files.add("tests/connector.rs", test_code(names_, &plans, dialect));
+    files.add("tests/connector.rs", test_code(names_, &plans));
     let surface_db = match dialect {
         // Building the server connects to nothing: the pool connects on first use.
         Dialect::Postgres => "Db::lazy(\"postgres://surface@127.0.0.1:1/none\").expect(\"a pool\")",
@@ -918,17 +918,43 @@ fn builder_code(out: &mut String, names: &Names, plans: &[Plan<'_>], dialect: Di
     );
 }
 
-fn test_code(names: &Names, plans: &[Plan<'_>], dialect: Dialect) -> String {
-    let _ = (plans, dialect);
-    names.fill(
+fn test_code(names: &Names, plans: &[Plan<'_>]) -> String {
+    // What no answer may contain: the secret and tenant columns' names (their values are never
+    // selected, so their names would be the only trace).
+    let mut never: Vec<String> = Vec::new();
+    for plan in plans {
+        never.extend(
+            plan.secret
+                .iter()
+                .map(|column| format!("\"{}\"", column.name)),
+        );
+        never.extend(plan.tenant.map(|column| format!("\"{}\"", column.name)));
+    }
+    never.sort();
+    never.dedup();
+    let never = never
+        .iter()
+        .map(|name| format!("{name:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    names.fill(&format!(
         "//! The connector through Fusion's in-memory tester, against the database the environment\n\
          //! names (DATABASE_URL or DATABASE_PATH); skipped without one.\n\n\
          use fusion::testing::Tester;\nuse serde_json::json;\n\n\
-         #[tokio::test]\nasync fn every_tool_is_listed_and_the_lists_answer() {\n    \
-         let Ok(server) = __IDENT__::server_from_env().await else {\n        eprintln!(\"no database in the environment: skipped\");\n        return;\n    };\n    \
-         let tester = Tester::new(server).with_context(|call| {\n        call.extensions_mut().insert(__IDENT__::principal_of(\"tenant-under-test\"));\n    });\n    \
+         /// Columns that never reach an agent: secrets and the tenant.\n\
+         const NEVER_SHOWN: &[&str] = &[{never}];\n\n\
+         #[tokio::test]\nasync fn every_list_answers_without_hidden_columns() {{\n    \
+         let Ok(server) = __IDENT__::server_from_env().await else {{\n        eprintln!(\"no database in the environment: skipped\");\n        return;\n    }};\n    \
+         let tester = Tester::new(server).with_context(|call| {{\n        call.extensions_mut().insert(__IDENT__::principal_of(\"tenant-under-test\"));\n    }});\n    \
          let tools = tester.list_tools();\n    assert!(!tools.is_empty());\n    \
-         for tool in tools.iter().filter(|tool| tool.name.contains(\"_list_\")) {\n        \
-         let listed = tester.call(&tool.name, json!({})).await;\n        assert!(!listed.is_error(), \"{}: {}\", tool.name, listed.raw_text());\n    }\n}\n",
-    )
+         for tool in tools.iter().filter(|tool| tool.name.contains(\"_list_\")) {{\n        \
+         let listed = tester.call(&tool.name, json!({{}})).await;\n        assert!(!listed.is_error(), \"{{}}: {{}}\", tool.name, listed.raw_text());\n        \
+         let text = listed.raw_text();\n        \
+         for hidden in NEVER_SHOWN {{\n            assert!(!text.contains(hidden), \"{{}} shows {{hidden}}: {{text}}\", tool.name);\n        }}\n    }}\n}}\n\n\
+         #[tokio::test]\nasync fn a_call_without_a_tenant_is_refused() {{\n    \
+         let Ok(server) = __IDENT__::server_from_env().await else {{\n        return;\n    }};\n    \
+         let tester = Tester::new(server);\n    \
+         for tool in tester.list_tools().iter().filter(|tool| tool.name.contains(\"_list_\")) {{\n        \
+         let refused = tester.call(&tool.name, json!({{}})).await;\n        assert!(refused.is_error(), \"{{}}: {{}}\", tool.name, refused.raw_text());\n    }}\n}}\n"
+    ))
 }

@@ -98,7 +98,7 @@ impl Db {
 }
 
 async fn query(
-    client: &impl tokio_postgres::GenericClient,
+    client: &impl deadpool_postgres::GenericClient,
     sql: &str,
     params: &[Value],
 ) -> Result<Vec<Row>, StoreError> {
