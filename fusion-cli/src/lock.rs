@@ -129,8 +129,7 @@ pub(crate) fn run(command: LockCommand) -> Result<ExitCode, Failure> {
         LockCommand::Verify { file } => {
             let text = read_text(&file)?;
             let lockfile = parse(&file, &text)?;
-            let mismatches = lockfile.verify();
-            let canonical = lockfile.surface.to_lockfile() == text.replace("\r\n", "\n");
+            let (mismatches, canonical) = consistency(&lockfile, &text);
             let path = file.display();
             if mismatches.is_empty() && canonical {
                 println!(
@@ -170,12 +169,20 @@ fn surface_facts(path: &Path, file: &Lockfile) -> serde_json::Value {
     })
 }
 
-fn read_text(path: &Path) -> Result<String, Failure> {
+/// Whether `lockfile`, read from `text`, is consistent: its digests match its content, and it
+/// is written as Fusion writes it.
+pub(crate) fn consistency(lockfile: &Lockfile, text: &str) -> (Vec<String>, bool) {
+    let mismatches = lockfile.verify().iter().map(ToString::to_string).collect();
+    let canonical = lockfile.surface.to_lockfile() == text.replace("\r\n", "\n");
+    (mismatches, canonical)
+}
+
+pub(crate) fn read_text(path: &Path) -> Result<String, Failure> {
     std::fs::read_to_string(path)
         .map_err(|error| Failure(format!("cannot read {}: {error}", path.display())))
 }
 
-fn parse(path: &Path, text: &str) -> Result<Lockfile, Failure> {
+pub(crate) fn parse(path: &Path, text: &str) -> Result<Lockfile, Failure> {
     Lockfile::parse(text).map_err(|error| Failure(format!("{}: {error}", path.display())))
 }
 

@@ -1,5 +1,4 @@
-//! `cargo fusion`: tools for Fusion connectors that work on their files, never by building
-//! them.
+//! `cargo fusion`: tools for Fusion connectors: review their lockfiles, create them, ship them.
 //!
 //! Run it as `cargo fusion …` once installed (`cargo install --path fusion-cli`), or as
 //! `cargo run -p fusion-cli -- …` in this workspace.
@@ -7,6 +6,10 @@
 //! - `lock` reads capability lockfiles (`fusion.lock`): `diff`, `show`, `verify` (see
 //!   [`lock`]).
 //! - `openapi` writes a connector crate from an OpenAPI 3.0/3.1 document (see [`openapi`]).
+//! - `new` writes a connector crate that builds and runs: vanilla, from an OpenAPI document or
+//!   from a database's schema (see [`new`] and [`db`]).
+//! - `bundle` builds a connector's release binary with its lockfile verified, a reproducible
+//!   content hash embedded and a size budget (see [`bundle`]); unlike the others, it builds.
 //!
 //! Each top-level subcommand is a module with its own `Subcommand` enum and `run` function;
 //! adding one is a variant of [`Command`] and an arm in [`run`].
@@ -15,7 +18,10 @@
 //! the `--fail-on` class, an inconsistent lockfile); 2 when a file cannot be read or the
 //! command line is wrong.
 
+mod bundle;
+mod db;
 mod lock;
+mod new;
 mod openapi;
 
 use std::ffi::OsString;
@@ -39,6 +45,12 @@ enum Command {
     Lock(lock::LockCommand),
     /// Generate a connector crate from an OpenAPI 3.0/3.1 document.
     Openapi(openapi::OpenapiCommand),
+    /// Create a connector crate: an in-memory example, or generated from an OpenAPI document
+    /// or a database's schema.
+    New(new::NewCommand),
+    /// Build a connector's release binary: lockfile verified, content hash embedded, size
+    /// budget checked.
+    Bundle(bundle::BundleCommand),
 }
 
 /// Why a command could not do its work (exit code 2).
@@ -61,6 +73,8 @@ fn run(command: Command) -> Result<ExitCode, Failure> {
     match command {
         Command::Lock(command) => lock::run(command),
         Command::Openapi(command) => openapi::run(command),
+        Command::New(command) => new::run(command),
+        Command::Bundle(command) => bundle::run(command),
     }
 }
 

@@ -3,194 +3,22 @@
 //! audit in the same transaction), migrations once when replicas start together, and the
 //! serialization of one invoice's voids across three servers on one database.
 //!
-//! Each test starts its own cluster (`initdb` in a temp dir, `pg_ctl` on a free port of
-//! 127.0.0.1, as the `postgres` user when run as root) and stops it when done. PostgreSQL is
-//! installed with apt-get when missing and this runs as root; a test that still finds no
-//! PostgreSQL says so and passes without checking anything.
+//! Each test starts its own cluster (the harness's `TempPostgres`: `initdb` in a temp dir,
+//! `pg_ctl` on a free port of 127.0.0.1, as the `postgres` user when run as root) and stops it
+//! when done. PostgreSQL is installed with apt-get when missing and this runs as root; a test
+//! that still finds no PostgreSQL says so and passes without checking anything.
 #![cfg(unix)]
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use testkit_harness::postgres::TempPostgres;
 
 use billing::{Created, Invoices, NewInvoice, PgLock, PgStore, Status, VoidOutcome};
 use fusion::audit::AuditRecord;
 use fusion::serde_json::json;
 use fusion::testing::Tester;
 use fusion::{Principal, ToolError};
-
-/// A PostgreSQL cluster in a temp dir, stopped (`pg_ctl stop -m immediate`) on drop.
-struct TempPostgres {
-    bin: PathBuf,
-    data: PathBuf,
-    port: u16,
-    as_postgres: bool,
-    _dir: tempfile::TempDir,
-}
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
-/// The directory of `initdb` and `pg_ctl`: from `pg_config`, else the newest Debian layout.
-fn postgres_bin() -> Option<PathBuf> {
-    if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
-        && out.status.success()
-    {
-        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        if dir.join("initdb").exists() {
-            return Some(dir);
-        }
-    }
-    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .flatten()
-        .map(|entry| entry.path().join("bin"))
-        .filter(|bin| bin.join("initdb").exists())
-        .collect();
-    found.sort();
-    found.pop()
-}
-
-/// Installs PostgreSQL with apt-get once per process, as root only.
-fn install() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        if postgres_bin().is_some() || !is_root() {
-            return;
-        }
-        eprintln!("postgres: not installed; apt-get install -y postgresql");
-        let _ = Command::new("sh")
-            .args([
-                "-c",
-                "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql",
-            ])
-            .status();
-    });
-}
-
-impl TempPostgres {
-    /// A started cluster, or `None` (with the reason on stderr) when PostgreSQL cannot be had.
-    fn start() -> Option<TempPostgres> {
-        install();
-        let Some(bin) = postgres_bin() else {
-            eprintln!("SKIPPED: PostgreSQL is not installed and could not be installed");
-            return None;
-        };
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let as_postgres = is_root();
-        let data = dir.path().join("data");
-        std::fs::create_dir(&data).expect("the data dir");
-        if as_postgres {
-            // initdb refuses to run as root: the cluster belongs to `postgres`.
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-                .expect("chmod");
-            let chown = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&data)
-                .status()
-                .expect("chown");
-            assert!(chown.success());
-        }
-        let port = free_port();
-        let mut cluster = TempPostgres {
-            bin,
-            data,
-            port,
-            as_postgres,
-            _dir: dir,
-        };
-        let data = cluster.data.to_string_lossy().into_owned();
-        cluster.run(
-            "initdb",
-            &[
-                "-D",
-                &data,
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "-E",
-                "UTF8",
-                "--no-sync",
-            ],
-        );
-        let options = format!(
-            "-p {port} -c listen_addresses=127.0.0.1 -k {data} -c fsync=off -c max_connections=200"
-        );
-        let log = format!("{data}/log");
-        cluster.run(
-            "pg_ctl",
-            &["-D", &data, "-o", &options, "-l", &log, "-w", "start"],
-        );
-        cluster.port = port;
-        Some(cluster)
-    }
-
-    fn run(&mut self, tool: &str, args: &[&str]) {
-        let program = self.bin.join(tool);
-        let mut command = if self.as_postgres {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).arg(program);
-            command
-        } else {
-            Command::new(program)
-        };
-        let out = command.args(args).output().expect("run a PostgreSQL tool");
-        assert!(
-            out.status.success(),
-            "{tool} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    /// A fresh database of its own.
-    async fn database(&self, name: &str) -> String {
-        let admin = self.url("postgres");
-        let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
-            .await
-            .expect("connect as postgres");
-        let driver = tokio::spawn(connection);
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .expect("create the database");
-        drop(client);
-        let _ = driver.await;
-        self.url(name)
-    }
-
-    fn url(&self, database: &str) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
-    }
-}
-
-impl Drop for TempPostgres {
-    fn drop(&mut self) {
-        let data = self.data.to_string_lossy().into_owned();
-        let program = self.bin.join("pg_ctl");
-        let mut command = if self.as_postgres {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).arg(program);
-            command
-        } else {
-            Command::new(program)
-        };
-        let _ = command
-            .args(["-D", &data, "-m", "immediate", "-w", "stop"])
-            .output();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port")
-}
 
 fn audit(action: &str, tenant: &str) -> AuditRecord {
     AuditRecord {
@@ -225,7 +53,7 @@ async fn replicas_starting_together_migrate_and_seed_once_and_tenants_stay_apart
     let Some(pg) = TempPostgres::start() else {
         return;
     };
-    let url = pg.database("seed").await;
+    let url = pg.database_with("seed", "");
     // Three replicas start at once: one migrates and seeds, the others find it done.
     let (a, b, c) = tokio::join!(
         PgStore::connect(&url, 4),
@@ -331,7 +159,7 @@ async fn creates_number_per_tenant_replay_keys_and_audit_in_the_same_transaction
     let Some(pg) = TempPostgres::start() else {
         return;
     };
-    let url = pg.database("creates").await;
+    let url = pg.database_with("creates", "");
     let store = PgStore::connect(&url, 8).await.unwrap();
     let other = PgStore::connect(&url, 8).await.unwrap();
     let new = |key| NewInvoice {
@@ -535,7 +363,7 @@ async fn fifty_voids_across_three_servers_on_one_database_one_succeeds() {
     let Some(pg) = TempPostgres::start() else {
         return;
     };
-    let url = pg.database("voids").await;
+    let url = pg.database_with("voids", "");
     let keys = Arc::new(std::sync::Mutex::new(Vec::new()));
     let held = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
@@ -702,7 +530,7 @@ async fn a_connection_lost_before_the_commit_is_retryable_and_wrote_nothing() {
     let Some(pg) = TempPostgres::start() else {
         return;
     };
-    let url = pg.database("lost_before").await;
+    let url = pg.database_with("lost_before", "");
     let tester = tester_on(&url).await;
     let admin = admin_client(&url).await;
     // Another replica's create of the tenant holds the create lock, so ours waits inside its
@@ -766,7 +594,7 @@ async fn a_connection_lost_during_the_commit_is_reported_as_an_unknown_outcome()
     let Some(pg) = TempPostgres::start() else {
         return;
     };
-    let url = pg.database("lost_during").await;
+    let url = pg.database_with("lost_during", "");
     let tester = tester_on(&url).await;
     let admin = admin_client(&url).await;
     // A deferred trigger makes this customer's commits slow, so the connection can be cut
@@ -807,7 +635,7 @@ async fn calls_that_are_not_invoice_changes_are_audited_through_the_pg_sink() {
     let Some(pg) = TempPostgres::start() else {
         return;
     };
-    let url = pg.database("sink").await;
+    let url = pg.database_with("sink", "");
     let tester = tester_on(&url).await;
     let admin = admin_client(&url).await;
     let sent = tester

@@ -13,8 +13,12 @@
 //!   [`require_every_check_passes`] runs it with no baseline and requires a clean pass,
 //!   [`require_every_scenario_listed`] checks a test's scenario lists against the suite's.
 //!
+//! * [`postgres::TempPostgres`]: a temporary PostgreSQL cluster on 127.0.0.1.
+//!
 //! Unix only (process groups, `flock`); the testkit runs on Linux x64.
 #![cfg(unix)]
+
+pub mod postgres;
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Read};
