@@ -72,11 +72,15 @@ use tokio_util::sync::CancellationToken;
 pub mod auth;
 #[cfg(feature = "http")]
 mod connections;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 mod content;
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "http")]
 mod replica;
+#[cfg(feature = "http")]
+mod resource_metadata;
 #[cfg(feature = "http")]
 mod sessions;
 #[cfg(feature = "stdio")]
@@ -88,6 +92,8 @@ mod streamable;
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
 #[cfg(feature = "http")]
 pub use replica::{InvalidReplicaName, ReplicaName};
+#[cfg(feature = "http")]
+pub use resource_metadata::ProtectedResource;
 #[cfg(feature = "http")]
 pub use sessions::{BoundedSessions, SessionsError};
 #[cfg(feature = "http")]
