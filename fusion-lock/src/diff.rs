@@ -427,7 +427,10 @@ fn action(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
         if added {
             out.push(Rule::ScopeAdded, format!("scope `{scope}` now required"));
         } else {
-            out.push(Rule::ScopeRemoved, format!("scope `{scope}` no longer required"));
+            out.push(
+                Rule::ScopeRemoved,
+                format!("scope `{scope}` no longer required"),
+            );
         }
     });
     set_changes(&old.access.tags, &new.access.tags, |tag, added| {

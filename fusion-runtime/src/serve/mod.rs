@@ -72,11 +72,11 @@ use tokio_util::sync::CancellationToken;
 pub mod auth;
 #[cfg(feature = "http")]
 mod connections;
-#[cfg(feature = "oauth")]
-pub mod oauth;
 mod content;
 #[cfg(feature = "gateway")]
 mod gateway;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 #[cfg(feature = "http")]
 mod replica;
 #[cfg(feature = "http")]

@@ -124,6 +124,9 @@ mod tests {
             root.metadata_url(),
             "http://127.0.0.1:8080/.well-known/oauth-protected-resource"
         );
-        assert_eq!(root.well_known_paths(), ["/.well-known/oauth-protected-resource"]);
+        assert_eq!(
+            root.well_known_paths(),
+            ["/.well-known/oauth-protected-resource"]
+        );
     }
 }

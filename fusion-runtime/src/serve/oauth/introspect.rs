@@ -136,7 +136,11 @@ fn now_secs() -> u64 {
 }
 
 /// An active answer, for this audience, from this issuer (when it names one), not expired.
-fn check_answer(claims: &Map<String, Value>, issuer: &str, audience: &str) -> Result<(), AuthError> {
+fn check_answer(
+    claims: &Map<String, Value>,
+    issuer: &str,
+    audience: &str,
+) -> Result<(), AuthError> {
     if claims.get("active") != Some(&Value::Bool(true)) {
         return Err(AuthError::invalid("the token is not active"));
     }

@@ -186,7 +186,12 @@ impl JwtVerifier {
             return;
         }
         *last = Instant::now();
-        match fetch_keys(&self.inner.client, &self.inner.jwks_uri, &self.inner.validations).await
+        match fetch_keys(
+            &self.inner.client,
+            &self.inner.jwks_uri,
+            &self.inner.validations,
+        )
+        .await
         {
             Ok(keys) => {
                 *self.inner.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
@@ -332,8 +337,7 @@ async fn fetch_keys(
         let Ok(jwk) = serde_json::from_value::<Jwk>(entry.clone()) else {
             continue;
         };
-        if matches!(&jwk.common.public_key_use, Some(usage) if *usage != PublicKeyUse::Signature)
-        {
+        if matches!(&jwk.common.public_key_use, Some(usage) if *usage != PublicKeyUse::Signature) {
             continue;
         }
         let algorithm = match jwk.common.key_algorithm {
