@@ -169,8 +169,8 @@ pub use fusion_runtime::upstream::FromUpstream;
 #[cfg(feature = "http-client")]
 pub use fusion_runtime::upstream::HttpUpstream;
 pub use fusion_runtime::{
-    audit, content, elicit, envelope, logging, media, middleware, observe, request_state, serve,
-    testing,
+    audit, content, elicit, envelope, logging, media, middleware, observe, request_state, scopes,
+    serve, testing,
 };
 
 /// The crates whose types appear in Fusion's API, at the versions Fusion uses: a connector can

@@ -10,11 +10,13 @@ mod claims;
 mod fetch;
 mod introspect;
 mod jwt;
+mod settings;
 
 pub use claims::{ClaimError, ClaimNames};
 pub use introspect::{IntrospectionVerifier, IntrospectionVerifierBuilder};
 pub use jsonwebtoken::Algorithm;
 pub use jwt::{JwtVerifier, JwtVerifierBuilder};
+pub use settings::ResourceServer;
 
 /// The authorization server could not be used: its metadata or keys could not be fetched or
 /// read, or the configuration is not usable.
