@@ -81,7 +81,12 @@ struct Args {
     oauth_issuer: Option<String>,
     /// This server's canonical resource URI, which tokens must name as their audience
     /// (`https://billing.example.com/mcp`).
-    #[arg(long, value_name = "URI", env = "BILLING_OAUTH_AUDIENCE", requires = "oauth_issuer")]
+    #[arg(
+        long,
+        value_name = "URI",
+        env = "BILLING_OAUTH_AUDIENCE",
+        requires = "oauth_issuer"
+    )]
     oauth_audience: Option<String>,
     /// The claim naming the caller.
     #[arg(long, value_name = "CLAIM", default_value = "sub")]
@@ -90,7 +95,12 @@ struct Args {
     #[arg(long, value_name = "CLAIM", default_value = "tenant")]
     oauth_tenant_claim: String,
     /// The claims holding the granted scopes, first found wins.
-    #[arg(long, value_name = "CLAIM", value_delimiter = ',', default_value = "scope,scp")]
+    #[arg(
+        long,
+        value_name = "CLAIM",
+        value_delimiter = ',',
+        default_value = "scope,scp"
+    )]
     oauth_scope_claims: Vec<String>,
     /// The claim holding the caller's roles.
     #[arg(long, value_name = "CLAIM")]

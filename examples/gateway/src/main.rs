@@ -93,7 +93,12 @@ struct Args {
           conflicts_with_all = ["tokens", "token_file", "allow_anonymous"])]
     oauth_issuer: Option<String>,
     /// This gateway's canonical resource URI, which tokens must name as their audience.
-    #[arg(long, value_name = "URI", env = "GATEWAY_OAUTH_AUDIENCE", requires = "oauth_issuer")]
+    #[arg(
+        long,
+        value_name = "URI",
+        env = "GATEWAY_OAUTH_AUDIENCE",
+        requires = "oauth_issuer"
+    )]
     oauth_audience: Option<String>,
     /// The claim naming the caller.
     #[arg(long, value_name = "CLAIM", default_value = "sub")]
@@ -103,7 +108,12 @@ struct Args {
     oauth_tenant_claim: Option<String>,
     /// The claims holding the granted scopes, first found wins (`gateway:write` allows
     /// proxied calls).
-    #[arg(long, value_name = "CLAIM", value_delimiter = ',', default_value = "scope,scp")]
+    #[arg(
+        long,
+        value_name = "CLAIM",
+        value_delimiter = ',',
+        default_value = "scope,scp"
+    )]
     oauth_scope_claims: Vec<String>,
     /// Write the audit trail (every successful proxied call) to this SQLite database, in an
     /// append-only `audit_events` table, instead of the log. A call whose record cannot be
