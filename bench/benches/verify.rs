@@ -43,7 +43,10 @@ fn verify(c: &mut Criterion) {
             .unwrap();
         (issuer, verifier)
     });
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let mut header = Header::new(Algorithm::RS256);
     header.kid = Some("k1".into());
     let claims = json!({"iss": issuer, "aud": AUDIENCE, "sub": "alice",

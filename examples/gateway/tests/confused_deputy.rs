@@ -48,22 +48,20 @@ async fn a_callers_token_never_reaches_an_upstream() {
 
         install_crypto_provider();
         for modern in [false, true] {
-            let config = StreamableHttpClientTransportConfig::with_uri(format!(
-                "http://{address}/mcp"
-            ))
-            .auth_header(CALLER_TOKEN);
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(format!("http://{address}/mcp"))
+                    .auth_header(CALLER_TOKEN);
             let transport = StreamableHttpClientTransport::from_config(config);
             let client = if modern {
                 use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
-                ()
-                    .serve_with_lifecycle(
-                        transport,
-                        ClientLifecycleMode::Discover {
-                            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
-                        },
-                    )
-                    .await
-                    .unwrap()
+                ().serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+                .unwrap()
             } else {
                 ().serve(transport).await.unwrap()
             };
