@@ -423,6 +423,16 @@ fn action(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
             ),
         );
     }
+    set_changes(&old.access.scopes, &new.access.scopes, |scope, added| {
+        if added {
+            out.push(Rule::ScopeAdded, format!("scope `{scope}` now required"));
+        } else {
+            out.push(
+                Rule::ScopeRemoved,
+                format!("scope `{scope}` no longer required"),
+            );
+        }
+    });
     set_changes(&old.access.tags, &new.access.tags, |tag, added| {
         out.push(
             Rule::TagsChanged,

@@ -371,6 +371,10 @@ pub struct Access {
     pub toolset: Option<String>,
     /// Its tags.
     pub tags: Vec<String>,
+    /// The OAuth scopes it declares (`#[tool(scopes = [...])]`); absent when it leaves them
+    /// to the defaults of its verb, so that older lockfiles read and digest the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 /// The SHA-256 digests of a surface's canonical JSON: of each entry, and of the whole.
@@ -394,6 +398,7 @@ impl Surface {
             for list in [
                 &mut action.state.invalidates,
                 &mut action.access.tags,
+                &mut action.access.scopes,
                 &mut action.error_actions,
                 &mut action.egress.suggests,
                 &mut action.egress.ui_kinds,

@@ -131,6 +131,8 @@ rules! {
     PromptRemoved = "prompt-removed", Breaking, "a prompt removed or renamed";
     /// A prompt's argument must now be given, or is gone.
     PromptArgumentBroken = "prompt-argument-broken", Breaking, "a prompt argument added as required, made required, or removed";
+    /// Calling needs a scope it did not.
+    ScopeAdded = "scope-added", Breaking, "a required OAuth scope added (tokens that could call it no longer can)";
 
     /// A presenter lets one more field out.
     PresenterFieldAdded = "presenter-field-added", Risky, "egress widened: a field added to a presenter";
@@ -160,6 +162,8 @@ rules! {
     OpenWorldChanged = "open-world-changed", Risky, "`openWorld` flipped";
     /// The toolset changed.
     ToolsetChanged = "toolset-changed", Risky, "an action moved to another toolset, or into or out of one";
+    /// Calling needs fewer scopes: a token can do more than it could.
+    ScopeRemoved = "scope-removed", Risky, "a required OAuth scope removed (a token with fewer scopes can call it)";
     /// A tag changed.
     TagsChanged = "tags-changed", Risky, "a tag added or removed (access policies may read tags)";
     /// The presenter may render a kind of UI block it did not.

@@ -517,6 +517,16 @@ const CASES: &[Case] = &[
         edit: |_, new| get(new, "shop.delete_item").access.toolset = None,
     },
     Case {
+        what: "a required scope added",
+        expected: &[Rule::ScopeAdded],
+        edit: |_, new| get(new, "shop.delete_item").access.scopes = vec!["shop:admin".into()],
+    },
+    Case {
+        what: "a required scope removed",
+        expected: &[Rule::ScopeRemoved],
+        edit: |old, _| get(old, "shop.delete_item").access.scopes = vec!["shop:admin".into()],
+    },
+    Case {
         what: "a tag removed",
         expected: &[Rule::TagsChanged],
         edit: |_, new| get(new, "shop.get_item").access.tags.clear(),

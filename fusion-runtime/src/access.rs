@@ -66,6 +66,13 @@ pub trait AccessPolicy: Send + Sync + 'static {
         let _ = (call, prompt);
         false
     }
+
+    /// The OAuth scopes calling `action` needs, named to a caller it refuses (step-up: the
+    /// client can ask for a token with them). None by default.
+    fn required_scopes(&self, action: ActionInfo<'_>) -> Vec<String> {
+        let _ = action;
+        Vec::new()
+    }
 }
 
 impl<F> AccessPolicy for F

@@ -151,6 +151,8 @@ pub struct ActionFacts {
     pub(crate) description: String,
     pub(crate) title: Option<String>,
     pub(crate) tags: Vec<String>,
+    /// The OAuth scopes declared to call it; empty for the defaults of the verb.
+    pub(crate) scopes: Vec<String>,
     pub(crate) invalidates: Vec<Glob>,
     pub(crate) cache: Option<CacheHint>,
     pub(crate) annotations: ToolAnnotations,
@@ -199,6 +201,7 @@ impl ActionFacts {
             description: description.to_owned(),
             title: title.map(str::to_owned),
             tags: Vec::new(),
+            scopes: Vec::new(),
             invalidates: Vec::new(),
             cache: None,
             annotations,
@@ -250,6 +253,12 @@ impl<'s> ActionInfo<'s> {
     /// Tags.
     pub fn tags(&self) -> &'s [String] {
         &self.0.tags
+    }
+
+    /// The OAuth scopes the action declares (`#[tool(scopes = [...])]`); empty when it
+    /// leaves them to the defaults of its verb.
+    pub fn scopes(&self) -> &'s [String] {
+        &self.0.scopes
     }
 
     /// The MCP annotations the verb and options produce.

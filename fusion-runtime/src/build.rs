@@ -757,6 +757,7 @@ fn compile_action(
         description,
         title,
         tags,
+        scopes,
         invalidates,
         cache,
         idempotent,
@@ -802,6 +803,13 @@ fn compile_action(
         problems.push(format!(
             "tool `{key}` is a query: a read cannot invalidate anything"
         ));
+    }
+    for scope in &scopes {
+        if !crate::scopes::is_scope_token(scope) {
+            problems.push(format!(
+                "tool `{key}` requires scope `{scope}`, which is not an OAuth scope token (printable ASCII without spaces, `\"` or `\\`)"
+            ));
+        }
     }
     let mut globs = Vec::new();
     for glob in invalidates {
@@ -920,6 +928,7 @@ fn compile_action(
         description: description.into_owned(),
         title: title.map(|title| title.into_owned()),
         tags: tags.into_iter().map(|tag| tag.into_owned()).collect(),
+        scopes: scopes.into_iter().map(|scope| scope.into_owned()).collect(),
         invalidates: globs,
         cache,
         annotations,

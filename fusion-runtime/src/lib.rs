@@ -52,6 +52,7 @@ pub mod request_state;
 pub mod resource;
 pub mod router;
 mod schema;
+pub mod scopes;
 pub mod serve;
 pub mod server;
 pub mod spec;

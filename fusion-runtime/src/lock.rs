@@ -182,6 +182,7 @@ fn action_entry(server: &Server, action: &CompiledAction) -> ActionEntry {
         access: Access {
             toolset: facts.toolset.clone(),
             tags: facts.tags.clone(),
+            scopes: facts.scopes.clone(),
         },
         error_actions: facts
             .error_actions

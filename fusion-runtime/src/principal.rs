@@ -9,6 +9,10 @@ pub struct Principal {
     pub tenant: Option<String>,
     /// What the credential allows.
     pub scopes: Vec<String>,
+    /// The roles the credential carries (from a roles claim, for an [`AccessPolicy`]).
+    ///
+    /// [`AccessPolicy`]: crate::AccessPolicy
+    pub roles: Vec<String>,
 }
 
 impl Principal {
@@ -18,6 +22,7 @@ impl Principal {
             subject: subject.into(),
             tenant: None,
             scopes: Vec::new(),
+            roles: Vec::new(),
         }
     }
 
@@ -33,6 +38,18 @@ impl Principal {
     pub fn with_scopes<I: IntoIterator<Item = String>>(mut self, scopes: I) -> Self {
         self.scopes.extend(scopes);
         self
+    }
+
+    /// Grants roles.
+    #[must_use]
+    pub fn with_roles<I: IntoIterator<Item = String>>(mut self, roles: I) -> Self {
+        self.roles.extend(roles);
+        self
+    }
+
+    /// Whether the principal has a role.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.iter().any(|granted| granted == role)
     }
 
     /// Whether the principal has a scope.

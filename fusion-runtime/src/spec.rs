@@ -81,6 +81,7 @@ pub struct ToolSpec {
     pub(crate) description: Cow<'static, str>,
     pub(crate) title: Option<Cow<'static, str>>,
     pub(crate) tags: Vec<Cow<'static, str>>,
+    pub(crate) scopes: Vec<Cow<'static, str>>,
     pub(crate) invalidates: Vec<Result<Glob, String>>,
     pub(crate) cache: Option<CacheHint>,
     pub(crate) idempotent: bool,
@@ -131,6 +132,7 @@ impl ToolSpec {
             description: description.into(),
             title: None,
             tags: Vec::new(),
+            scopes: Vec::new(),
             invalidates: Vec::new(),
             cache: None,
             idempotent: verb == Verb::Query,
@@ -193,6 +195,18 @@ impl ToolSpec {
         S: Into<Cow<'static, str>>,
     {
         self.tags.extend(tags.into_iter().map(Into::into));
+        self
+    }
+
+    /// Requires OAuth scopes to see and call the tool (`billing:write`), in place of the
+    /// defaults [`ScopeRules`](crate::scopes::ScopeRules) derives from the verb.
+    #[must_use]
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<Cow<'static, str>>,
+    {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
         self
     }
 

@@ -183,9 +183,21 @@ pub mod serve {
     pub use fusion_runtime::serve::shutdown_signal;
     #[cfg(feature = "http")]
     pub use fusion_runtime::serve::{
-        BoundedSessions, HttpOptions, InvalidReplicaName, ReplicaName, SessionsError,
+        BoundedSessions, HttpOptions, InvalidReplicaName, ProtectedResource, ReplicaName,
+        SessionsError,
     };
     pub use fusion_runtime::serve::{Mcp, McpHandler, McpOptions, RequestInfo, ServeError};
+    /// The OAuth 2.1 resource server (feature `oauth`): JWTs checked against the issuer's
+    /// keys, opaque tokens through introspection, identity from claims.
+    #[cfg(feature = "oauth")]
+    pub mod oauth {
+        pub use fusion_runtime::serve::oauth::*;
+    }
+}
+
+/// The scopes a call needs (SPEC A): declared per tool, or derived from the verb.
+pub mod scopes {
+    pub use fusion_runtime::scopes::*;
 }
 
 /// The audit trail (SPEC R6): what a call records, and where records go.

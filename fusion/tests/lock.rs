@@ -175,6 +175,18 @@ async fn delete_item_not_destructive(id: String) -> Result<String, ToolError> {
     Ok(id)
 }
 
+// For a token with `shop:admin` only (the same description, for a single change).
+/// Deletes an item.
+#[tool(
+    mutation,
+    name = "shop.delete_item",
+    invalidates = "shop.*",
+    scopes = ["shop:admin"]
+)]
+async fn delete_item_for_admins(id: String) -> Result<String, ToolError> {
+    Ok(id)
+}
+
 /// The shop with these two tools.
 fn shop<Get: Tool, Delete: Tool>() -> Server {
     ServerBuilder::new("shop", "1.0.0")
@@ -216,7 +228,7 @@ fn changes(before: &Server, after: &Server) -> Vec<Rule> {
 #[test]
 fn real_code_changes_get_their_class() {
     let reviewed = shop::<get_item, delete_item>();
-    let cases: [(&str, Server, &[Rule]); 8] = [
+    let cases: [(&str, Server, &[Rule]); 9] = [
         (
             "a field removed from the presenter",
             shop::<get_item_without_name, delete_item>(),
@@ -263,11 +275,26 @@ fn real_code_changes_get_their_class() {
             &[Rule::UiKindAdded, Rule::PresenterRenamed],
         ),
         (
+            "a required scope declared",
+            shop::<get_item, delete_item_for_admins>(),
+            &[Rule::ScopeAdded],
+        ),
+        (
             "a title reworded",
             shop::<get_item_retitled, delete_item>(),
             &[Rule::TitleChanged],
         ),
     ];
+    // And back: a token with fewer scopes can call it again.
+    assert_eq!(
+        changes(&shop::<get_item, delete_item_for_admins>(), &reviewed),
+        [Rule::ScopeRemoved]
+    );
+    let scoped = shop::<get_item, delete_item_for_admins>();
+    assert_eq!(
+        scoped.action("shop.delete_item").unwrap().scopes(),
+        ["shop:admin"]
+    );
     for (what, changed, expected) in cases {
         let mut found = changes(&reviewed, &changed);
         let mut expected = expected.to_vec();

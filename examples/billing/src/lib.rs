@@ -206,6 +206,13 @@ impl AccessPolicy for BillingAccess {
     fn allows_prompt(&self, call: &CallContext, _: PromptInfo<'_>) -> bool {
         tenant_of(call).is_ok()
     }
+    /// Named to a caller refused a change, so that its client can ask for a token with it.
+    fn required_scopes(&self, action: ActionInfo<'_>) -> Vec<String> {
+        match action.verb() {
+            Verb::Query => Vec::new(),
+            Verb::Mutation | Verb::Action => vec![WRITE_SCOPE.to_owned()],
+        }
+    }
 }
 
 /// The principal of a trusted local session (stdio: the user who started the process), or of

@@ -12,6 +12,7 @@ use fusion::Exposition;
 use fusion::audit::{AuditSink, SqliteAuditSink, TracingAuditSink};
 use fusion::auth::StaticTokens;
 use fusion::observe::CallStats;
+use fusion::serve::oauth::{ClaimNames, ResourceServer};
 use fusion::serve::{HttpOptions, Mcp, ReplicaName};
 use fusion::{Principal, ServerBuilder};
 
@@ -72,6 +73,37 @@ struct Args {
     /// demos and protocol test suites only.
     #[arg(long, conflicts_with_all = ["tokens", "token_file"])]
     allow_anonymous: bool,
+    /// Accept OAuth access tokens (JWTs) from this issuer instead of static tokens; its keys
+    /// are found through its metadata (RFC 8414 or OpenID Connect discovery).
+    #[arg(long, value_name = "URL", env = "BILLING_OAUTH_ISSUER", requires = "oauth_audience",
+          conflicts_with_all = ["tokens", "token_file", "allow_anonymous"])]
+    oauth_issuer: Option<String>,
+    /// This server's canonical resource URI, which tokens must name as their audience
+    /// (`https://billing.example.com/mcp`).
+    #[arg(
+        long,
+        value_name = "URI",
+        env = "BILLING_OAUTH_AUDIENCE",
+        requires = "oauth_issuer"
+    )]
+    oauth_audience: Option<String>,
+    /// The claim naming the caller.
+    #[arg(long, value_name = "CLAIM", default_value = "sub")]
+    oauth_subject_claim: String,
+    /// The claim naming the caller's tenant; a token without it is refused.
+    #[arg(long, value_name = "CLAIM", default_value = "tenant")]
+    oauth_tenant_claim: String,
+    /// The claims holding the granted scopes, first found wins.
+    #[arg(
+        long,
+        value_name = "CLAIM",
+        value_delimiter = ',',
+        default_value = "scope,scp"
+    )]
+    oauth_scope_claims: Vec<String>,
+    /// The claim holding the caller's roles.
+    #[arg(long, value_name = "CLAIM")]
+    oauth_roles_claim: Option<String>,
     /// Serve only these toolsets (`reports`, `reminders`), besides the core invoice tools.
     #[arg(long, value_delimiter = ',')]
     toolsets: Option<Vec<String>>,
@@ -210,6 +242,20 @@ async fn serve(
             if let Some(name) = &args.replica {
                 options = options.replica(name.clone());
             }
+            if let (Some(issuer), Some(audience)) = (&args.oauth_issuer, &args.oauth_audience) {
+                let mut claims = ClaimNames::default()
+                    .subject(&args.oauth_subject_claim)
+                    .tenant(&args.oauth_tenant_claim)
+                    .scopes(&args.oauth_scope_claims);
+                if let Some(roles) = &args.oauth_roles_claim {
+                    claims = claims.roles(roles);
+                }
+                let oauth = ResourceServer {
+                    claims,
+                    ..ResourceServer::new(issuer, audience)
+                };
+                options = oauth.protect(options, [WRITE_SCOPE.to_owned()]).await?;
+            }
             let drain = std::time::Duration::from_secs(args.drain_seconds);
             serve_http(
                 server,
@@ -329,7 +375,7 @@ async fn serve_http(
         mcp = mcp.context(|_request, call| {
             call.extensions_mut().insert(local_principal());
         });
-    } else {
+    } else if options.auth.is_none() {
         options = options.auth(static_tokens(&tokens)?);
     }
     // One plain line on stderr that scripts and tests can wait for (port 0 picks a port).

@@ -21,6 +21,7 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use fusion::audit::{AuditSink, TracingAuditSink};
 use fusion::auth::StaticTokens;
 use fusion::observe::CallStats;
+use fusion::serve::oauth::{ClaimNames, ResourceServer};
 use fusion::serve::{HttpOptions, Mcp};
 use fusion::{
     ActionInfo, CallContext, Principal, Server, ServerBuilder, ToolError, ToolSpec, Verb,
@@ -83,6 +84,35 @@ struct Args {
     /// protocol test suites only.
     #[arg(long, conflicts_with_all = ["tokens", "token_file"])]
     allow_anonymous: bool,
+    /// Accept OAuth access tokens (JWTs) from this issuer instead of static tokens; its keys
+    /// are found through its metadata (RFC 8414 or OpenID Connect discovery). Callers' tokens
+    /// are never passed to an upstream: each upstream gets the credentials configured for it.
+    #[arg(long, value_name = "URL", env = "GATEWAY_OAUTH_ISSUER", requires = "oauth_audience",
+          conflicts_with_all = ["tokens", "token_file", "allow_anonymous"])]
+    oauth_issuer: Option<String>,
+    /// This gateway's canonical resource URI, which tokens must name as their audience.
+    #[arg(
+        long,
+        value_name = "URI",
+        env = "GATEWAY_OAUTH_AUDIENCE",
+        requires = "oauth_issuer"
+    )]
+    oauth_audience: Option<String>,
+    /// The claim naming the caller.
+    #[arg(long, value_name = "CLAIM", default_value = "sub")]
+    oauth_subject_claim: String,
+    /// The claim naming the caller's tenant, if tokens must carry one.
+    #[arg(long, value_name = "CLAIM")]
+    oauth_tenant_claim: Option<String>,
+    /// The claims holding the granted scopes, first found wins (`gateway:write` allows
+    /// proxied calls).
+    #[arg(
+        long,
+        value_name = "CLAIM",
+        value_delimiter = ',',
+        default_value = "scope,scp"
+    )]
+    oauth_scope_claims: Vec<String>,
     /// Write the audit trail (every successful proxied call) to this SQLite database, in an
     /// append-only `audit_events` table, instead of the log. A call whose record cannot be
     /// written answers `AUDIT_FAILED`.
@@ -157,7 +187,22 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             if let Some(file) = &args.token_file {
                 tokens.extend(read_token_file(file)?);
             }
-            serve_http(server.clone(), address, tokens, args.allow_anonymous).await
+            let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
+                (Some(issuer), Some(audience)) => {
+                    let mut claims = ClaimNames::default()
+                        .subject(&args.oauth_subject_claim)
+                        .scopes(&args.oauth_scope_claims);
+                    if let Some(tenant) = &args.oauth_tenant_claim {
+                        claims = claims.tenant(tenant);
+                    }
+                    Some(ResourceServer {
+                        claims,
+                        ..ResourceServer::new(issuer, audience)
+                    })
+                }
+                _ => None,
+            };
+            serve_http(server.clone(), address, tokens, args.allow_anonymous, oauth).await
         }
     };
     server.shutdown_upstreams().await;
@@ -232,6 +277,7 @@ async fn serve_http(
     address: SocketAddr,
     tokens: Vec<String>,
     allow_anonymous: bool,
+    oauth: Option<ResourceServer>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
@@ -242,6 +288,8 @@ async fn serve_http(
         mcp = mcp.context(|_request, call| {
             call.extensions_mut().insert(local_principal());
         });
+    } else if let Some(oauth) = oauth {
+        options = oauth.protect(options, [WRITE_SCOPE.to_owned()]).await?;
     } else {
         options = options.auth(static_tokens(&tokens)?);
     }

@@ -52,6 +52,10 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
     if !tags.is_empty() {
         options.push(quote!(.with_tags([#(#tags),*])));
     }
+    let scopes = &tool.args.scopes.0;
+    if !scopes.is_empty() {
+        options.push(quote!(.with_scopes([#(#scopes),*])));
+    }
     for glob in &tool.args.invalidates.0 {
         options.push(quote!(.with_invalidates(#glob)));
     }

@@ -33,6 +33,9 @@ pub(super) struct ToolArgs {
     pub(super) description: Option<LitStr>,
     #[darling(default)]
     pub(super) tags: StrList,
+    /// `scopes = ["billing:write"]`: OAuth scopes required to see and call the tool.
+    #[darling(default)]
+    pub(super) scopes: StrList,
     #[darling(default)]
     pub(super) version: Option<LitStr>,
     #[darling(default)]

@@ -512,6 +512,7 @@ fn proxy(
         description: tool.description.as_deref().unwrap_or_default().to_owned(),
         title: tool.title.clone(),
         tags: Vec::new(),
+        scopes: Vec::new(),
         invalidates: Vec::new(),
         cache: None,
         annotations: annotations_or_default(tool.annotations.as_ref()),

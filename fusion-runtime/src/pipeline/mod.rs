@@ -222,8 +222,36 @@ impl Server {
             Some(grouped) => format!("`{}` with action `{grouped}`", action.exposed_tool()),
             None => format!("`{}`", action.exposed_tool()),
         };
+        let needed = self.scopes_missing(action, context);
+        if !needed.is_empty() {
+            let scopes = needed.join(" ");
+            return Err(ToolError::forbidden(format!(
+                "You may not call {what}: your token lacks the scope `{scopes}`."
+            ))
+            .with_recovery(format!(
+                "Ask the authorization server for a token with scope `{scopes}` (insufficient_scope)."
+            )));
+        }
         Err(ToolError::forbidden(format!("You may not call {what}."))
             .with_recovery("Use another tool, or ask the operator for access."))
+    }
+
+    /// The scopes the access policy says `action` needs that the caller's token lacks.
+    fn scopes_missing(&self, action: ActionInfo<'_>, context: &CallContext) -> Vec<String> {
+        let Some(policy) = &self.inner.access else {
+            return Vec::new();
+        };
+        let Ok(needed) = catch_panic("the access policy", || policy.required_scopes(action)) else {
+            return Vec::new();
+        };
+        needed
+            .into_iter()
+            .filter(|scope| {
+                !context
+                    .principal()
+                    .is_some_and(|principal| principal.has_scope(scope))
+            })
+            .collect()
     }
 
     /// Whether the access policy (if any) lets the caller of `context` see and call `action`;

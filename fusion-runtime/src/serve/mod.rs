@@ -88,9 +88,13 @@ mod gateway;
 mod listing;
 #[cfg(feature = "stderr-log")]
 mod log;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 mod options;
 #[cfg(feature = "http")]
 mod replica;
+#[cfg(feature = "http")]
+mod resource_metadata;
 mod rounds;
 #[cfg(feature = "http")]
 mod sessions;
@@ -111,6 +115,8 @@ pub(crate) use options::Tally;
 pub use options::{ContextFactory, McpOptions, RequestInfo, ServeError};
 #[cfg(feature = "http")]
 pub use replica::{InvalidReplicaName, ReplicaName};
+#[cfg(feature = "http")]
+pub use resource_metadata::ProtectedResource;
 #[cfg(feature = "http")]
 pub use sessions::{BoundedSessions, SessionsError};
 #[cfg(any(feature = "stdio", feature = "http"))]

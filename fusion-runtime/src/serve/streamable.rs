@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{Authenticator, TokenVerifier};
 use super::connections::ConnectionLimits;
 use super::sessions::{BoundedSessions, Caller, Opener, Refusal, SessionLimits};
-use super::{Mcp, McpHandler, ReplicaName, ServeError};
+use super::{Mcp, McpHandler, ProtectedResource, ReplicaName, ServeError};
 
 /// A tower layer added with [`Mcp::layer`], kept as what it does to the router.
 pub(super) type RouterLayer = Arc<dyn Fn(axum::Router) -> axum::Router + Send + Sync>;
@@ -117,11 +117,31 @@ impl Mcp {
             body_read_timeout: options.body_read_timeout,
         }));
         let mut router = axum::Router::new().route_service(&options.path, endpoint);
+        let metadata_url = options.resource_metadata.clone().or_else(|| {
+            options
+                .protected_resource
+                .as_ref()
+                .map(ProtectedResource::metadata_url)
+        });
         if let Some(verifier) = &options.auth {
             router = router.layer(axum::middleware::from_fn_with_state(
-                Authenticator::new(Arc::clone(verifier), options.resource_metadata.as_deref()),
+                Authenticator::new(Arc::clone(verifier), metadata_url.as_deref()),
                 super::auth::authenticate,
             ));
+        }
+        // Added after the bearer check, so outside it: a client reads it before it has a token.
+        if let Some(resource) = &options.protected_resource {
+            let document: Arc<[u8]> = resource.document().to_string().into_bytes().into();
+            for path in resource.well_known_paths() {
+                let document = Arc::clone(&document);
+                router = router.route(
+                    &path,
+                    axum::routing::get(move || {
+                        let document = Arc::clone(&document);
+                        async move { super::resource_metadata::respond(&document) }
+                    }),
+                );
+            }
         }
         for layer in &self.layers {
             router = layer(router);
@@ -673,8 +693,11 @@ pub struct HttpOptions {
     pub shutdown: CancellationToken,
     /// Verifies `Authorization: Bearer` tokens; `None` accepts anonymous requests.
     pub auth: Option<Arc<dyn TokenVerifier>>,
-    /// The OAuth protected-resource metadata URL announced in `WWW-Authenticate`.
+    /// The OAuth protected-resource metadata URL announced in `WWW-Authenticate`; with
+    /// `protected_resource` and no URL here, the URL of the document served.
     pub resource_metadata: Option<String>,
+    /// Serves RFC 9728 protected-resource metadata (see [`ProtectedResource`]).
+    pub protected_resource: Option<ProtectedResource>,
     /// How long a client may take to send a request head, from its first byte (10 s).
     pub header_read_timeout: Duration,
     /// How long a request body may take to arrive in full, from its head (30 s); 408 beyond.
@@ -724,6 +747,7 @@ impl Default for HttpOptions {
             shutdown: CancellationToken::new(),
             auth: None,
             resource_metadata: None,
+            protected_resource: None,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
@@ -755,6 +779,15 @@ impl HttpOptions {
     #[must_use]
     pub fn auth(mut self, verifier: impl TokenVerifier) -> Self {
         self.auth = Some(Arc::new(verifier));
+        self
+    }
+
+    /// Serves `resource` as this endpoint's protected-resource metadata (RFC 9728) and names
+    /// it in every 401's `WWW-Authenticate`, so that an MCP client finds the authorization
+    /// server on its own.
+    #[must_use]
+    pub fn protected_resource(mut self, resource: ProtectedResource) -> Self {
+        self.protected_resource = Some(resource);
         self
     }
 
@@ -830,6 +863,7 @@ impl fmt::Debug for HttpOptions {
             .field("sessions", &self.sessions)
             .field("json_response", &self.json_response)
             .field("auth", &self.auth.is_some())
+            .field("protected_resource", &self.protected_resource)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("idle_timeout", &self.idle_timeout)

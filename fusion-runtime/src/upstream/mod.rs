@@ -19,7 +19,7 @@
 
 #[cfg(feature = "http-client")]
 mod client;
-#[cfg(feature = "gateway")]
+#[cfg(any(feature = "gateway", feature = "oauth"))]
 pub(crate) use client::tls_config;
 mod decode;
 #[cfg(not(feature = "http-client"))]
