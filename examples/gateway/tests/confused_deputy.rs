@@ -9,11 +9,11 @@ use fusion::Principal;
 use fusion::ServerBuilder;
 use fusion::auth::StaticTokens;
 use fusion::gateway::Upstream;
+use fusion::serde_json::json;
 use fusion::serve::{HttpOptions, Mcp};
 use rmcp::ServiceExt as _;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use fusion::serde_json::json;
 use support::recorder::{Options, Recorder};
 use support::*;
 
