@@ -221,7 +221,7 @@ impl Upstream {
     /// Serves the upstream's tools under their own names instead of `{prefix}_{tool}`: policy
     /// and audit in front of one existing server, its tools not renamed. The prefix stays the
     /// mount's namespace everywhere else: canonical keys (`prefix.tool`) for access policies
-    /// and audit, the default toolset, [`UpstreamStatus`], logs.
+    /// and audit, the default toolset, [`UpstreamStatus`](super::UpstreamStatus), logs.
     ///
     /// A name that two tools would have fails closed, and each time the catalog is rebuilt the
     /// collision is logged at error level with its owners: a built-in tool keeps its name, and
