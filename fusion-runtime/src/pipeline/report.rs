@@ -52,32 +52,40 @@ impl Report {
                     .as_ref()
                     .is_some_and(|audit| audit.reads || action.facts.verb != Verb::Query)
         });
-        if span.is_disabled() && inner.metrics.is_none() && !audited {
-            return Report {
-                span,
-                measured: None,
-            };
-        }
-        #[cfg(feature = "bench-hooks")]
-        inner
-            .measured_calls
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let audit = args.zip(action).filter(|_| audited).map(|(args, action)| {
-            let principal = context.principal();
+        let report = Report::open(inner, span, audited, || {
+            let (args, action) = args.zip(action)?;
             // Keyed when the arguments carry a hidden value: the trail is no oracle for it.
             let digest = if action.layout.carries_hidden(args) {
                 audit::keyed_arguments_digest_of(args, &inner.audit_digest_key)
             } else {
                 audit::arguments_digest_of(args)
             };
-            AuditEntry::new(
-                tool,
-                action.facts.key.as_str(),
-                principal.map(|principal| principal.subject.clone()),
-                principal.and_then(|principal| principal.tenant.clone()),
-                digest,
-            )
+            Some(entry(tool, action.facts.key.as_str(), context, digest))
         });
+        #[cfg(feature = "bench-hooks")]
+        if report.measured.is_some() {
+            inner
+                .measured_calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        report
+    }
+
+    /// A report whose call is measured when anything reads the measure (its span, the
+    /// metrics, or the audit, when `audited`), with the audit entry `entry` makes.
+    fn open(
+        inner: &ServerInner,
+        span: tracing::Span,
+        audited: bool,
+        entry: impl FnOnce() -> Option<AuditEntry>,
+    ) -> Report {
+        if span.is_disabled() && inner.metrics.is_none() && !audited {
+            return Report {
+                span,
+                measured: None,
+            };
+        }
+        let audit = if audited { entry() } else { None };
         Report {
             span,
             measured: Some(Measured {
@@ -103,31 +111,9 @@ impl Report {
     ) -> Report {
         let key = facts.key.as_str();
         let span = observe::call_span(inner.span_level, tool, Some(key), context);
-        if span.is_disabled() && inner.metrics.is_none() && inner.audit.is_none() {
-            return Report {
-                span,
-                measured: None,
-            };
-        }
-        let audit = inner.audit.as_ref().map(|_| {
-            let principal = context.principal();
-            AuditEntry::new(
-                tool,
-                key,
-                principal.map(|principal| principal.subject.clone()),
-                principal.and_then(|principal| principal.tenant.clone()),
-                audit::arguments_digest_of(args),
-            )
-        });
-        Report {
-            span,
-            measured: Some(Measured {
-                started: audit
-                    .as_ref()
-                    .map_or_else(Instant::now, AuditEntry::started),
-                audit,
-            }),
-        }
+        Report::open(inner, span, inner.audit.is_some(), || {
+            Some(entry(tool, key, context, audit::arguments_digest_of(args)))
+        })
     }
 
     /// The call's audit entry, for a handler that takes it.
@@ -206,31 +192,14 @@ impl Report {
         let key = facts.key.as_str();
         let span = observe::read_span(inner.span_level, method, key, context);
         let audited = inner.audit.as_ref().is_some_and(|audit| audit.reads);
-        if span.is_disabled() && inner.metrics.is_none() && !audited {
-            return Report {
-                span,
-                measured: None,
-            };
-        }
-        let audit = audited.then(|| {
-            let principal = context.principal();
-            AuditEntry::new(
+        Report::open(inner, span, audited, || {
+            Some(entry(
                 method,
                 key,
-                principal.map(|principal| principal.subject.clone()),
-                principal.and_then(|principal| principal.tenant.clone()),
+                context,
                 audit::arguments_digest_of(args),
-            )
-        });
-        Report {
-            span,
-            measured: Some(Measured {
-                started: audit
-                    .as_ref()
-                    .map_or_else(Instant::now, AuditEntry::started),
-                audit,
-            }),
-        }
+            ))
+        })
     }
 
     /// Audits a successful read of a resource or prompt, when the audit records reads. A
@@ -365,4 +334,16 @@ fn audit_failed(error: AuditError) -> ToolError {
          the errorId to the operator.",
     )
     .with_internal_source(Box::new(error))
+}
+
+/// The audit entry of a call of `tool` (`key`), by the caller its context names.
+fn entry(tool: &str, key: &str, context: &CallContext, digest: String) -> AuditEntry {
+    let principal = context.principal();
+    AuditEntry::new(
+        tool,
+        key,
+        principal.map(|principal| principal.subject.clone()),
+        principal.and_then(|principal| principal.tenant.clone()),
+        digest,
+    )
 }
