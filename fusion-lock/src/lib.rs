@@ -33,6 +33,8 @@ mod diff;
 mod format;
 mod rules;
 mod schema;
+#[cfg(feature = "tokens")]
+pub mod tokens;
 
 pub use diff::{Change, Diff, SERVER, diff};
 pub use format::{

@@ -38,6 +38,9 @@ pub use crate::envelope::Dropped;
 use crate::envelope::{Envelope, ErrorBody, Meta, Sealed, SuggestedCall, Truncated};
 use crate::server::{Server, UnknownTool};
 
+#[cfg(feature = "tokens")]
+pub use fusion_lock::tokens::{AnswerTokens, O200k, Tokenizer};
+
 type ContextSetup = Arc<dyn Fn(&mut CallContext) + Send + Sync>;
 
 /// Calls a server's tools in memory.
@@ -98,6 +101,23 @@ impl Tester {
         #[cfg(not(feature = "gateway"))]
         let tools = self.server.visible_tools(&context);
         tools
+    }
+
+    /// What each tool the tester's caller sees costs an agent in tokens before any call: its
+    /// definition as `tools/list` shows it (name, title, description, input and output
+    /// schemas, annotations), in listing order (feature `tokens`).
+    #[cfg(feature = "tokens")]
+    pub fn definition_tokens(&self, tokenizer: &dyn Tokenizer) -> Vec<(String, usize)> {
+        self.list_tools()
+            .iter()
+            .map(|tool| {
+                let listed = serde_json::to_value(tool).unwrap_or(Value::Null);
+                (
+                    tool.name.to_string(),
+                    fusion_lock::tokens::definition(&listed, tokenizer),
+                )
+            })
+            .collect()
     }
 
     /// Calls the tool with canonical key `key` (`billing.get_invoice`) through its exposed
@@ -246,6 +266,14 @@ impl TestResult {
     /// The whole result as JSON text, exactly as it would be sent.
     pub fn raw_text(&self) -> String {
         serde_json::to_string(&self.raw).unwrap_or_default()
+    }
+
+    /// What this answer costs an agent in tokens: its text blocks and its
+    /// `structuredContent`, apart (feature `tokens`).
+    #[cfg(feature = "tokens")]
+    pub fn tokens(&self, tokenizer: &dyn Tokenizer) -> AnswerTokens {
+        let raw = serde_json::to_value(&self.raw).unwrap_or(Value::Null);
+        fusion_lock::tokens::answer(&raw, tokenizer)
     }
 
     /// `isError`.

@@ -1,0 +1,72 @@
+//! What the billing connector costs an agent, in o200k tokens: each tool's definition as
+//! listed, and the answers of a short session (one invoice, a page of 20, a missing id). The
+//! budgets below are the connector's promises; a change that blows one fails here.
+//!
+//! `cargo test -p billing --test tokens -- --nocapture` prints the table.
+
+use std::sync::Arc;
+
+use billing::{Store, local_principal};
+use fusion::Exposition;
+use fusion::serde_json::json;
+use fusion::testing::{O200k, TestResult, Tester, Tokenizer};
+
+fn tester() -> Tester {
+    let store = Arc::new(Store::open_in_memory().expect("an in-memory store"));
+    let server = billing::server(store, Exposition::Flat).expect("the billing server builds");
+    Tester::new(server).with_context(|call| {
+        call.extensions_mut().insert(local_principal());
+    })
+}
+
+fn row(what: &str, result: &TestResult) -> (usize, usize) {
+    let tokens = result.tokens(&O200k);
+    println!("| {what} | {} | {} |", tokens.text, tokens.structured);
+    (tokens.text, tokens.structured)
+}
+
+#[tokio::test]
+async fn the_listing_and_a_short_session_are_counted_per_tool_and_per_answer() {
+    let tester = tester();
+    let definitions = tester.definition_tokens(&O200k);
+    println!(
+        "| tool | definition tokens ({}) |\n|---|---:|",
+        O200k.name()
+    );
+    for (tool, tokens) in &definitions {
+        println!("| {tool} | {tokens} |");
+    }
+    let listed: usize = definitions.iter().map(|(_, tokens)| tokens).sum();
+    println!(
+        "| all {} tools | {listed} (≈{} a tool) |",
+        definitions.len(),
+        listed / definitions.len()
+    );
+    // Each definition is counted as listed: together they are the listing, but for the
+    // brackets and commas between them (which may merge with a neighbour's token).
+    let whole = O200k.count_json(&json!(tester.list_tools()));
+    assert!(
+        whole.abs_diff(listed) <= definitions.len() + 1,
+        "the tools one by one ({listed}) are the listing ({whole})"
+    );
+
+    println!("\n| answer | text | structuredContent |\n|---|---:|---:|");
+    let one = tester
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
+    assert!(!one.is_error(), "{}", one.raw_text());
+    let page = tester
+        .call("billing.list_invoices", json!({"limit": 20}))
+        .await;
+    assert_eq!(page.data().as_array().map(Vec::len), Some(20));
+    let missing = tester
+        .call("billing.get_invoice", json!({"id": "INV-404404"}))
+        .await;
+    assert_eq!(missing.error_code(), Some("InvoiceNotFound"));
+    let (one_text, _) = row("`get_invoice`", &one);
+    let (page_text, _) = row("`list_invoices`, 20 items", &page);
+    let (missing_text, _) = row("missing id (error)", &missing);
+    // The answers say something in text (the agent reads it) and grow with the data.
+    assert!(one_text > 0 && missing_text > 0);
+    assert!(page_text > one_text, "20 invoices cost more than one");
+}
