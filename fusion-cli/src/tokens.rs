@@ -45,6 +45,8 @@ pub(crate) struct TokensCommand {
 /// One server's numbers.
 struct Measured {
     name: String,
+    /// The tokens of the instructions the handshake gave (paid once per session).
+    instructions: usize,
     listing_bytes: usize,
     listing_tokens: usize,
     definitions: Vec<(String, usize)>,
@@ -185,7 +187,7 @@ fn measure(
     tokenizer: &dyn Tokenizer,
 ) -> Result<Measured, Failure> {
     let mut session = Session::start(line)?;
-    session.request(
+    let initialized = session.request(
         "initialize",
         json!({
             "protocolVersion": protocol,
@@ -194,6 +196,10 @@ fn measure(
         }),
     )?;
     session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    let instructions = initialized
+        .get("instructions")
+        .and_then(Value::as_str)
+        .map_or(0, |text| tokenizer.count(text));
     let mut tools = Vec::new();
     let mut listing_bytes = 0;
     let mut listing_tokens = 0;
@@ -238,6 +244,7 @@ fn measure(
     }
     Ok(Measured {
         name: name.to_owned(),
+        instructions,
         listing_bytes,
         listing_tokens,
         definitions,
@@ -258,6 +265,11 @@ fn report(measured: &[Measured], calls: &[Call], tokenizer: &dyn Tokenizer) -> S
         format!("{line}\n{rule}\n")
     };
     out.push_str(&header("what the agent receives"));
+    out.push_str("| server instructions (once per session) |");
+    for server in measured {
+        out.push_str(&format!(" {} |", thousands(server.instructions)));
+    }
+    out.push('\n');
     out.push_str("| tools/list |");
     for server in measured {
         let count = server.definitions.len().max(1);

@@ -28,6 +28,7 @@
 //! # Ok::<_, fusion_lock::LockfileError>(())
 //! ```
 
+mod budget;
 mod canonical;
 mod diff;
 mod format;
@@ -36,6 +37,7 @@ mod schema;
 #[cfg(feature = "tokens")]
 pub mod tokens;
 
+pub use budget::{DEFAULT_THRESHOLD_PERCENT, TokenBudget};
 pub use diff::{Change, Diff, SERVER, diff};
 pub use format::{
     Access, ActionEntry, Annotations, Audit, Cache, Concurrency, DigestMismatch, Digests, Egress,
@@ -97,6 +99,7 @@ pub fn __example_lockfile() -> String {
         actions: BTreeMap::from([("billing.void_invoice".into(), action)]),
         resources: BTreeMap::new(),
         prompts: BTreeMap::new(),
+        tokens: None,
     }
     .to_lockfile()
 }

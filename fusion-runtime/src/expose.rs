@@ -92,10 +92,10 @@ fn described(action: &ActionFacts, names: &Names) -> String {
     let mut description = names.rewrite(&action.description).into_owned();
     match action.cache {
         Some(CacheHint::Immutable) => description
-            .push_str("\n\nCache: immutable. The result never changes; reuse it instead of calling again."),
-        Some(CacheHint::Volatile) => description.push_str(
-            "\n\nCache: volatile. The result may change at any time; fetch it again before relying on it.",
-        ),
+            .push_str("\n\nCache: immutable (reuse the result rather than calling again)."),
+        Some(CacheHint::Volatile) => {
+            description.push_str("\n\nCache: volatile (fetch it again before relying on it).")
+        }
         None => {}
     }
     if !action.invalidates.is_empty() {
@@ -222,11 +222,8 @@ pub(crate) fn grouped_definition(
             "description": "The action to perform; its own arguments are listed in the matching branch.",
         }),
     );
+    // No `$schema`: MCP assumes draft 2020-12 (see `schema::object_schema`).
     let mut input = Map::new();
-    input.insert(
-        "$schema".into(),
-        "https://json-schema.org/draft/2020-12/schema".into(),
-    );
     input.insert("type".into(), "object".into());
     input.insert("properties".into(), Value::Object(properties));
     input.insert("required".into(), json!(["action"]));

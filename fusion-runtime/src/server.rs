@@ -273,9 +273,21 @@ impl Server {
         &self.inner.version
     }
 
-    /// Instructions for the agent.
+    /// Instructions for the agent, as the author wrote them.
     pub fn instructions(&self) -> Option<&str> {
         self.inner.instructions.as_deref()
+    }
+
+    /// The instructions a client receives at the handshake: the author's, then, when the
+    /// server has tools, one paragraph on the envelope every tool answers with. Said once
+    /// here, so that no tool's output schema repeats it.
+    pub fn served_instructions(&self) -> Option<String> {
+        let note = (!self.inner.actions.is_empty()).then(crate::schema::envelope_note);
+        match (self.instructions(), note) {
+            (Some(own), Some(note)) => Some(format!("{own}\n\n{note}")),
+            (Some(own), None) => Some(own.to_owned()),
+            (None, note) => note.map(str::to_owned),
+        }
     }
 
     /// The exposition mode.

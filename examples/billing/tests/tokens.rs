@@ -42,6 +42,13 @@ async fn the_listing_and_a_short_session_are_counted_per_tool_and_per_answer() {
         definitions.len(),
         listed / definitions.len()
     );
+    // The listing's budget: what is the same for every tool (the envelope's `meta` and `error`)
+    // is said once in the instructions, so a tool costs its own schemas and words only.
+    assert!(
+        listed <= 400 * definitions.len(),
+        "billing lists {listed} tokens for {} tools: over 400 a tool",
+        definitions.len()
+    );
     // Each definition is counted as listed: together they are the listing, but for the
     // brackets and commas between them (which may merge with a neighbour's token).
     let whole = O200k.count_json(&json!(tester.list_tools()));

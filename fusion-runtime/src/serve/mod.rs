@@ -234,7 +234,7 @@ impl Mcp {
             self.server.name(),
             self.server.version(),
         ));
-        if let Some(instructions) = self.server.instructions() {
+        if let Some(instructions) = self.server.served_instructions() {
             info = info.with_instructions(instructions);
         }
         McpHandler {
