@@ -88,16 +88,42 @@ async fn ok(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> Value {
         envelope["meta"]["version"].is_string(),
         "{tool}: {envelope}"
     );
-    // The first text block is the data, as JSON, for clients that ignore structuredContent.
+    // The first text block is the data the model reads: a list of records as a table (its
+    // count and fields once, then a line per item), anything else as JSON.
     let first = text_blocks(&result)
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("{tool}: no text content"));
-    let shown: Value = fusion::serde_json::from_str(&first).expect("the first block is JSON data");
-    assert_eq!(
-        shown, envelope["data"],
-        "{tool}: content and envelope differ"
-    );
+    match envelope["data"].as_array().filter(|items| items.len() > 1) {
+        Some(items) => {
+            let fields: Vec<&String> = items[0].as_object().expect("records").keys().collect();
+            let header = format!(
+                "[{}]{{{}}}:",
+                items.len(),
+                fields
+                    .iter()
+                    .map(|field| field.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            assert!(first.starts_with(&header), "{tool}: {first}");
+            assert_eq!(first.lines().count(), items.len() + 1, "{tool}: {first}");
+            for item in items {
+                assert!(
+                    first.contains(item["id"].as_str().expect("an id")),
+                    "{tool}: {first}"
+                );
+            }
+        }
+        None => {
+            let shown: Value =
+                fusion::serde_json::from_str(&first).expect("the first block is JSON data");
+            assert_eq!(
+                shown, envelope["data"],
+                "{tool}: content and envelope differ"
+            );
+        }
+    }
     envelope["data"].clone()
 }
 

@@ -9,6 +9,7 @@
 //! block.
 
 mod budget;
+mod render;
 mod seal;
 
 use std::fmt::Write as _;
@@ -21,6 +22,7 @@ use crate::action::{ActionFacts, CacheHint, Verb};
 use crate::present::PresenterInfo;
 use crate::xml;
 
+pub use render::DataText;
 pub use seal::Dropped;
 #[cfg(feature = "gateway")]
 pub(crate) use seal::Reply;

@@ -120,8 +120,11 @@ impl Sealed {
     pub(crate) fn into_call_result(self) -> CallToolResult {
         match self.reply {
             Reply::Success {
-                content, envelope, ..
+                mut content,
+                envelope,
+                ..
             } => {
+                super::render::DataText::default().apply(&mut content, &envelope);
                 let mut result = CallToolResult::success(content);
                 result.structured_content = Some(envelope);
                 result
