@@ -146,11 +146,23 @@ impl Server {
 #[derive(Debug)]
 pub struct ToolResult {
     sealed: crate::envelope::Sealed,
+    data_text: crate::envelope::DataText,
 }
 
 impl ToolResult {
     pub(crate) fn new(sealed: crate::envelope::Sealed) -> Self {
-        ToolResult { sealed }
+        ToolResult {
+            sealed,
+            data_text: crate::envelope::DataText::default(),
+        }
+    }
+
+    /// The result as it is written for a client that reads its data block in `form` (see
+    /// [`DataText::for_protocol`](crate::envelope::DataText::for_protocol)).
+    #[must_use]
+    pub fn for_client(mut self, form: crate::envelope::DataText) -> Self {
+        self.data_text = form;
+        self
     }
 
     /// Whether the agent receives a failure (`isError: true`).
@@ -171,7 +183,7 @@ impl ToolResult {
 
     /// The protocol's result (rmcp's `CallToolResult`): what goes on the wire.
     pub fn into_protocol(self) -> rmcp::model::CallToolResult {
-        self.sealed.into_call_result()
+        self.sealed.into_call_result_as(self.data_text)
     }
 
     /// The message and error body of a failure, as a protocol error carries them.

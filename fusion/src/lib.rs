@@ -251,8 +251,8 @@ pub mod elicit {
 /// it back.
 pub mod envelope {
     pub use fusion_runtime::envelope::{
-        Const, CutReason, Dropped, Envelope, ErrorBody, Failure, Meta, Success, SuggestedCall,
-        Truncated,
+        Const, CutReason, DataText, Dropped, Envelope, ErrorBody, Failure, Meta, Success,
+        SuggestedCall, Truncated,
     };
 }
 

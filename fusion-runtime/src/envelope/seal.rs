@@ -116,15 +116,23 @@ impl Sealed {
         }
     }
 
-    /// The protocol's result: the only place a sealed result becomes one.
+    /// The protocol's result, its data block in the default form ([`DataText::Compact`]).
+    ///
+    /// [`DataText::Compact`]: super::DataText::Compact
     pub(crate) fn into_call_result(self) -> CallToolResult {
+        self.into_call_result_as(super::DataText::default())
+    }
+
+    /// The protocol's result, its data block in `form`: the only place a sealed result becomes
+    /// one.
+    pub(crate) fn into_call_result_as(self, form: super::DataText) -> CallToolResult {
         match self.reply {
             Reply::Success {
                 mut content,
                 envelope,
                 ..
             } => {
-                super::render::DataText::default().apply(&mut content, &envelope);
+                form.apply(&mut content, &envelope);
                 let mut result = CallToolResult::success(content);
                 result.structured_content = Some(envelope);
                 result
