@@ -423,7 +423,7 @@ async fn a_client_before_structured_content_reads_the_data_as_json() {
                     let _ = running.waiting().await;
                 }
             });
-            let info = rmcp::model::ClientInfo::new(
+            let info = rmcp::model::ClientConfig::new(
                 Default::default(),
                 rmcp::model::Implementation::new("old-client", "1.0.0"),
             )
