@@ -70,9 +70,21 @@ async fn the_listing_and_a_short_session_are_counted_per_tool_and_per_answer() {
         .call("billing.get_invoice", json!({"id": "INV-404404"}))
         .await;
     assert_eq!(missing.error_code(), Some("InvoiceNotFound"));
-    let (one_text, _) = row("`get_invoice`", &one);
-    let (page_text, _) = row("`list_invoices`, 20 items", &page);
-    let (missing_text, _) = row("missing id (error)", &missing);
+    let (one_text, one_structured) = row("`get_invoice`", &one);
+    let (page_text, page_structured) = row("`list_invoices`, 20 items", &page);
+    let (missing_text, missing_structured) = row("missing id (error)", &missing);
+    // The answers' budgets (text and structuredContent together), 10 % over what they cost
+    // when set (TOKENS.md): growth past them is a change to review, not a drift.
+    for (what, tokens, budget) in [
+        ("get_invoice", one_text + one_structured, 335),
+        ("a list of 20", page_text + page_structured, 1_630),
+        ("a missing id", missing_text + missing_structured, 130),
+    ] {
+        assert!(
+            tokens <= budget,
+            "{what}: {tokens} tokens, over its budget of {budget}"
+        );
+    }
     // The answers say something in text (the agent reads it) and grow with the data.
     assert!(one_text > 0 && missing_text > 0);
     assert!(page_text > one_text, "20 invoices cost more than one");
