@@ -2,20 +2,84 @@
 //! this server (access, rate limit, middleware, guard, timeout, audit, metrics, span), around a
 //! forward to the upstream instead of arguments, handler and presenter.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
 use tracing::Instrument as _;
 
-use super::CatchPanic;
 use super::report::Report;
+use super::target::Target;
+use crate::action::ActionFacts;
 use crate::context::CallContext;
 use crate::envelope::{Sealed, seal_error};
 use crate::error::ToolError;
 use crate::gateway::call::{passed, send, timed_out};
-use crate::gateway::{Gateway, ProxiedTool};
-use crate::middleware::run_chain;
+use crate::gateway::{Gateway, ProxiedTool, UpstreamState};
+use crate::middleware::Middleware;
 use crate::server::Server;
+
+/// A call of a proxied tool: the gateway's middleware, then its upstream's concurrency limit
+/// and timeout, around the forward.
+struct Forward<'a> {
+    gateway: &'a Gateway,
+    tool: &'a ProxiedTool,
+    upstream: &'a Arc<UpstreamState>,
+}
+
+impl Target for Forward<'_> {
+    /// The arguments, forwarded as they came: the upstream reads them.
+    type Ready = JsonObject;
+    type Output = CallToolResult;
+    type Held = Option<crate::guard::Slot>;
+
+    fn facts(&self) -> &ActionFacts {
+        &self.tool.facts
+    }
+
+    fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {
+        // Before anything reaches the upstream. Proxied tools have no rate limit of their own:
+        // the server's applies.
+        server.check_access(self.tool.info(), context)
+    }
+
+    fn read(&self, args: JsonObject) -> Result<JsonObject, ToolError> {
+        Ok(args)
+    }
+
+    fn middleware(&self) -> &[Arc<dyn Middleware>] {
+        self.gateway.middleware()
+    }
+
+    fn bare(&self) -> bool {
+        self.gateway.middleware().is_empty() && self.upstream.concurrency.is_none()
+    }
+
+    async fn guards(&self, _key: Option<String>) -> Result<Self::Held, ToolError> {
+        match &self.upstream.concurrency {
+            Some(guard) => Ok(Some(guard.enter().await?)),
+            None => Ok(None),
+        }
+    }
+
+    fn run(
+        &self,
+        args: JsonObject,
+        context: CallContext,
+    ) -> impl Future<Output = Result<CallToolResult, ToolError>> + Send {
+        // Boxed: held inline by the timeout, it would be copied into it whole.
+        Box::pin(async move { send(self.upstream, self.tool, args, &context).await })
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.upstream.config.timeout)
+    }
+
+    fn timed_out(&self, timeout: Duration) -> ToolError {
+        timed_out(&self.upstream.prefix, timeout)
+    }
+}
 
 impl Server {
     /// Runs the proxied tool `name`, if there is one now.
@@ -35,7 +99,12 @@ impl Server {
         // call is a write for the audit trail: the gateway cannot know what the upstream
         // changed).
         let report = Report::start_forwarded(inner, tool.name(), &tool.facts, &context, &args);
-        let run = self.forward(gateway, &tool, args, context);
+        let target = Forward {
+            gateway,
+            tool: &tool,
+            upstream: gateway.upstream(tool.upstream),
+        };
+        let run = self.run_target(&target, args, context);
         let outcome = if report.span.is_disabled() {
             run.await
         } else {
@@ -47,41 +116,8 @@ impl Server {
         };
         let key = tool.facts.key.as_str();
         let sealed = report
-            .audit_target(inner, key, &tool.sealed, sealed, true)
+            .close(inner, tool.name(), key, &tool.sealed, true, sealed)
             .await;
-        report.finish(inner, tool.name(), Some(key), &sealed.outcome);
         Some(sealed)
-    }
-
-    /// Access, rate limit, middleware, guard and timeout around the forward.
-    async fn forward(
-        &self,
-        gateway: &Gateway,
-        tool: &ProxiedTool,
-        args: JsonObject,
-        mut context: CallContext,
-    ) -> Result<CallToolResult, ToolError> {
-        // Before anything reaches the upstream.
-        self.check_access(tool.info(), &context)?;
-        // Proxied tools have no rate limit of their own: the server's applies.
-        self.check_rates(None, &context)?;
-        let upstream = gateway.upstream(tool.upstream);
-        // Boxed: held inline by the timeout, it would be copied into it whole.
-        let rest = Box::pin(async move {
-            let chain = gateway.middleware();
-            if !chain.is_empty() {
-                let chain = run_chain(chain, &mut context, tool.info());
-                CatchPanic::new(Box::pin(chain), "a middleware").await?;
-            }
-            let _slot = match &upstream.concurrency {
-                Some(guard) => Some(guard.enter().await?),
-                None => None,
-            };
-            send(upstream, tool, args, &context).await
-        });
-        let timeout = upstream.config.timeout;
-        tokio::time::timeout(timeout, rest)
-            .await
-            .unwrap_or_else(|_| Err(timed_out(&upstream.prefix, timeout)))
     }
 }

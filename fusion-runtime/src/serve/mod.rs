@@ -93,6 +93,7 @@ pub mod oauth;
 mod options;
 #[cfg(feature = "http")]
 mod replica;
+pub(crate) mod reply;
 #[cfg(feature = "http")]
 mod resource_metadata;
 mod rounds;
@@ -485,7 +486,8 @@ impl ServerHandler for McpHandler {
             )
             .map_err(|error| self.refuse_content(&request.uri, error))?;
         call.extensions_mut().insert(Arc::clone(&round));
-        let outcome = self.shared.server.read_resource(&request.uri, call).await;
+        let read = self.shared.server.read(&request.uri, call).await;
+        let outcome = reply::read_result(&request.uri, read);
         if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
             return Ok(ReadResourceResponse::InputRequired(input_required));
         }
@@ -526,11 +528,12 @@ impl ServerHandler for McpHandler {
             )
             .map_err(|error| self.refuse_content(&request.name, error))?;
         call.extensions_mut().insert(Arc::clone(&round));
-        let outcome = self
+        let got = self
             .shared
             .server
-            .get_prompt(&request.name, request.arguments, call)
+            .prompt(&request.name, request.arguments, call)
             .await;
+        let outcome = reply::prompt_result(&request.name, got);
         if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
             return Ok(GetPromptResponse::InputRequired(input_required));
         }
@@ -703,7 +706,9 @@ impl McpHandler {
                 if !result.is_error() {
                     self.notify_invalidated(result.invalidates());
                 }
-                Ok(CallToolResponse::Complete(result.into_protocol()))
+                Ok(CallToolResponse::Complete(reply::call_tool_result(
+                    result.into_sealed(),
+                )))
             }
             Err(unknown) => Err(unknown_tool(&unknown.0)),
         }
