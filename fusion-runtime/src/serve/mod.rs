@@ -56,7 +56,8 @@
 //! hands off have files of their own: `options` (what an endpoint is configured with),
 //! `listing` (one paged listing for tools, resources, templates and prompts), `rounds` (the
 //! question rounds of elicitation), `subscriptions` (resource updates), `gateway` (what mounted
-//! upstreams add), and the transports (`stdio`, `streamable`, `sessions`, `connections`).
+//! upstreams add), `reply` (where a sealed result becomes the protocol's), and the transports
+//! (`stdio`, `streamable` with its `host_origin` guard, `sessions`, `connections`).
 //!
 //! Serving stays a module of `fusion-runtime` (behind its `stdio` and `http` features) rather
 //! than a crate of its own: it still reaches into the server through crate-private methods
@@ -85,6 +86,8 @@ pub mod auth;
 mod connections;
 #[cfg(feature = "gateway")]
 mod gateway;
+#[cfg(feature = "http")]
+mod host_origin;
 mod listing;
 #[cfg(feature = "stderr-log")]
 mod log;
