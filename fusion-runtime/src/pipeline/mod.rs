@@ -19,9 +19,13 @@
 //!
 //! Unset stages cost nothing: an action without middleware or guards goes from its arguments
 //! straight to its handler, and a span no subscriber wants is never entered.
+//!
+//! The path is written once, over a [`Target`]: a built-in tool's action (here), a resource
+//! read and a prompt (`content.rs`) and a proxied tool (`gateway/forward.rs`) supply only what
+//! differs (who may call them, how their arguments are read, their guards, what runs).
+//! [`Server::run_target`] runs stages 2 to 7 for all of them, and [`Report::close`] is the one
+//! ending. What is sealed stays typed until the transport writes it (`serve/reply.rs`).
 
-#[cfg(feature = "gateway")]
-mod proxied;
 pub(crate) mod report;
 mod running;
 mod target;

@@ -1,6 +1,8 @@
 //! The request path of a proxied call (SPEC R7): the stages of a built-in call that belong to
 //! this server (access, rate limit, middleware, guard, timeout, audit, metrics, span), around a
-//! forward to the upstream instead of arguments, handler and presenter.
+//! forward to the upstream instead of arguments, handler and presenter. A proxied tool is one
+//! more [`Target`] of the pipeline's one path; the pipeline knows of it only that a name no
+//! built-in tool has may be a mounted one.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,15 +11,15 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, JsonObject};
 use tracing::Instrument as _;
 
-use super::report::Report;
-use super::target::Target;
+use super::call::{passed, send, timed_out};
+use super::{Gateway, ProxiedTool, UpstreamState};
 use crate::action::ActionFacts;
 use crate::context::CallContext;
 use crate::envelope::{Sealed, seal_error};
 use crate::error::ToolError;
-use crate::gateway::call::{passed, send, timed_out};
-use crate::gateway::{Gateway, ProxiedTool, UpstreamState};
 use crate::middleware::Middleware;
+use crate::pipeline::Target;
+use crate::pipeline::report::Report;
 use crate::server::Server;
 
 /// A call of a proxied tool: the gateway's middleware, then its upstream's concurrency limit
