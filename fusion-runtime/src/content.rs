@@ -31,7 +31,6 @@ use rmcp::model::{
     ResourceTemplate,
 };
 use serde_json::{Map, Value};
-use tracing::Instrument as _;
 
 use crate::action::ActionFacts;
 use crate::args::ArgReader;
@@ -207,20 +206,11 @@ impl Server {
         let args = typed_arguments(values, &facts.input_schema);
         let report = Report::start_read(inner, RESOURCES_READ, &resource.action, &context, &args);
         report.span.record("mcp.resource.uri", uri);
-        // 2–7.
-        let run = self.run_target(resource, args, context);
-        let outcome = if report.span.is_disabled() {
-            run.await
-        } else {
-            run.instrument(report.span.clone()).await
-        };
-        // 8. Seal a failure; contents are shaped by the transport.
-        let ended = outcome.map_err(|error| seal_error(&inner.names, &resource.sealed, error));
-        // 9. Report (a read is recorded only when the audit records reads, and then its entry
-        // exists).
-        let key = facts.key.as_str();
-        let ended = report
-            .close(inner, RESOURCES_READ, key, &resource.sealed, true, ended)
+        // 2–9; a failure is sealed, contents are shaped by the transport.
+        let ended = self
+            .serve_target(resource, report, args, context, |outcome| {
+                outcome.map_err(|error| seal_error(&inner.names, &resource.sealed, error))
+            })
             .await;
         if let Err(sealed) = &ended {
             tracing::debug!(resource = %facts.key, code = sealed.outcome.label(), "resource read failed");
@@ -277,18 +267,11 @@ impl Server {
         let prompt = &content.prompts[*content.by_prompt_name.get(name)?];
         let args = prompt_arguments(arguments, &prompt.facts.input_schema);
         let report = Report::start_read(inner, PROMPTS_GET, &prompt.action, &context, &args);
-        // 2–7.
-        let run = self.run_target(prompt, args, context);
-        let outcome = if report.span.is_disabled() {
-            run.await
-        } else {
-            run.instrument(report.span.clone()).await
-        };
-        // 8–9.
-        let ended = outcome.map_err(|error| seal_error(&inner.names, &prompt.sealed, error));
-        let key = prompt.facts.key.as_str();
-        let ended = report
-            .close(inner, PROMPTS_GET, key, &prompt.sealed, true, ended)
+        // 2–9.
+        let ended = self
+            .serve_target(prompt, report, args, context, |outcome| {
+                outcome.map_err(|error| seal_error(&inner.names, &prompt.sealed, error))
+            })
             .await;
         if let Err(sealed) = &ended {
             tracing::debug!(prompt = %prompt.facts.key, code = sealed.outcome.label(), "prompt failed");
@@ -393,6 +376,14 @@ impl Target for CompiledResource {
         &self.action
     }
 
+    fn name(&self) -> &str {
+        RESOURCES_READ
+    }
+
+    fn sealed(&self) -> &SealedParts {
+        &self.sealed
+    }
+
     fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {
         if server.may_read(ResourceInfo(&self.facts), context) {
             return Ok(());
@@ -438,6 +429,14 @@ impl Target for CompiledPrompt {
 
     fn facts(&self) -> &ActionFacts {
         &self.action
+    }
+
+    fn name(&self) -> &str {
+        PROMPTS_GET
+    }
+
+    fn sealed(&self) -> &SealedParts {
+        &self.sealed
     }
 
     fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {

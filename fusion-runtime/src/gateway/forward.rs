@@ -9,18 +9,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
-use tracing::Instrument as _;
 
 use super::call::{passed, send, timed_out};
 use super::{Gateway, ProxiedTool, UpstreamState};
 use crate::action::ActionFacts;
 use crate::context::CallContext;
-use crate::envelope::{Sealed, seal_error};
+use crate::envelope::{Sealed, SealedParts, seal_error};
 use crate::error::ToolError;
 use crate::middleware::Middleware;
 use crate::pipeline::Target;
 use crate::pipeline::report::Report;
-use crate::server::Server;
+use crate::server::{Server, ServerInner};
 
 /// A call of a proxied tool: the gateway's middleware, then its upstream's concurrency limit
 /// and timeout, around the forward.
@@ -38,6 +37,20 @@ impl Target for Forward<'_> {
 
     fn facts(&self) -> &ActionFacts {
         &self.tool.facts
+    }
+
+    fn name(&self) -> &str {
+        self.tool.name()
+    }
+
+    fn sealed(&self) -> &SealedParts {
+        &self.tool.sealed
+    }
+
+    /// Every proxied call is a write for the audit trail: the gateway cannot know what the
+    /// upstream changed.
+    fn records(&self, _inner: &ServerInner) -> bool {
+        true
     }
 
     fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {
@@ -106,19 +119,11 @@ impl Server {
             tool: &tool,
             upstream: gateway.upstream(tool.upstream),
         };
-        let run = self.run_target(&target, args, context);
-        let outcome = if report.span.is_disabled() {
-            run.await
-        } else {
-            run.instrument(report.span.clone()).await
-        };
-        let sealed = match outcome {
-            Ok(result) => passed(result),
-            Err(error) => seal_error(&inner.names, &tool.sealed, error),
-        };
-        let key = tool.facts.key.as_str();
-        let sealed = report
-            .close(inner, tool.name(), key, &tool.sealed, true, sealed)
+        let sealed = self
+            .serve_target(&target, report, args, context, |outcome| match outcome {
+                Ok(result) => passed(result),
+                Err(error) => seal_error(&inner.names, &tool.sealed, error),
+            })
             .await;
         Some(sealed)
     }

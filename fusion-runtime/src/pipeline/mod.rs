@@ -35,7 +35,6 @@ pub(crate) use target::Target;
 
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
-use tracing::Instrument as _;
 
 use std::sync::Arc;
 
@@ -47,7 +46,9 @@ use crate::error::{ToolError, codes};
 use crate::guard::Turn;
 use crate::middleware::Middleware;
 use crate::present::Presentation;
-use crate::server::{CompiledAction, Dispatch, ExposedTool, Server, ToolResult, UnknownTool};
+use crate::server::{
+    CompiledAction, Dispatch, ExposedTool, Server, ServerInner, ToolResult, UnknownTool,
+};
 use crate::spec::ReadyCall;
 use report::Report;
 
@@ -105,37 +106,18 @@ impl Server {
         let offset = action
             .pages_by_offset
             .then(|| args.get("offset").and_then(Value::as_u64).unwrap_or(0));
-        // 2–7.
-        let run = self.run_target(action, args, context);
-        let outcome = if report.span.is_disabled() {
-            run.await
-        } else {
-            run.instrument(report.span.clone()).await
-        };
-        // 8. Seal.
-        let sealed = match outcome {
-            Ok(presentation) => seal_success(
-                &inner.names,
-                &action.facts,
-                &action.sealed,
-                presentation,
-                offset,
-            ),
-            Err(error) => seal_error(&inner.names, &action.sealed, error),
-        };
-        // 9. Report (a required audit record that is lost turns success into AUDIT_FAILED).
-        // Reads are recorded only when the audit records reads.
-        let records = action.facts.verb != Verb::Query
-            || inner.audit.as_ref().is_some_and(|audit| audit.reads);
-        let sealed = report
-            .close(
-                inner,
-                action.tool(),
-                action.facts.key.as_str(),
-                &action.sealed,
-                records,
-                sealed,
-            )
+        // 2–9.
+        let sealed = self
+            .serve_target(action, report, args, context, |outcome| match outcome {
+                Ok(presentation) => seal_success(
+                    &inner.names,
+                    &action.facts,
+                    &action.sealed,
+                    presentation,
+                    offset,
+                ),
+                Err(error) => seal_error(&inner.names, &action.sealed, error),
+            })
             .await;
         Ok(sealed)
     }
@@ -393,6 +375,19 @@ impl Target for CompiledAction {
 
     fn facts(&self) -> &ActionFacts {
         &self.facts
+    }
+
+    fn name(&self) -> &str {
+        self.tool()
+    }
+
+    fn sealed(&self) -> &SealedParts {
+        &self.sealed
+    }
+
+    /// Reads are recorded only when the audit records reads.
+    fn records(&self, inner: &ServerInner) -> bool {
+        self.facts.verb != Verb::Query || inner.audit.as_ref().is_some_and(|audit| audit.reads)
     }
 
     fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {

@@ -1,7 +1,8 @@
 //! What a target of the request path supplies: a built-in tool's action, a resource read, a
 //! prompt or a proxied tool differ only in how they are allowed, read, guarded and run.
-//! [`Server::run_target`] runs stages 2 to 7 once for all of them, and [`Ending`] is what the
-//! one ending (audit, span, metrics) needs of what a target's call sealed.
+//! [`Server::serve_target`] runs stages 2 to 9 once for all of them (stages 2 to 7 in
+//! [`Server::run_target`]), and [`Ending`] is what the one ending (audit, span, metrics) needs
+//! of what a target's call sealed.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,7 +10,10 @@ use std::time::Duration;
 
 use rmcp::model::JsonObject;
 
+use tracing::Instrument as _;
+
 use super::CatchPanic;
+use super::report::Report;
 use crate::action::{ActionFacts, ActionInfo, Names};
 use crate::audit::AuditError;
 use crate::context::CallContext;
@@ -17,7 +21,7 @@ use crate::envelope::{Outcome, Sealed, SealedParts, seal_error};
 use crate::error::ToolError;
 use crate::guard::RateLimiter;
 use crate::middleware::{Middleware, run_chain};
-use crate::server::Server;
+use crate::server::{Server, ServerInner};
 
 /// What differs between the targets of the request path (see the [pipeline](super)).
 pub(crate) trait Target: Sync {
@@ -30,6 +34,18 @@ pub(crate) trait Target: Sync {
 
     /// What middleware, spans and reports see of it.
     fn facts(&self) -> &ActionFacts;
+
+    /// The name its span and metrics end under: the exposed tool's, or the method's
+    /// (`resources/read`, `prompts/get`).
+    fn name(&self) -> &str;
+
+    /// What its failures are sealed with.
+    fn sealed(&self) -> &SealedParts;
+
+    /// Whether the audit sink records its successes (the handler may record one itself).
+    fn records(&self, _inner: &ServerInner) -> bool {
+        true
+    }
 
     /// 2. Whether the caller of `context` may call it; a refusal names it.
     fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError>;
@@ -78,6 +94,39 @@ pub(crate) trait Target: Sync {
 }
 
 impl Server {
+    /// Stages 2 to 9 of a call of `target` whose report `report` started: the target run
+    /// within the report's span, its outcome sealed by `seal`, then the one ending.
+    pub(crate) async fn serve_target<T: Target, E: Ending>(
+        &self,
+        target: &T,
+        report: Report,
+        args: JsonObject,
+        context: CallContext,
+        seal: impl FnOnce(Result<T::Output, ToolError>) -> E,
+    ) -> E {
+        let inner = &*self.inner;
+        // 2–7.
+        let run = self.run_target(target, args, context);
+        let outcome = if report.span.is_disabled() {
+            run.await
+        } else {
+            run.instrument(report.span.clone()).await
+        };
+        // 8. Seal.
+        let ended = seal(outcome);
+        // 9. Report (a required audit record that is lost fails the call).
+        report
+            .close(
+                inner,
+                target.name(),
+                target.facts().key.as_str(),
+                target.sealed(),
+                target.records(inner),
+                ended,
+            )
+            .await
+    }
+
     /// Stages 2 to 7 of a call of `target`: access and rate limits, arguments, middleware and
     /// guards (held until it has run), then the target itself, within its timeout (which
     /// counts from the first middleware). A panic anywhere is an `INTERNAL_ERROR`.
