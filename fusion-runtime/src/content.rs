@@ -198,7 +198,7 @@ impl Server {
         &self,
         uri: &str,
         context: CallContext,
-    ) -> Option<Result<Read<'_>, Sealed>> {
+    ) -> Option<Result<Read<'_>, Box<Sealed>>> {
         let inner = &*self.inner;
         // 1. Resolve.
         let (resource, values) = inner.content.resolve(uri)?;
@@ -209,7 +209,7 @@ impl Server {
         // 2–9; a failure is sealed, contents are shaped by the transport.
         let ended = self
             .serve_target(resource, report, args, context, |outcome| {
-                outcome.map_err(|error| seal_error(&inner.names, &resource.sealed, error))
+                outcome.map_err(|error| Box::new(seal_error(&inner.names, &resource.sealed, error)))
             })
             .await;
         if let Err(sealed) = &ended {
@@ -260,7 +260,7 @@ impl Server {
         name: &str,
         arguments: Option<JsonObject>,
         context: CallContext,
-    ) -> Option<Result<PromptMessages, Sealed>> {
+    ) -> Option<Result<PromptMessages, Box<Sealed>>> {
         let inner = &*self.inner;
         let content = &inner.content;
         // 1. Resolve.
@@ -270,7 +270,7 @@ impl Server {
         // 2–9.
         let ended = self
             .serve_target(prompt, report, args, context, |outcome| {
-                outcome.map_err(|error| seal_error(&inner.names, &prompt.sealed, error))
+                outcome.map_err(|error| Box::new(seal_error(&inner.names, &prompt.sealed, error)))
             })
             .await;
         if let Err(sealed) = &ended {
@@ -350,9 +350,8 @@ impl Server {
         Ok(CompleteResult::new(info))
     }
 
-    /// A failed completion as a JSON-RPC error (see [`reply::content_error`]).
-    ///
-    /// [`reply::content_error`]: crate::serve::reply::content_error
+    /// A failed completion as a JSON-RPC error, as a failed read or prompt is
+    /// (`serve::reply::content_error`).
     fn protocol_error(&self, sealed: &SealedParts, error: ToolError) -> ErrorData {
         crate::serve::reply::content_error(seal_error(&self.inner.names, sealed, error), None)
     }

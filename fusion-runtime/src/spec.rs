@@ -426,6 +426,7 @@ pub(crate) fn whole_params<A: DeserializeOwned + JsonSchema + 'static>() -> Para
 
 /// Reads the arguments whole, as `A`, for a handler set by `handler(f)` (a tool's, a
 /// resource's or a prompt's): every argument must be one of `A`'s.
+#[inline]
 pub(crate) fn read_whole<A: DeserializeOwned + JsonSchema + 'static>(
     mut reader: ArgReader<'_>,
 ) -> Result<A, ToolError> {

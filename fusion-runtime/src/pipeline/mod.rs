@@ -20,10 +20,10 @@
 //! Unset stages cost nothing: an action without middleware or guards goes from its arguments
 //! straight to its handler, and a span no subscriber wants is never entered.
 //!
-//! The path is written once, over a [`Target`]: a built-in tool's action (here), a resource
-//! read and a prompt (`content.rs`) and a proxied tool (`gateway/forward.rs`) supply only what
+//! The path is written once, over a target: a built-in tool's action (here), a resource read
+//! and a prompt (`content.rs`) and a proxied tool (`gateway/forward.rs`) supply only what
 //! differs (who may call them, how their arguments are read, their guards, what runs).
-//! [`Server::run_target`] runs stages 2 to 7 for all of them, and [`Report::close`] is the one
+//! `Server::serve_target` runs stages 2 to 9 for all of them, and `Report::close` is the one
 //! ending. What is sealed stays typed until the transport writes it (`serve/reply.rs`).
 
 pub(crate) mod report;
@@ -373,44 +373,54 @@ impl Target for CompiledAction {
     /// Its concurrency slot, FIFO turn and shared lock.
     type Held = (Option<crate::guard::Slot>, Option<Turn>, Option<SharedTurn>);
 
+    #[inline]
     fn facts(&self) -> &ActionFacts {
         &self.facts
     }
 
+    #[inline]
     fn name(&self) -> &str {
         self.tool()
     }
 
+    #[inline]
     fn sealed(&self) -> &SealedParts {
         &self.sealed
     }
 
     /// Reads are recorded only when the audit records reads.
+    #[inline]
     fn records(&self, inner: &ServerInner) -> bool {
         self.facts.verb != Verb::Query || inner.audit.as_ref().is_some_and(|audit| audit.reads)
     }
 
+    #[inline]
     fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {
         server.check_access(self.info(), context)
     }
 
+    #[inline]
     fn rate_limiter(&self) -> Option<&crate::guard::RateLimiter> {
         self.rate_limiter.as_ref()
     }
 
+    #[inline]
     fn turn_key(&self, args: &JsonObject) -> Option<String> {
         self.serial.as_ref().and_then(|serial| serial.key_of(args))
     }
 
+    #[inline]
     fn read(&self, args: JsonObject) -> Result<ReadyCall, ToolError> {
         self.handler
             .read(ArgReader::new(args, &self.layout, self.tool()))
     }
 
+    #[inline]
     fn middleware(&self) -> &[Arc<dyn Middleware>] {
         &self.middleware
     }
 
+    #[inline]
     fn bare(&self) -> bool {
         self.bare
     }

@@ -122,9 +122,9 @@ impl Report {
         self.measured.as_ref()?.audit.as_ref()
     }
 
-    /// 9. The one ending of a call of `key` (whose failure is sealed with `parts`): the audit
-    /// record of a success, when `records` and its handler did not record it; then its span
-    /// and metrics, under `name`. Returns what the agent is told: `ended`, or its
+    /// The one ending of a call of `key` (stage 9; its failure is sealed with `parts`): the
+    /// audit record of a success, when `records` and its handler did not record it, then its
+    /// span and metrics, under `name`. Returns what the agent is told: `ended`, or its
     /// [`unaudited`](Ending::unaudited) failure when a required record could not be written.
     /// A sink that blocks runs on the blocking pool, never on an async worker.
     pub(crate) async fn close<E: Ending>(

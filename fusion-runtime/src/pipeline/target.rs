@@ -1,8 +1,7 @@
 //! What a target of the request path supplies: a built-in tool's action, a resource read, a
 //! prompt or a proxied tool differ only in how they are allowed, read, guarded and run.
-//! [`Server::serve_target`] runs stages 2 to 9 once for all of them (stages 2 to 7 in
-//! [`Server::run_target`]), and [`Ending`] is what the one ending (audit, span, metrics) needs
-//! of what a target's call sealed.
+//! [`Server::serve_target`] runs stages 2 to 9 once for all of them, and [`Ending`] is what
+//! the one ending (audit, span, metrics) needs of what a target's call sealed.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -94,23 +93,67 @@ pub(crate) trait Target: Sync {
 }
 
 impl Server {
-    /// Stages 2 to 9 of a call of `target` whose report `report` started: the target run
-    /// within the report's span, its outcome sealed by `seal`, then the one ending.
+    /// Stages 2 to 9 of a call of `target` whose report `report` started: access and rate
+    /// limits, arguments, middleware and guards (held until it has run), then the target itself
+    /// within its timeout (which counts from the first middleware), all in the report's span; a
+    /// panic anywhere is an `INTERNAL_ERROR`. Then its outcome sealed by `seal`, and the one
+    /// ending.
+    ///
+    /// One `async fn` with one inner future, no deeper than a call's path was before it served
+    /// every target: each level is a future moved whole into its caller's.
     pub(crate) async fn serve_target<T: Target, E: Ending>(
         &self,
         target: &T,
         report: Report,
         args: JsonObject,
-        context: CallContext,
+        mut context: CallContext,
         seal: impl FnOnce(Result<T::Output, ToolError>) -> E,
     ) -> E {
         let inner = &*self.inner;
-        // 2–7.
-        let run = self.run_target(target, args, context);
-        let outcome = if report.span.is_disabled() {
-            run.await
-        } else {
-            run.instrument(report.span.clone()).await
+        let span = &report.span;
+        // 2–3, in the span as the stages after them.
+        let admitted = {
+            let _entered = (!span.is_disabled()).then(|| span.enter());
+            self.admit(target, args, &context)
+        };
+        let outcome = match admitted {
+            Err(error) => Err(error),
+            Ok((ready, key)) => {
+                let rest = async move {
+                    // 4–5. Middleware and guards, held until the target is done. Boxed: their
+                    // futures would otherwise make every call's future larger; a panic in one
+                    // is caught here.
+                    let _held = if target.bare() {
+                        None
+                    } else {
+                        let around = async {
+                            run_chain(
+                                target.middleware(),
+                                &mut context,
+                                ActionInfo(target.facts()),
+                            )
+                            .await?;
+                            target.guards(key).await
+                        };
+                        Some(CatchPanic::new(Box::pin(around), "a middleware").await?)
+                    };
+                    // 6–7.
+                    target.run(ready, context).await
+                };
+                // Dropping the call's future on expiry stops the target where it waits.
+                let timed_out = |timeout| Err(target.timed_out(timeout));
+                match (target.timeout(), span.is_disabled()) {
+                    (None, true) => rest.await,
+                    (None, false) => rest.instrument(span.clone()).await,
+                    (Some(timeout), true) => tokio::time::timeout(timeout, rest)
+                        .await
+                        .unwrap_or_else(|_| timed_out(timeout)),
+                    (Some(timeout), false) => tokio::time::timeout(timeout, rest)
+                        .instrument(span.clone())
+                        .await
+                        .unwrap_or_else(|_| timed_out(timeout)),
+                }
+            }
         };
         // 8. Seal.
         let ended = seal(outcome);
@@ -127,51 +170,20 @@ impl Server {
             .await
     }
 
-    /// Stages 2 to 7 of a call of `target`: access and rate limits, arguments, middleware and
-    /// guards (held until it has run), then the target itself, within its timeout (which
-    /// counts from the first middleware). A panic anywhere is an `INTERNAL_ERROR`.
-    pub(crate) async fn run_target<T: Target>(
+    /// Stages 2 and 3: a denied or limited call stops before its arguments are read. The FIFO
+    /// key is taken from the raw JSON and used only once the arguments are valid.
+    #[inline]
+    fn admit<T: Target>(
         &self,
         target: &T,
         args: JsonObject,
-        mut context: CallContext,
-    ) -> Result<T::Output, ToolError> {
-        // 2. Access and rate limits: a denied or limited call stops before its arguments are
-        // read.
-        target.check_access(self, &context)?;
-        self.check_rates(target.rate_limiter(), &context)?;
-        // 3. Arguments. The FIFO key is taken from the raw JSON and used only once the
-        // arguments are valid.
+        context: &CallContext,
+    ) -> Result<(T::Ready, Option<String>), ToolError> {
+        target.check_access(self, context)?;
+        self.check_rates(target.rate_limiter(), context)?;
         let key = target.turn_key(&args);
         let ready = super::catch_panic("reading the arguments", || target.read(args))??;
-        let rest = async move {
-            // 4–5. Middleware and guards, held until the target is done. Boxed: their
-            // futures would otherwise make every call's future larger; a panic in one is
-            // caught here.
-            let _held = if target.bare() {
-                None
-            } else {
-                let around = async {
-                    run_chain(
-                        target.middleware(),
-                        &mut context,
-                        ActionInfo(target.facts()),
-                    )
-                    .await?;
-                    target.guards(key).await
-                };
-                Some(CatchPanic::new(Box::pin(around), "a middleware").await?)
-            };
-            // 6–7.
-            target.run(ready, context).await
-        };
-        match target.timeout() {
-            None => rest.await,
-            // Dropping the call's future on expiry stops the target where it waits.
-            Some(timeout) => tokio::time::timeout(timeout, rest)
-                .await
-                .unwrap_or_else(|_| Err(target.timed_out(timeout))),
-        }
+        Ok((ready, key))
     }
 }
 
@@ -198,8 +210,9 @@ impl Ending for Sealed {
 /// How every successful read ends: nothing was cut.
 static READ: Outcome = Outcome::Ok { cut: false };
 
-/// A read or prompt, answered with its contents or an error.
-impl<T> Ending for Result<T, Sealed> {
+/// A read or prompt, answered with its contents or an error (boxed: failures are rare, and
+/// large).
+impl<T> Ending for Result<T, Box<Sealed>> {
     fn outcome(&self) -> &Outcome {
         match self {
             Ok(_) => &READ,
@@ -208,10 +221,10 @@ impl<T> Ending for Result<T, Sealed> {
     }
 
     fn unaudited(self, names: &Names, parts: &SealedParts, error: AuditError) -> Self {
-        Err(seal_error(
+        Err(Box::new(seal_error(
             names,
             parts,
             super::report::read_unaudited(error),
-        ))
+        )))
     }
 }

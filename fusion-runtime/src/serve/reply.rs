@@ -18,6 +18,7 @@ use crate::prompt::PromptMessages;
 
 /// A sealed tool result as the protocol's `CallToolResult`: its text blocks, and its envelope
 /// as `structuredContent`.
+#[inline]
 pub(crate) fn call_tool_result(sealed: Sealed) -> CallToolResult {
     match sealed.reply {
         Reply::Success {
@@ -52,7 +53,7 @@ pub(crate) fn failure(sealed: Sealed) -> Option<(String, Value)> {
 /// error (`None`: no resource matches the URI).
 pub(crate) fn read_result(
     uri: &str,
-    read: Option<Result<Read<'_>, Sealed>>,
+    read: Option<Result<Read<'_>, Box<Sealed>>>,
 ) -> Result<ReadResourceResult, ErrorData> {
     let Some(read) = read else {
         return Err(ErrorData::resource_not_found(
@@ -63,7 +64,7 @@ pub(crate) fn read_result(
     let Read {
         resource,
         presentation,
-    } = read.map_err(|sealed| content_error(sealed, Some(uri)))?;
+    } = read.map_err(|sealed| content_error(*sealed, Some(uri)))?;
     let facts = &resource.facts;
     // The rules follow only what was shown.
     let shown = !presentation.data.is_null();
@@ -107,7 +108,7 @@ pub(crate) fn read_result(
 /// no prompt has this name).
 pub(crate) fn prompt_result(
     name: &str,
-    got: Option<Result<PromptMessages, Sealed>>,
+    got: Option<Result<PromptMessages, Box<Sealed>>>,
 ) -> Result<GetPromptResult, ErrorData> {
     let Some(got) = got else {
         return Err(ErrorData::invalid_params(
@@ -115,7 +116,7 @@ pub(crate) fn prompt_result(
             None,
         ));
     };
-    let messages = got.map_err(|sealed| content_error(sealed, None))?;
+    let messages = got.map_err(|sealed| content_error(*sealed, None))?;
     let result = GetPromptResult::new(messages.messages);
     Ok(match messages.description {
         Some(description) => result.with_description(description),
