@@ -23,8 +23,9 @@
 //! The path is written once, over a target: a built-in tool's action (here), a resource read
 //! and a prompt (`content.rs`) and a proxied tool (`gateway/forward.rs`) supply only what
 //! differs (who may call them, how their arguments are read, their guards, what runs).
-//! `Server::serve_target` runs stages 2 to 9 for all of them, and `Report::close` is the one
-//! ending. What is sealed stays typed until the transport writes it (`serve/reply.rs`).
+//! `Server::serve_target` runs stages 2 to 9 for all of them, its ending (audit, span,
+//! metrics) included. What is sealed stays typed until the transport writes it
+//! (`serve/reply.rs`).
 
 pub(crate) mod report;
 mod running;

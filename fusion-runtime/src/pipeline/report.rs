@@ -7,11 +7,12 @@ use std::time::Instant;
 
 use rmcp::model::JsonObject;
 
+#[cfg(doc)]
 use super::target::Ending;
 use crate::action::{ActionFacts, Verb};
 use crate::audit::{self, AuditEntry, AuditError, AuditRecord, AuditSink};
 use crate::context::CallContext;
-use crate::envelope::{Outcome, SealedParts};
+use crate::envelope::Outcome;
 use crate::error::{ToolError, codes, panic_text};
 use crate::observe::{self, CallReport};
 use crate::server::{CompiledAction, ServerInner};
@@ -122,59 +123,34 @@ impl Report {
         self.measured.as_ref()?.audit.as_ref()
     }
 
-    /// The one ending of a call of `key` (stage 9; its failure is sealed with `parts`): the
-    /// audit record of a success, when `records` and its handler did not record it, then its
-    /// span and metrics, under `name`. Returns what the agent is told: `ended`, or its
-    /// [`unaudited`](Ending::unaudited) failure when a required record could not be written.
-    /// A sink that blocks runs on the blocking pool, never on an async worker.
-    pub(crate) async fn close<E: Ending>(
-        self,
-        inner: &ServerInner,
-        name: &str,
-        key: &str,
-        parts: &SealedParts,
-        records: bool,
-        ended: E,
-    ) -> E {
-        let ended = self.audit(inner, key, parts, records, ended).await;
-        self.finish(inner, name, Some(key), ended.outcome());
-        ended
-    }
-
-    /// The audit record of a successful call, written once.
-    async fn audit<E: Ending>(
+    /// The audit record of a call of `key` that succeeded (`cut`: the egress budget dropped
+    /// part of its result), when `records` and its handler did not record it, written once.
+    /// Returns the error of a required record that could not be written: the call then fails
+    /// ([`Ending::unaudited`]). A sink that blocks runs on the blocking pool, never on an async
+    /// worker.
+    pub(crate) async fn audit(
         &self,
         inner: &ServerInner,
         key: &str,
-        parts: &SealedParts,
         records: bool,
-        ended: E,
-    ) -> E {
+        cut: bool,
+    ) -> Option<AuditError> {
         let Some(Measured {
             started,
             audit: Some(entry),
         }) = &self.measured
         else {
-            return ended;
+            return None;
         };
-        // Only successes, and only once.
-        let (Some(audit), &Outcome::Ok { cut }) = (&inner.audit, ended.outcome()) else {
-            return ended;
-        };
+        let audit = inner.audit.as_ref()?;
         if !records || entry.is_recorded() {
-            return ended;
+            return None;
         }
         let mut record = entry.record();
         record.outcome = if cut { "ok_truncated" } else { "ok" };
         record.duration = started.elapsed();
-        let Err(error) = write(inner, audit, record, key).await else {
-            return ended;
-        };
-        if audit.required {
-            ended.unaudited(&inner.names, parts, error)
-        } else {
-            ended
-        }
+        let error = write(inner, audit, record, key).await.err()?;
+        audit.required.then_some(error)
     }
 
     /// Starts the report of a resource read or a prompt (`method`, the record's `tool`): its

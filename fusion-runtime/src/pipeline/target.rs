@@ -156,18 +156,17 @@ impl Server {
             }
         };
         // 8. Seal.
-        let ended = seal(outcome);
-        // 9. Report (a required audit record that is lost fails the call).
-        report
-            .close(
-                inner,
-                target.name(),
-                target.facts().key.as_str(),
-                target.sealed(),
-                target.records(inner),
-                ended,
-            )
-            .await
+        let mut ended = seal(outcome);
+        // 9. Report: the audit record of a success (a required one that is lost fails the
+        // call), then span and metrics. What the agent is told stays here, never moved.
+        let key = target.facts().key.as_str();
+        if let &Outcome::Ok { cut } = ended.outcome()
+            && let Some(lost) = report.audit(inner, key, target.records(inner), cut).await
+        {
+            ended = ended.unaudited(&inner.names, target.sealed(), lost);
+        }
+        report.finish(inner, target.name(), Some(key), ended.outcome());
+        ended
     }
 
     /// Stages 2 and 3: a denied or limited call stops before its arguments are read. The FIFO
