@@ -402,10 +402,6 @@ impl Target for CompiledResource {
         &self.middleware
     }
 
-    fn bare(&self) -> bool {
-        self.middleware.is_empty()
-    }
-
     async fn guards(&self, _key: Option<String>) -> Result<(), ToolError> {
         Ok(())
     }
@@ -454,10 +450,6 @@ impl Target for CompiledPrompt {
 
     fn middleware(&self) -> &[Arc<dyn Middleware>] {
         &self.middleware
-    }
-
-    fn bare(&self) -> bool {
-        self.middleware.is_empty()
     }
 
     async fn guards(&self, _key: Option<String>) -> Result<(), ToolError> {

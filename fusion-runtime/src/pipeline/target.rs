@@ -66,7 +66,9 @@ pub(crate) trait Target: Sync {
     fn middleware(&self) -> &[Arc<dyn Middleware>];
 
     /// Whether it has neither middleware nor guards: stages 4 and 5 are skipped whole.
-    fn bare(&self) -> bool;
+    fn bare(&self) -> bool {
+        self.middleware().is_empty()
+    }
 
     /// 5. Its guards, entered in order; what they hold is released when the call ends.
     fn guards(
