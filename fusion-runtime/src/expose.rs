@@ -222,8 +222,11 @@ pub(crate) fn grouped_definition(
             "description": "The action to perform; its own arguments are listed in the matching branch.",
         }),
     );
-    // No `$schema`: MCP assumes draft 2020-12 (see `schema::object_schema`).
     let mut input = Map::new();
+    input.insert(
+        "$schema".into(),
+        "https://json-schema.org/draft/2020-12/schema".into(),
+    );
     input.insert("type".into(), "object".into());
     input.insert("properties".into(), Value::Object(properties));
     input.insert("required".into(), json!(["action"]));

@@ -27,14 +27,18 @@ pub(crate) fn output_generator() -> SchemaGenerator {
         .into_generator()
 }
 
-/// A closed object schema with the generator's definitions attached as `$defs`. It names no
-/// dialect: MCP assumes draft 2020-12, and every listing would pay for the `$schema` line.
+/// Draft 2020-12, the dialect MCP assumes when a schema names none. Input schemas name it all
+/// the same: the conformance suite checks that a server keeps `$schema` (SEP-1613).
+const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// A closed object schema with the generator's definitions attached as `$defs`.
 pub(crate) fn object_schema(
     properties: Map<String, Value>,
     required: Vec<Value>,
     generator: &mut SchemaGenerator,
 ) -> JsonObject {
     let mut schema = Map::new();
+    schema.insert("$schema".into(), DIALECT.into());
     schema.insert("type".into(), "object".into());
     schema.insert("properties".into(), Value::Object(properties));
     if !required.is_empty() {

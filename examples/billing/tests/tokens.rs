@@ -44,9 +44,11 @@ async fn the_listing_and_a_short_session_are_counted_per_tool_and_per_answer() {
     );
     // The listing's budget: what is the same for every tool (the envelope's `meta` and `error`)
     // is said once in the instructions, so a tool costs its own schemas and words only.
+    // (420, not the 400: the conformance suite wants each input schema to name its
+    // dialect, `$schema`, about 15 tokens a tool.)
     assert!(
-        listed <= 400 * definitions.len(),
-        "billing lists {listed} tokens for {} tools: over 400 a tool",
+        listed <= 420 * definitions.len(),
+        "billing lists {listed} tokens for {} tools: over 420 a tool",
         definitions.len()
     );
     // Each definition is counted as listed: together they are the listing, but for the
