@@ -583,14 +583,23 @@ pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolErr
     }
 }
 
-/// The `<tool_error>` block: the error body as the agent reads it.
+/// The `<tool_error>` block: the error body as the agent reads it (`structuredContent` keeps
+/// every field for programs).
 fn error_block(body: &ErrorBody) -> String {
     let mut block = format!("<tool_error code=\"{}\">", xml::escape_attr(&body.code));
     let _ = write!(block, "\n<message>{}</message>", xml::escape(&body.message));
     if let Some(recovery) = &body.recovery {
         let _ = write!(block, "\n<recovery>{}</recovery>", xml::escape(recovery));
     }
-    if !body.available_actions.is_empty() {
+    // The tools to call, unless the message or the recovery already names each of them.
+    let named = |action: &String| {
+        body.message.contains(action.as_str())
+            || body
+                .recovery
+                .as_ref()
+                .is_some_and(|recovery| recovery.contains(action.as_str()))
+    };
+    if !body.available_actions.iter().all(named) {
         let _ = write!(
             block,
             "\n<available_actions>{}</available_actions>",
@@ -618,6 +627,30 @@ fn error_block(body: &ErrorBody) -> String {
 mod tests {
     use super::*;
     use crate::envelope::Meta;
+
+    #[test]
+    fn the_error_block_names_the_tools_to_call_once() {
+        let body = |recovery: &str| ErrorBody {
+            code: "InvoiceNotFound".into(),
+            message: "Invoice INV-4 does not exist.".into(),
+            retryable: false,
+            recovery: Some(recovery.into()),
+            available_actions: vec!["billing_list_invoices".into()],
+            details: None,
+            retry_after_ms: None,
+            error_id: None,
+        };
+        let named = error_block(&body("Call `billing_list_invoices` to find ids."));
+        assert_eq!(
+            named,
+            "<tool_error code=\"InvoiceNotFound\">\n<message>Invoice INV-4 does not exist.</message>\n<recovery>Call `billing_list_invoices` to find ids.</recovery>\n</tool_error>"
+        );
+        let unnamed = error_block(&body("Look the id up first."));
+        assert!(
+            unnamed.contains("<available_actions>billing_list_invoices</available_actions>"),
+            "{unnamed}"
+        );
+    }
 
     #[test]
     fn into_value_writes_what_serde_writes() {

@@ -129,6 +129,7 @@ pub use signal::shutdown_signal;
 pub use streamable::HttpOptions;
 
 use crate::context::{CallContext, RequestFacts};
+use crate::envelope::DataText;
 use crate::error::{ToolError, panicked};
 #[cfg(feature = "http")]
 use crate::principal::Principal;
@@ -238,7 +239,7 @@ impl Mcp {
             self.server.name(),
             self.server.version(),
         ));
-        if let Some(instructions) = self.server.instructions() {
+        if let Some(instructions) = self.server.served_instructions() {
             info = info.with_instructions(instructions);
         }
         McpHandler {
@@ -672,11 +673,14 @@ impl ServerHandler for McpHandler {
                     Err(error) => return Err(self.refuse_request(&name, error)?),
                 };
                 call.extensions_mut().insert(Arc::clone(&round));
+                // The data block as this client's protocol era reads it.
+                let form = DataText::for_protocol(call.protocol_version().as_ref());
                 let outcome = self
                     .shared
                     .server
                     .call_tool(&name, request.arguments, call)
-                    .await;
+                    .await
+                    .map(|result| result.for_client(form));
                 let failed = outcome.as_ref().is_ok_and(ToolResult::is_error);
                 if let Some(input_required) = self.close_round(&round, &binding, failed)? {
                     return Ok(CallToolResponse::InputRequired(input_required));
@@ -709,8 +713,10 @@ impl McpHandler {
                 if !result.is_error() {
                     self.notify_invalidated(result.invalidates());
                 }
+                let form = result.data_text();
                 Ok(CallToolResponse::Complete(reply::call_tool_result(
                     result.into_sealed(),
+                    form,
                 )))
             }
             Err(unknown) => Err(unknown_tool(&unknown.0)),

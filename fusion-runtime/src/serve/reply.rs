@@ -12,18 +12,22 @@ use serde_json::Value;
 
 use crate::action::CacheHint;
 use crate::content::{IMMUTABLE_TTL_MS, Read, is_not_found};
-use crate::envelope::{Outcome, Reply, Sealed};
+use crate::envelope::{DataText, Outcome, Reply, Sealed};
 use crate::error::codes;
 use crate::prompt::PromptMessages;
 
-/// A sealed tool result as the protocol's `CallToolResult`: its text blocks, and its envelope
-/// as `structuredContent`.
+/// A sealed tool result as the protocol's `CallToolResult`: its text blocks, the data block in
+/// `form` (the client's protocol era's, see [`DataText::for_protocol`]), and its envelope as
+/// `structuredContent`.
 #[inline]
-pub(crate) fn call_tool_result(sealed: Sealed) -> CallToolResult {
+pub(crate) fn call_tool_result(sealed: Sealed, form: DataText) -> CallToolResult {
     match sealed.reply {
         Reply::Success {
-            content, envelope, ..
+            mut content,
+            envelope,
+            ..
         } => {
+            form.apply(&mut content, &envelope);
             let mut result = CallToolResult::success(content);
             result.structured_content = Some(envelope);
             result
