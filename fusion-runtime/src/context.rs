@@ -86,6 +86,8 @@ pub(crate) struct RequestFacts {
     pub(crate) peer: Option<Peer<RoleServer>>,
     /// The JSON-RPC id of the request, for the call's span.
     pub(crate) id: Option<rmcp::model::RequestId>,
+    /// The deadline of the call's questions, and the guards it lends while they wait.
+    pub(crate) waiting: crate::waiting::Waiting,
 }
 
 impl CallContext {

@@ -58,6 +58,7 @@ pub mod server;
 pub mod spec;
 pub mod testing;
 pub mod upstream;
+pub mod waiting;
 pub mod wire;
 pub mod xml;
 
@@ -71,7 +72,9 @@ pub use build::ServerBuilder;
 pub use context::HttpRequest;
 pub use context::{CallContext, Ext, FromContext, Progress, Provided, ServerParts, State};
 pub use error::{BuildError, ErrorCatalog, ToolError, codes, echo};
-pub use guard::{Concurrency, RateLimit, Serialization, SerializationLock};
+pub use guard::{
+    Concurrency, DEFAULT_TENANT_SHARE_PERCENT, RateLimit, Serialization, SerializationLock,
+};
 pub use guarded::{GuardedInput, InputSurface};
 pub use hidden::Hidden;
 pub use key::{Glob, ToolKey};
@@ -91,5 +94,6 @@ pub use spec::{Tool, ToolSpec};
 #[cfg(feature = "http-client")]
 pub use upstream::HttpUpstream;
 pub use upstream::{FromUpstream, HttpRoute, UpstreamRequest};
+pub use waiting::DEFAULT_ASK_TIMEOUT;
 
 pub use rmcp;

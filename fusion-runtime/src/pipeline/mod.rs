@@ -36,7 +36,6 @@ use crate::args::ArgReader;
 use crate::context::CallContext;
 use crate::envelope::{Sealed, SealedParts, seal_error, seal_success};
 use crate::error::{ToolError, codes};
-use crate::guard::Turn;
 use crate::present::Presentation;
 use crate::server::{CompiledAction, Dispatch, ExposedTool, Server, ToolResult, UnknownTool};
 use report::Report;
@@ -145,6 +144,9 @@ impl Server {
                 .handler
                 .read(ArgReader::new(args, &action.layout, action.tool()))
         })??;
+        if let Some(timeout) = action.ask_timeout {
+            context.request.waiting.ask_timeout = Some(timeout);
+        }
         let rest = async move {
             // 4–5. Middleware and guards, held until the handler is done. Boxed: their
             // futures would otherwise make every call's future larger; a panic in one is
@@ -415,38 +417,15 @@ fn resolve(tool: &ExposedTool, args: &mut JsonObject) -> Result<usize, Unresolve
     }
 }
 
-/// A held lock of the server's [`SerializationLock`](crate::SerializationLock); released on drop.
-type SharedTurn = Box<dyn Send + 'static>;
-
-/// Middleware, in order, then the guards: what is held while the handler runs.
+/// Middleware, in order, then the guards: what is held while the handler runs (lent while
+/// it waits on a person, see [`waiting`](crate::waiting)).
 async fn around(
     action: &CompiledAction,
     context: &mut CallContext,
     key: Option<String>,
-) -> Result<(Option<crate::guard::Slot>, Option<Turn>, Option<SharedTurn>), ToolError> {
+) -> Result<crate::waiting::Holding, ToolError> {
     crate::middleware::run_chain(&action.middleware, context, action.info()).await?;
-    let slot = match &action.concurrency {
-        Some(guard) => Some(guard.enter().await?),
-        None => None,
-    };
-    let shared_key = action.shared_lock.as_ref().map(|_| {
-        format!(
-            "{}/{}",
-            action.facts.key.as_str(),
-            key.as_deref().unwrap_or("*")
-        )
-    });
-    let turn = match &action.serial {
-        Some(guard) => Some(guard.turn(key).await),
-        None => None,
-    };
-    // Across replicas: the shared lock, once this process's FIFO turn has come, so that a
-    // process waits on it with at most one call per key.
-    let shared = match (&action.shared_lock, shared_key) {
-        (Some(lock), Some(key)) => Some(lock.acquire(&key).await?),
-        _ => None,
-    };
-    Ok((slot, turn, shared))
+    crate::waiting::Held::enter(action, context, key).await
 }
 
 /// A call stopped at its timeout: retryable, since the same call may be faster next time.

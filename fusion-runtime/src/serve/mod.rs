@@ -376,6 +376,7 @@ impl McpHandler {
                 call.request = RequestFacts {
                     peer: Some(context.peer),
                     id: Some(context.id),
+                    waiting: std::mem::take(&mut call.request.waiting),
                 };
                 call.meta = context.meta;
                 call.cancellation = context.ct;
@@ -386,6 +387,7 @@ impl McpHandler {
                 call.request = RequestFacts {
                     peer: Some(context.peer.clone()),
                     id: Some(context.id.clone()),
+                    waiting: std::mem::take(&mut call.request.waiting),
                 };
                 call.meta = context.meta.clone();
                 call.cancellation = context.ct.clone();
