@@ -6,10 +6,12 @@
 //! - calls waiting on a person hold no concurrency slot nor FIFO turn another tenant needs;
 //! - one tenant can take only its share of a tool's slots;
 //! - the one-at-a-time lock of a destructive action is per tenant;
-//! - a session that goes away releases everything it held at once.
+//! - a session that goes away releases everything it held at once;
+//! - a subscription hears of its own tenant's changes to the resource it names, and of nothing
+//!   else.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use billing::Store;
@@ -18,9 +20,10 @@ use fusion::serde_json::{Value, json};
 use fusion::serve::Mcp;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationCapability,
+    ElicitResult, ElicitationAction, ElicitationCapability, ResourceUpdatedNotificationParam,
+    SubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 
 /// A client whose user answers "yes" to every question, or never answers at all.
@@ -28,6 +31,8 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 struct User {
     answers: bool,
     asked: Arc<AtomicUsize>,
+    /// The URIs of the resource updates it heard.
+    updates: Arc<Mutex<Vec<String>>>,
 }
 
 impl User {
@@ -35,6 +40,7 @@ impl User {
         User {
             answers: true,
             asked: Arc::default(),
+            updates: Arc::default(),
         }
     }
 
@@ -42,6 +48,7 @@ impl User {
         User {
             answers: false,
             asked: Arc::default(),
+            updates: Arc::default(),
         }
     }
 }
@@ -67,6 +74,14 @@ impl ClientHandler for User {
         let mut result = ElicitResult::new(ElicitationAction::Accept);
         result.content = Some(json!({ "confirm": true }));
         Ok(result)
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.updates.lock().unwrap().push(params.uri);
     }
 }
 
@@ -290,4 +305,44 @@ async fn a_session_that_goes_away_releases_its_share_at_once() {
             ),
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_hears_only_of_its_own_tenants_changes_to_its_own_resource() {
+    let (_data, store) = store();
+    let server = billing::builder(store)
+        .build()
+        .expect("the billing server builds");
+    let (a_user, b_user) = (User::answering(), User::answering());
+    let a = connect(&server, "t_a", a_user.clone()).await;
+    let b = connect(&server, "t_b", b_user.clone()).await;
+    let mut a_ids = Vec::new();
+    for _ in 0..3 {
+        a_ids.push(create(&a, 500).await);
+    }
+    let b_one = create(&b, 500).await;
+    let b_two = create(&b, 500).await;
+    assert_eq!(a_ids[0], b_one, "the same number in both tenants");
+    let uri = format!("billing://invoices/{b_one}");
+    b.subscribe(SubscribeRequestParams::new(uri.clone()))
+        .await
+        .expect("subscribed");
+    // A voids three invoices, its INV-1 among them: B hears nothing of it.
+    for id in &a_ids {
+        let voided = call(&a, "billing_void_invoice", json!({ "id": id })).await;
+        assert_eq!(code(&voided), None, "{voided:?}");
+    }
+    // B changes its other invoice: not the one B subscribed to.
+    let voided = call(&b, "billing_void_invoice", json!({ "id": b_two })).await;
+    assert_eq!(code(&voided), None, "{voided:?}");
+    // B changes the one it subscribed to: that, it hears.
+    let voided = call(&b, "billing_void_invoice", json!({ "id": b_one })).await;
+    assert_eq!(code(&voided), None, "{voided:?}");
+    let started = Instant::now();
+    while b_user.updates.lock().unwrap().is_empty() && started.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Give a wrongly sent update the time to arrive.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(*b_user.updates.lock().unwrap(), [uri]);
 }

@@ -274,8 +274,8 @@ pub struct McpHandler {
 pub(crate) struct ConnectionState {
     /// The level `logging/setLevel` asked for (2025-11-25).
     log_level: std::sync::Mutex<Option<crate::logging::LogLevel>>,
-    /// Its resource subscriptions: the URI and the resource's key.
-    subscriptions: std::sync::Mutex<Vec<(String, crate::key::ToolKey)>>,
+    /// Its resource subscriptions.
+    subscriptions: std::sync::Mutex<Vec<subscriptions::Subscription>>,
     /// Where its resource updates go: the peer of its latest request.
     peer: std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>,
 }
@@ -668,6 +668,7 @@ impl ServerHandler for McpHandler {
                     Err(error) => return Err(self.refuse_request(&name, error)?),
                 };
                 call.extensions_mut().insert(Arc::clone(&round));
+                let change = self.change_of(&call, request.arguments.as_ref());
                 let outcome = self
                     .shared
                     .server
@@ -676,6 +677,11 @@ impl ServerHandler for McpHandler {
                 let failed = outcome.as_ref().is_ok_and(ToolResult::is_error);
                 if let Some(input_required) = self.close_round(&round, &binding, failed)? {
                     return Ok(CallToolResponse::InputRequired(input_required));
+                }
+                if let Ok(result) = &outcome
+                    && !result.is_error()
+                {
+                    self.notify_invalidated(result.invalidates(), change.as_ref());
                 }
                 outcome
             }
@@ -694,19 +700,13 @@ fn unknown_tool(name: &str) -> ErrorData {
 }
 
 impl McpHandler {
-    /// A tool call's answer: its result, once the resources a successful mutation invalidates
-    /// are notified; an unknown tool is a JSON-RPC error.
+    /// A tool call's answer: its result; an unknown tool is a JSON-RPC error.
     fn complete(
         &self,
         outcome: Result<crate::server::ToolResult, crate::server::UnknownTool>,
     ) -> Result<CallToolResponse, ErrorData> {
         match outcome {
-            Ok(result) => {
-                if !result.is_error() {
-                    self.notify_invalidated(result.invalidates());
-                }
-                Ok(CallToolResponse::Complete(result.into_protocol()))
-            }
+            Ok(result) => Ok(CallToolResponse::Complete(result.into_protocol())),
             Err(unknown) => Err(unknown_tool(&unknown.0)),
         }
     }
