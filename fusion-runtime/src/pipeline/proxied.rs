@@ -42,7 +42,7 @@ impl Server {
             run.instrument(report.span.clone()).await
         };
         let sealed = match outcome {
-            Ok(result) => passed(result),
+            Ok(result) => passed(crate::gateway::fit_result(result, gateway, &tool)),
             Err(error) => seal_error(&inner.names, &tool.sealed, error),
         };
         let key = tool.facts.key.as_str();

@@ -1,0 +1,55 @@
+//! A proxied result is bounded in bytes like a built-in one (issue 24): an upstream answering
+//! megabytes reaches the caller cut to its mount's `max_bytes` (1 MiB by default), with the
+//! truncation notice built-in tools use, over real transports (the upstream over HTTP on
+//! 127.0.0.1, the caller over a duplex pipe).
+
+mod support;
+
+use fusion::gateway::Upstream;
+use fusion::serde_json::json;
+use fusion::{Principal, ServerBuilder};
+use support::recorder::Recorder;
+use support::*;
+
+/// What the caller receives, in bytes of JSON.
+fn size_of(result: &rmcp::model::CallToolResult) -> usize {
+    fusion::serde_json::to_vec(result).unwrap().len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_proxied_result_is_cut_to_the_budget_with_the_truncation_notice() {
+    let upstream = Recorder::start().await;
+    let server = ServerBuilder::new("gw", "1.0.0")
+        .mount("up", Upstream::http(&upstream.url))
+        .mount("small", Upstream::http(&upstream.url).max_bytes(64 * 1024))
+        .build()
+        .unwrap();
+    server.upstreams_ready().await;
+    let client = connect(&server, Principal::new("alice"), ()).await;
+    // 3 MB echoed back.
+    let message = "x".repeat(3 * 1024 * 1024);
+    for (tool, budget) in [("up_echo", 1024 * 1024), ("small_echo", 64 * 1024)] {
+        let result = call(client.peer(), tool, json!({ "message": message }))
+            .await
+            .expect("answered");
+        assert_ne!(result.is_error, Some(true), "{tool}");
+        let size = size_of(&result);
+        assert!(size <= budget, "{tool}: {size} bytes passed on");
+        let text = text_of(&result);
+        assert!(text.starts_with("echo: xxx"), "{tool}");
+        let notice = text.rsplit('\n').next().unwrap();
+        assert!(
+            notice
+                .starts_with("<truncation shown=\"0\" total=\"1\" hidden=\"1\" reason=\"budget\">")
+                && notice.contains(&format!("({budget} bytes)")),
+            "{tool}: {notice}"
+        );
+    }
+    // A small answer passes untouched.
+    let small = call(client.peer(), "small_echo", json!({ "message": "hi" }))
+        .await
+        .expect("answered");
+    assert_eq!(text_of(&small), "echo: hi");
+    client.cancel().await.unwrap();
+    server.shutdown_upstreams().await;
+}
