@@ -83,6 +83,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 pub mod auth;
 #[cfg(feature = "http")]
 mod connections;
+#[cfg(feature = "http")]
+mod descriptors;
 #[cfg(feature = "gateway")]
 mod gateway;
 mod listing;
