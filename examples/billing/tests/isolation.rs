@@ -20,8 +20,8 @@ use fusion::serde_json::{Value, json};
 use fusion::serve::Mcp;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationCapability, ResourceUpdatedNotificationParam,
-    SubscribeRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, GetPromptRequestParams,
+    ReadResourceRequestParams, ResourceUpdatedNotificationParam, SubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
@@ -345,4 +345,77 @@ async fn a_subscription_hears_only_of_its_own_tenants_changes_to_its_own_resourc
     // Give a wrongly sent update the time to arrive.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(*b_user.updates.lock().unwrap(), [uri]);
+}
+
+/// Everything of an answer but the id it echoes.
+fn normalized(result: &CallToolResult, id: &str) -> String {
+    let text: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
+        .collect();
+    let whole = json!({
+        "structured": result.structured_content,
+        "text": text,
+        "isError": result.is_error,
+    })
+    .to_string();
+    whole.replace(id, "<id>")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_tenants_ids_look_exactly_like_ids_nobody_has() {
+    let (_data, store) = store();
+    let server = billing::builder(store)
+        .build()
+        .expect("the billing server builds");
+    // t_777 has INV-1 to INV-1000 (the seed); t_b has none.
+    let b = connect(&server, "t_b", User::answering()).await;
+    let theirs = ["INV-1", "INV-2", "INV-17", "INV-500", "INV-1000"];
+    let nobodys = ["INV-1001", "INV-5000", "INV-999999", "INV-9", "INV-0"];
+    for (tool, extra) in [
+        ("billing_get_invoice", json!({})),
+        ("billing_void_invoice", json!({})),
+        ("billing_send_reminder", json!({})),
+        ("billing_update_invoice", json!({ "total_cents": 100 })),
+    ] {
+        let mut bodies = std::collections::BTreeMap::<String, Vec<&str>>::new();
+        for id in theirs.iter().chain(&nobodys) {
+            let mut arguments = extra.clone();
+            arguments["id"] = json!(id);
+            let result = call(&b, tool, arguments).await;
+            assert_eq!(code(&result), Some("InvoiceNotFound"), "{tool} {id}");
+            bodies.entry(normalized(&result, id)).or_default().push(id);
+        }
+        assert_eq!(bodies.len(), 1, "{tool}: {bodies:#?}");
+    }
+    // The invoice resource and the reminder prompt, likewise.
+    let mut reads = std::collections::BTreeMap::<String, Vec<&str>>::new();
+    let mut prompts = std::collections::BTreeMap::<String, Vec<&str>>::new();
+    for id in theirs.iter().chain(&nobodys) {
+        let read = b
+            .read_resource(ReadResourceRequestParams::new(format!(
+                "billing://invoices/{id}"
+            )))
+            .await
+            .expect_err("no such invoice for B");
+        reads
+            .entry(format!("{read:?}").replace(id, "<id>"))
+            .or_default()
+            .push(id);
+        let mut arguments = fusion::serde_json::Map::new();
+        arguments.insert("id".into(), json!(id));
+        let prompt = b
+            .get_prompt(
+                GetPromptRequestParams::new("billing.reminder_draft").with_arguments(arguments),
+            )
+            .await
+            .expect_err("no such invoice for B");
+        prompts
+            .entry(format!("{prompt:?}").replace(id, "<id>"))
+            .or_default()
+            .push(id);
+    }
+    assert_eq!(reads.len(), 1, "{reads:#?}");
+    assert_eq!(prompts.len(), 1, "{prompts:#?}");
 }
