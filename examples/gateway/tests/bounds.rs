@@ -53,3 +53,50 @@ async fn a_large_proxied_result_is_cut_to_the_budget_with_the_truncation_notice(
     client.cancel().await.unwrap();
     server.shutdown_upstreams().await;
 }
+
+/// Keeps the progress a client receives.
+#[derive(Clone, Default)]
+struct Progress(std::sync::Arc<std::sync::Mutex<Vec<f64>>>);
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.progress);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_progress_flood_reaches_the_caller_thinned_with_its_latest_step() {
+    let upstream = Recorder::start_legacy().await;
+    let server = ServerBuilder::new("gw", "1.0.0")
+        .mount("up", Upstream::http(&upstream.url))
+        .build()
+        .unwrap();
+    server.upstreams_ready().await;
+    let progress = Progress::default();
+    let client = connect(&server, Principal::new("alice"), progress.clone()).await;
+    const STEPS: usize = 3_000;
+    let result = call(
+        client.peer(),
+        "up_progress",
+        json!({ "steps": STEPS, "then_ms": 0 }),
+    )
+    .await
+    .expect("answered");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    // Notifications are handled by rmcp's client in tasks of their own: let them land.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let seen = progress.0.lock().unwrap().clone();
+    assert!(
+        !seen.is_empty() && seen.len() <= 64,
+        "{} notifications passed on",
+        seen.len()
+    );
+    let last = seen.iter().copied().fold(f64::MIN, f64::max);
+    assert_eq!(last, STEPS as f64, "the latest step reaches the caller");
+    client.cancel().await.unwrap();
+    server.shutdown_upstreams().await;
+}

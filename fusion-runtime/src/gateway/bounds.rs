@@ -99,6 +99,59 @@ fn fit(mut result: CallToolResult, max_bytes: usize, tool: &str) -> CallToolResu
     result
 }
 
+/// A token bucket for what an upstream sends a caller besides its result (progress, log
+/// messages): `burst` at once, then `per_second`.
+pub(crate) struct Flood {
+    burst: f64,
+    per_second: f64,
+    tokens: f64,
+    updated: tokio::time::Instant,
+}
+
+/// Progress notifications forwarded at once, then per second, for one call.
+const PROGRESS_BURST: u32 = 32;
+const PROGRESS_PER_SECOND: u32 = 10;
+
+impl Flood {
+    fn new(burst: u32, per_second: u32) -> Self {
+        Flood {
+            burst: f64::from(burst),
+            per_second: f64::from(per_second),
+            tokens: f64::from(burst),
+            updated: tokio::time::Instant::now(),
+        }
+    }
+
+    /// The rate of one call's progress.
+    pub(crate) fn for_progress() -> Self {
+        Flood::new(PROGRESS_BURST, PROGRESS_PER_SECOND)
+    }
+
+    fn refill(&mut self) {
+        let now = tokio::time::Instant::now();
+        let earned = now.duration_since(self.updated).as_secs_f64() * self.per_second;
+        self.tokens = (self.tokens + earned).min(self.burst);
+        self.updated = now;
+    }
+
+    /// Whether one more may go now (and takes its token).
+    pub(crate) fn admit(&mut self) -> bool {
+        self.refill();
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// When the next one may go.
+    pub(crate) fn next_turn(&self) -> tokio::time::Instant {
+        let missing = (1.0 - self.tokens).max(0.0);
+        self.updated + std::time::Duration::from_secs_f64(missing / self.per_second)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,7 +51,10 @@ impl Change {
                 .all(|(name, value)| match self.arguments.get(name) {
                     None => true,
                     Some(Value::String(argument)) => argument == value,
-                    Some(argument) => argument.to_string() == *value,
+                    // A number or a boolean, as the URI spells it.
+                    Some(argument) => {
+                        serde_json::from_str::<Value>(value).is_ok_and(|parsed| parsed == *argument)
+                    }
                 })
     }
 }
