@@ -100,3 +100,47 @@ async fn a_progress_flood_reaches_the_caller_thinned_with_its_latest_step() {
     client.cancel().await.unwrap();
     server.shutdown_upstreams().await;
 }
+
+/// Counts the log messages a client receives.
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl rmcp::ClientHandler for Logs {
+    #[allow(deprecated)] // logging (SEP-2577)
+    async fn on_logging_message(
+        &self,
+        _params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_flood_reaches_the_caller_thinned() {
+    let upstream = Recorder::start().await;
+    upstream.set_tools_quietly(vec![support::recorder::tool("log")]);
+    let server = ServerBuilder::new("gw", "1.0.0")
+        .mount("up", Upstream::http(&upstream.url))
+        .build()
+        .unwrap();
+    server.upstreams_ready().await;
+    let http = serve_http(&server).await;
+    let logs = Logs::default();
+    let client = http_client(&http.url, false, logs.clone()).await;
+    #[allow(deprecated)] // logging (SEP-2577)
+    client
+        .peer()
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Debug,
+        ))
+        .await
+        .unwrap();
+    let result = call(client.peer(), "up_log", json!({ "count": 2_000 }))
+        .await
+        .expect("answered");
+    assert_eq!(text_of(&result), "logged");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let heard = logs.0.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=80).contains(&heard), "{heard} log messages passed on");
+}

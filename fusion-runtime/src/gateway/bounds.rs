@@ -111,6 +111,9 @@ pub(crate) struct Flood {
 /// Progress notifications forwarded at once, then per second, for one call.
 const PROGRESS_BURST: u32 = 32;
 const PROGRESS_PER_SECOND: u32 = 10;
+/// Log messages forwarded at once, then per second, for one call.
+const LOGS_BURST: u32 = 64;
+const LOGS_PER_SECOND: u32 = 20;
 
 impl Flood {
     fn new(burst: u32, per_second: u32) -> Self {
@@ -120,6 +123,12 @@ impl Flood {
             tokens: f64::from(burst),
             updated: tokio::time::Instant::now(),
         }
+    }
+
+    /// The rate of one call's log messages: past it they are dropped (each stands alone, so
+    /// none supersedes another to be kept instead).
+    pub(crate) fn for_logs() -> Self {
+        Flood::new(LOGS_BURST, LOGS_PER_SECOND)
     }
 
     /// The rate of one call's progress.
