@@ -139,6 +139,21 @@ impl RateLimiter {
         }
     }
 
+    /// The bucket of the caller of `context`: its tenant and its verified subject, since a
+    /// subject is only unique within its tenant's identity provider (anonymous callers share
+    /// one bucket).
+    pub(crate) fn caller_of(context: &crate::context::CallContext) -> std::borrow::Cow<'_, str> {
+        let Some(principal) = context.principal() else {
+            return "".into();
+        };
+        match &principal.tenant {
+            Some(tenant) => {
+                format!("{}/{}", Value::from(tenant.as_str()), principal.subject).into()
+            }
+            None => principal.subject.as_str().into(),
+        }
+    }
+
     /// Takes one call's token for `caller`, or says how long to wait for one.
     pub(crate) fn admit(&self, caller: &str) -> Result<(), Duration> {
         let now = std::time::Instant::now();

@@ -57,6 +57,12 @@ async fn read(gate: State<Gate>, caller: Principal) -> Result<String, ToolError>
     Ok("read".to_owned())
 }
 
+/// Counts, twice an hour per caller.
+#[tool(query, name = "desk.count", rate_limit = "2/h")]
+async fn count() -> Result<u32, ToolError> {
+    Ok(1)
+}
+
 /// Needs the model, which may not take more than 200 ms to answer.
 #[tool(query, name = "desk.summarize", ask_timeout = "200ms")]
 async fn summarize(sample: Sample) -> Result<String, ToolError> {
@@ -76,6 +82,7 @@ fn server(gate: &Arc<Semaphore>) -> Server {
         .tool::<read>()
         .tool::<summarize>()
         .tool::<roots>()
+        .tool::<count>()
         .build()
         .expect("the desk builds")
 }
@@ -113,7 +120,12 @@ impl ClientHandler for Silent {
 type Client = Arc<RunningService<RoleClient, Silent>>;
 
 async fn connect(server: &Server, tenant: &str) -> Client {
-    let principal = Principal::new(format!("user-of-{tenant}")).with_tenant(tenant);
+    connect_as(server, &format!("user-of-{tenant}"), tenant).await
+}
+
+/// A session of `subject` of `tenant`.
+async fn connect_as(server: &Server, subject: &str, tenant: &str) -> Client {
+    let principal = Principal::new(subject).with_tenant(tenant);
     let mcp = Mcp::new(server.clone()).context(move |_request, call| {
         call.extensions_mut().insert(principal.clone());
     });
@@ -220,4 +232,21 @@ async fn sampling_and_roots_nobody_answers_end_at_the_tools_ask_timeout() {
             "{message}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_counts_each_tenants_callers_apart_even_with_the_same_subject() {
+    let gate = Arc::new(Semaphore::new(0));
+    let server = server(&gate);
+    // Subjects are an identity provider's: `alice` of one tenant is not `alice` of another.
+    let a = connect_as(&server, "alice", "t_a").await;
+    let b = connect_as(&server, "alice", "t_b").await;
+    for _ in 0..2 {
+        assert_eq!(code(&call(&b, "desk_count", json!({})).await), None);
+    }
+    assert_eq!(
+        code(&call(&b, "desk_count", json!({})).await),
+        Some("RATE_LIMITED")
+    );
+    assert_eq!(code(&call(&a, "desk_count", json!({})).await), None);
 }

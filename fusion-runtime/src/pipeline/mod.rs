@@ -187,11 +187,9 @@ impl Server {
         if limiters.iter().all(Option::is_none) {
             return Ok(());
         }
-        let caller = context
-            .principal()
-            .map_or("", |principal| principal.subject.as_str());
+        let caller = crate::guard::RateLimiter::caller_of(context);
         for limiter in limiters.into_iter().flatten() {
-            if let Err(wait) = limiter.admit(caller) {
+            if let Err(wait) = limiter.admit(&caller) {
                 let limit = limiter.limit();
                 return Err(ToolError::new(
                     codes::RATE_LIMITED,
