@@ -47,10 +47,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::context::Waiting;
 use crate::context::{CallContext, FromContext};
 use crate::error::ToolError;
 use crate::guarded::{GuardedNames, InputSurface, UndeclaredKeys};
-use crate::waiting::Waiting;
 
 /// The code of a call whose client cannot be asked for elicitation.
 pub const ELICITATION_UNSUPPORTED: &str = "ELICITATION_UNSUPPORTED";
@@ -61,6 +61,25 @@ pub const ROOTS_UNSUPPORTED: &str = "ROOTS_UNSUPPORTED";
 /// The code under which a handler's question travels out of it on 2026-07-28 (the transport
 /// turns it into an `input_required` result; an agent never sees it).
 pub const INPUT_REQUIRED: &str = "INPUT_REQUIRED";
+
+/// How long a question to the client waits for its answer when neither the action nor the
+/// server says: two minutes, long enough for a person to read and decide.
+pub const DEFAULT_ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The call's question was not answered in time: retryable, since the person may answer the
+/// next time.
+pub(crate) fn no_answer(what: &str, within: std::time::Duration) -> ToolError {
+    ToolError::new(
+        crate::error::codes::NO_ANSWER,
+        format!(
+            "The client did not answer the request for {what} within its {} ms limit; nothing \
+             was changed.",
+            within.as_millis()
+        ),
+    )
+    .with_recovery("Call again when the user is ready to answer.")
+    .with_retryable(true)
+}
 
 /// The user's answer to [`Elicit::ask`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,11 +279,11 @@ impl Round {
         }
         match &self.era {
             Era::Session(peer) => {
-                let within = waiting.ask_timeout();
+                let within = waiting.ask_timeout.unwrap_or(DEFAULT_ASK_TIMEOUT);
                 match waiting.lending(request.send(peer, within)).await? {
                     Ok(answer) => Ok(to_value(answer)),
                     Err(rmcp::service::ServiceError::Timeout { .. }) => {
-                        Err(crate::waiting::no_answer(need.name(), within))
+                        Err(no_answer(need.name(), within))
                     }
                     Err(error) => Err(ToolError::new(
                         need.code(),

@@ -96,6 +96,13 @@ pub trait SerializationLock: Send + Sync + 'static {
     ) -> futures::future::BoxFuture<'a, Result<Box<dyn Send + 'static>, ToolError>>;
 }
 
+/// What a call holds and gives back while it waits on its client (see
+/// [`waiting`](crate::waiting)): lent when a question starts, taken back once it is answered.
+pub(crate) trait Lend: Send + Sync {
+    fn lend(&self);
+    fn resume(&self) -> futures::future::BoxFuture<'_, Result<(), ToolError>>;
+}
+
 /// A rate limit: at most `max` calls per `per`, for each caller (SPEC G1). Beyond it a call gets
 /// `RATE_LIMITED` with the time to wait, before its arguments are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,21 +143,6 @@ impl RateLimiter {
         RateLimiter {
             limit,
             buckets: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The bucket of the caller of `context`: its tenant and its verified subject, since a
-    /// subject is only unique within its tenant's identity provider (anonymous callers share
-    /// one bucket).
-    pub(crate) fn caller_of(context: &crate::context::CallContext) -> std::borrow::Cow<'_, str> {
-        let Some(principal) = context.principal() else {
-            return "".into();
-        };
-        match &principal.tenant {
-            Some(tenant) => {
-                format!("{}/{}", Value::from(tenant.as_str()), principal.subject).into()
-            }
-            None => principal.subject.as_str().into(),
         }
     }
 

@@ -56,6 +56,7 @@ pub mod scopes;
 pub mod serve;
 pub mod server;
 pub mod spec;
+mod tenancy;
 pub mod testing;
 pub mod upstream;
 pub mod waiting;
@@ -71,6 +72,7 @@ pub use build::ServerBuilder;
 #[cfg(feature = "http")]
 pub use context::HttpRequest;
 pub use context::{CallContext, Ext, FromContext, Progress, Provided, ServerParts, State};
+pub use elicit::DEFAULT_ASK_TIMEOUT;
 pub use error::{BuildError, ErrorCatalog, ToolError, codes, echo};
 pub use guard::{
     Concurrency, DEFAULT_TENANT_SHARE_PERCENT, RateLimit, Serialization, SerializationLock,
@@ -94,6 +96,5 @@ pub use spec::{Tool, ToolSpec};
 #[cfg(feature = "http-client")]
 pub use upstream::HttpUpstream;
 pub use upstream::{FromUpstream, HttpRoute, UpstreamRequest};
-pub use waiting::DEFAULT_ASK_TIMEOUT;
 
 pub use rmcp;

@@ -2,11 +2,13 @@
 //! (elicitation, sampling, roots) has a deadline, and while it waits the call holds nothing
 //! another call needs.
 //!
-//! - **Deadline.** A question waits at most its action's `ask_timeout` (`#[tool(ask_timeout =
-//!   "30s")]`), else the server's ([`ServerBuilder::ask_timeout`](crate::ServerBuilder::ask_timeout)),
-//!   else [`DEFAULT_ASK_TIMEOUT`]. Past it the client is told the request is cancelled and the
-//!   call fails with a retryable `NO_ANSWER`. On 2026-07-28 nothing waits: the call ends with
-//!   its questions, and its sealed state expires with the same deadline.
+//! - **Deadline.** A question waits at most its action's `ask_timeout`
+//!   (`#[tool(ask_timeout = "30s")]`), else the server's
+//!   ([`ServerBuilder::ask_timeout`](crate::ServerBuilder::ask_timeout)), else
+//!   [`DEFAULT_ASK_TIMEOUT`](crate::DEFAULT_ASK_TIMEOUT). Past it the client is told the
+//!   request is cancelled and the call fails with a retryable `NO_ANSWER`. On 2026-07-28
+//!   nothing waits: the call ends with its questions, and their sealed state expires with the
+//!   tool's or server's deadline when one is set (the request-state lifetime otherwise).
 //! - **Lend, then take back.** The design chosen is release and re-acquire: while a question
 //!   waits, the call gives back its running slot (the tool's and its tenant's) and its FIFO
 //!   turn (and the replicas' shared lock); once answered it takes them back, in the order the
@@ -16,70 +18,16 @@
 //!   runs again from the start with the answer. A serialized handler therefore checks again
 //!   after a question what it checked before (a store's conditional write does it: voiding an
 //!   invoice another call voided meanwhile answers `AlreadyVoided`).
-//! - **A session that goes away** ends its pending questions (the transport closes, the
-//!   question fails), so its calls end and release everything at once.
+//! - **A session that goes away** ends its calls: rmcp stops a closed session's handlers
+//!   (after draining their answers, a few seconds at most), their pending questions with them,
+//!   and each call's guards and tenant seat are released as it ends.
 
-use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use crate::context::CallContext;
-use crate::error::{ToolError, codes};
-use crate::guard::{ConcurrencyGuard, SerialGuard, SerializationLock, Slot, Turn};
+use crate::error::ToolError;
+use crate::guard::{ConcurrencyGuard, Lend, SerialGuard, SerializationLock, Slot, Turn};
 use crate::server::CompiledAction;
-
-/// How long a question to the client waits for its answer when neither the action nor the
-/// server says: two minutes, long enough for a person to read and decide.
-pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// What a call knows about waiting on its client: the deadline of its questions and the
-/// guards it holds.
-#[derive(Clone, Default)]
-pub(crate) struct Waiting {
-    pub(crate) ask_timeout: Option<Duration>,
-    held: Option<Arc<Held>>,
-}
-
-impl Waiting {
-    /// How long one question may wait.
-    pub(crate) fn ask_timeout(&self) -> Duration {
-        self.ask_timeout.unwrap_or(DEFAULT_ASK_TIMEOUT)
-    }
-
-    /// Runs `wait` (a question to the client) with the call's guards lent out, and takes them
-    /// back once it is answered (or failed).
-    pub(crate) async fn lending<T>(&self, wait: impl Future<Output = T>) -> Result<T, ToolError> {
-        let Some(held) = &self.held else {
-            return Ok(wait.await);
-        };
-        held.lend();
-        let answer = wait.await;
-        held.resume().await?;
-        Ok(answer)
-    }
-}
-
-/// The tenant a call acts for: what its shares, turns and subscriptions are scoped by.
-pub(crate) fn tenant_of(context: &CallContext) -> Option<&str> {
-    context
-        .principal()
-        .and_then(|principal| principal.tenant.as_deref())
-}
-
-/// The call's question was not answered in time: retryable, since the person may answer the
-/// next time.
-pub(crate) fn no_answer(what: &str, within: Duration) -> ToolError {
-    ToolError::new(
-        codes::NO_ANSWER,
-        format!(
-            "The client did not answer the request for {what} within its {} ms limit; nothing \
-             was changed.",
-            within.as_millis()
-        ),
-    )
-    .with_recovery("Call again when the user is ready to answer.")
-    .with_retryable(true)
-}
 
 /// A held lock of the server's [`SerializationLock`]; released on drop.
 type SharedTurn = Box<dyn Send + 'static>;
@@ -126,7 +74,7 @@ impl Held {
         context: &mut CallContext,
         value: Option<String>,
     ) -> Result<Holding, ToolError> {
-        let tenant = tenant_of(context);
+        let tenant = crate::tenancy::tenant_of(context);
         let key = SerialGuard::scoped(tenant, value.as_deref());
         let slot = match &action.concurrency {
             Some(guard) => Some(guard.enter(tenant).await?),
@@ -158,10 +106,12 @@ impl Held {
                 ..HeldState::default()
             }),
         });
-        context.request.waiting.held = Some(Arc::clone(&held));
+        context.request.waiting.held = Some(Arc::clone(&held) as Arc<dyn Lend>);
         Ok(Holding(held))
     }
+}
 
+impl Lend for Held {
     /// A question starts: the first one lends the running slot and gives up the turn and the
     /// shared lock.
     fn lend(&self) {
@@ -181,7 +131,13 @@ impl Held {
 
     /// A question is answered: the last one takes back the slot, then the turn, then the
     /// shared lock, in the request path's order (so no two calls wait on each other).
-    async fn resume(&self) -> Result<(), ToolError> {
+    fn resume(&self) -> futures::future::BoxFuture<'_, Result<(), ToolError>> {
+        Box::pin(self.take_back())
+    }
+}
+
+impl Held {
+    async fn take_back(&self) -> Result<(), ToolError> {
         let mut slot = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.asking -= 1;

@@ -187,7 +187,7 @@ impl Server {
         if limiters.iter().all(Option::is_none) {
             return Ok(());
         }
-        let caller = crate::guard::RateLimiter::caller_of(context);
+        let caller = crate::tenancy::caller_key(context);
         for limiter in limiters.into_iter().flatten() {
             if let Err(wait) = limiter.admit(&caller) {
                 let limit = limiter.limit();

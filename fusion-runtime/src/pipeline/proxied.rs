@@ -74,7 +74,7 @@ impl Server {
                 CatchPanic::new(Box::pin(chain), "a middleware").await?;
             }
             let _slot = match &upstream.concurrency {
-                Some(guard) => Some(guard.enter(crate::waiting::tenant_of(&context)).await?),
+                Some(guard) => Some(guard.enter(crate::tenancy::tenant_of(&context)).await?),
                 None => None,
             };
             send(upstream, tool, args, &context).await

@@ -81,7 +81,7 @@ impl McpHandler {
             .resolve(&uri)
             .map(|(_, params)| params)
             .unwrap_or_default();
-        let tenant = crate::waiting::tenant_of(&call).map(str::to_owned);
+        let tenant = crate::tenancy::tenant_of(&call).map(str::to_owned);
         {
             let mut subscriptions = locked(&connection.subscriptions);
             if subscriptions.iter().any(|held| held.uri == uri) {
@@ -130,7 +130,7 @@ impl McpHandler {
             return None;
         }
         Some(Change {
-            tenant: crate::waiting::tenant_of(call).map(str::to_owned),
+            tenant: crate::tenancy::tenant_of(call).map(str::to_owned),
             arguments: arguments.cloned().unwrap_or_default(),
         })
     }
