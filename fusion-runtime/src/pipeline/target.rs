@@ -70,8 +70,8 @@ pub(crate) trait Target: Sync {
         self.middleware().is_empty()
     }
 
-    /// 5. Its guards, entered in order, for the caller of `context` (shares and turns are per
-    /// tenant); what they hold is released when the call ends.
+    /// 5. Its guards, entered in order for the caller of `context` (shares and turns are
+    ///    per tenant); what they hold is released when the call ends.
     fn guards(
         &self,
         key: Option<String>,
