@@ -89,6 +89,8 @@ pub struct ServerBuilder {
     /// Keys sealing the state of elicitation rounds (random per process by default).
     state_keys: Option<crate::request_state::StateKeys>,
     state_ttl: std::time::Duration,
+    /// How long a question to the client waits, unless its tool says.
+    ask_timeout: Option<std::time::Duration>,
     /// Upstream servers to mount, by prefix (SPEC R7).
     #[cfg(feature = "gateway")]
     pub(crate) mounts: Vec<(String, crate::gateway::Upstream)>,
@@ -125,6 +127,7 @@ impl ServerBuilder {
             audit_digest_key: None,
             state_keys: None,
             state_ttl: std::time::Duration::from_secs(600),
+            ask_timeout: None,
             metrics: None,
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
@@ -341,6 +344,18 @@ impl ServerBuilder {
     #[must_use]
     pub fn request_state_ttl(mut self, ttl: std::time::Duration) -> Self {
         self.state_ttl = ttl;
+        self
+    }
+
+    /// How long each question a handler asks its client (elicitation, sampling, roots) waits
+    /// for the answer, for tools that do not say ([`DEFAULT_ASK_TIMEOUT`] otherwise). Past it
+    /// the call fails with a retryable `NO_ANSWER`; on 2026-07-28 the sealed state of the
+    /// question expires with it. See [`waiting`](crate::waiting).
+    ///
+    /// [`DEFAULT_ASK_TIMEOUT`]: crate::DEFAULT_ASK_TIMEOUT
+    #[must_use]
+    pub fn ask_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.ask_timeout = Some(timeout);
         self
     }
 
@@ -701,6 +716,7 @@ impl ServerBuilder {
                     .state_keys
                     .unwrap_or_else(crate::request_state::StateKeys::random),
                 state_ttl: self.state_ttl,
+                ask_timeout: self.ask_timeout,
                 #[cfg(feature = "bench-hooks")]
                 measured_calls: Default::default(),
             }),
@@ -776,6 +792,7 @@ fn compile_action(
         max_bytes,
         toolset,
         timeout,
+        ask_timeout,
         rate_limit,
         problems: declared,
     } = spec;
@@ -962,6 +979,7 @@ fn compile_action(
             .as_ref()
             .and(context.serialization_lock.map(Arc::clone)),
         serial,
+        ask_timeout,
         rate_limiter: rate_limit.map(RateLimiter::new),
         pages_by_offset,
     })

@@ -402,7 +402,11 @@ impl Target for CompiledResource {
         &self.middleware
     }
 
-    async fn guards(&self, _key: Option<String>) -> Result<(), ToolError> {
+    async fn guards(
+        &self,
+        _key: Option<String>,
+        _context: &mut CallContext,
+    ) -> Result<(), ToolError> {
         Ok(())
     }
 
@@ -452,7 +456,11 @@ impl Target for CompiledPrompt {
         &self.middleware
     }
 
-    async fn guards(&self, _key: Option<String>) -> Result<(), ToolError> {
+    async fn guards(
+        &self,
+        _key: Option<String>,
+        _context: &mut CallContext,
+    ) -> Result<(), ToolError> {
         Ok(())
     }
 

@@ -86,6 +86,34 @@ pub(crate) struct RequestFacts {
     pub(crate) peer: Option<Peer<RoleServer>>,
     /// The JSON-RPC id of the request, for the call's span.
     pub(crate) id: Option<rmcp::model::RequestId>,
+    /// The deadline of the call's questions, and the guards it lends while they wait.
+    pub(crate) waiting: Waiting,
+}
+
+/// What a call knows about waiting on its client (see [`waiting`](crate::waiting)): the
+/// deadline of its questions, when its tool or server set one, and the guards it lends while
+/// they wait.
+#[derive(Clone, Default)]
+pub(crate) struct Waiting {
+    pub(crate) ask_timeout: Option<std::time::Duration>,
+    pub(crate) held: Option<Arc<dyn crate::guard::Lend>>,
+}
+
+impl Waiting {
+    /// Runs `wait` (a question to the client) with the call's guards lent out, and takes them
+    /// back once it is answered (or failed).
+    pub(crate) async fn lending<T>(
+        &self,
+        wait: impl std::future::Future<Output = T>,
+    ) -> Result<T, ToolError> {
+        let Some(held) = &self.held else {
+            return Ok(wait.await);
+        };
+        held.lend();
+        let answer = wait.await;
+        held.resume().await?;
+        Ok(answer)
+    }
 }
 
 impl CallContext {

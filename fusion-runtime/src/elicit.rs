@@ -47,6 +47,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::context::Waiting;
 use crate::context::{CallContext, FromContext};
 use crate::error::ToolError;
 use crate::guarded::{GuardedNames, InputSurface, UndeclaredKeys};
@@ -60,6 +61,25 @@ pub const ROOTS_UNSUPPORTED: &str = "ROOTS_UNSUPPORTED";
 /// The code under which a handler's question travels out of it on 2026-07-28 (the transport
 /// turns it into an `input_required` result; an agent never sees it).
 pub const INPUT_REQUIRED: &str = "INPUT_REQUIRED";
+
+/// How long a question to the client waits for its answer when neither the action nor the
+/// server says: two minutes, long enough for a person to read and decide.
+pub const DEFAULT_ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The call's question was not answered in time: retryable, since the person may answer the
+/// next time.
+pub(crate) fn no_answer(what: &str, within: std::time::Duration) -> ToolError {
+    ToolError::new(
+        crate::error::codes::NO_ANSWER,
+        format!(
+            "The client did not answer the request for {what} within its {} ms limit; nothing \
+             was changed.",
+            within.as_millis()
+        ),
+    )
+    .with_recovery("Call again when the user is ready to answer.")
+    .with_retryable(true)
+}
 
 /// The user's answer to [`Elicit::ask`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +180,9 @@ pub(crate) struct Round {
     pending: Mutex<BTreeMap<String, Pending>>,
     /// A capability the handler needed and the client did not declare (2026-07-28).
     missing: Mutex<Option<Need>>,
+    /// The shortest deadline of this run's questions, when its tool or server set one
+    /// (2026-07-28: the sealed state expires with it).
+    deadline: Mutex<Option<std::time::Duration>>,
 }
 
 pub(crate) enum Era {
@@ -204,6 +227,7 @@ impl Round {
             unnamed: Mutex::new(0),
             pending: Mutex::new(BTreeMap::new()),
             missing: Mutex::new(None),
+            deadline: Mutex::new(None),
         }
     }
 
@@ -228,8 +252,18 @@ impl Round {
             .take()
     }
 
+    /// How long the sealed state of this run's questions lives, when a deadline was set.
+    pub(crate) fn deadline(&self) -> Option<std::time::Duration> {
+        *self.deadline.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Asks `request` under `key` (or the next `qN`): the answer, as the client sent it.
-    async fn ask(&self, key: Option<&str>, request: Outgoing) -> Result<Value, ToolError> {
+    async fn ask(
+        &self,
+        key: Option<&str>,
+        request: Outgoing,
+        waiting: &Waiting,
+    ) -> Result<Value, ToolError> {
         let need = request.need();
         if !self.supports(need) {
             if matches!(self.era, Era::Rounds(_)) {
@@ -245,17 +279,17 @@ impl Round {
         }
         match &self.era {
             Era::Session(peer) => {
-                let answer = match request {
-                    Outgoing::Elicit(params) => peer.create_elicitation(params).await.map(to_value),
-                    Outgoing::Sample(params) => peer.create_message(params).await.map(to_value),
-                    Outgoing::Roots => peer.list_roots().await.map(to_value),
-                };
-                answer.map_err(|error| {
-                    ToolError::new(
+                let within = waiting.ask_timeout.unwrap_or(DEFAULT_ASK_TIMEOUT);
+                match waiting.lending(request.send(peer, within)).await? {
+                    Ok(answer) => Ok(to_value(answer)),
+                    Err(rmcp::service::ServiceError::Timeout { .. }) => {
+                        Err(no_answer(need.name(), within))
+                    }
+                    Err(error) => Err(ToolError::new(
                         need.code(),
                         format!("The client did not answer the request: {error}."),
-                    )
-                })
+                    )),
+                }
             }
             Era::Rounds(answers) => {
                 let key = match key {
@@ -267,6 +301,10 @@ impl Round {
                         format!("q{unnamed}")
                     }
                 };
+                if let Some(within) = waiting.ask_timeout {
+                    let mut deadline = self.deadline.lock().unwrap_or_else(PoisonError::into_inner);
+                    *deadline = Some(deadline.map_or(within, |earlier| earlier.min(within)));
+                }
                 let request = request.into_input_request();
                 let question = digest(&request);
                 if let Some(Asked {
@@ -328,6 +366,34 @@ impl Outgoing {
         }
     }
 
+    /// Sends it over the session; past `within` the client is told it is cancelled.
+    async fn send(
+        self,
+        peer: &Peer<RoleServer>,
+        within: std::time::Duration,
+    ) -> Result<rmcp::model::ClientResult, rmcp::service::ServiceError> {
+        use rmcp::model::ServerRequest;
+        let request = match self {
+            Outgoing::Elicit(params) => ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+            Outgoing::Sample(params) => {
+                params.validate().map_err(|error| {
+                    rmcp::service::ServiceError::McpError(rmcp::ErrorData::invalid_params(
+                        error, None,
+                    ))
+                })?;
+                ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))
+            }
+            Outgoing::Roots => ServerRequest::ListRootsRequest(ListRootsRequest::default()),
+        };
+        peer.send_request_with_option(
+            request,
+            rmcp::service::PeerRequestOptions::with_timeout(within),
+        )
+        .await?
+        .await_response()
+        .await
+    }
+
     fn into_input_request(self) -> InputRequest {
         match self {
             Outgoing::Elicit(params) => InputRequest::Elicitation(ElicitRequest::new(params)),
@@ -344,9 +410,10 @@ async fn ask_through(
     round: Option<&Arc<Round>>,
     key: Option<&str>,
     request: Outgoing,
+    waiting: &Waiting,
 ) -> Result<Value, ToolError> {
     match round {
-        Some(round) => round.ask(key, request).await,
+        Some(round) => round.ask(key, request, waiting).await,
         None => Err(unsupported(
             request.need(),
             "this call did not come through an MCP transport",
@@ -397,6 +464,7 @@ pub struct Elicit {
     key: Option<String>,
     /// The guarded fields of the server's models: never asked for.
     guarded: Option<Arc<GuardedNames>>,
+    waiting: Waiting,
 }
 
 impl std::fmt::Debug for Elicit {
@@ -413,6 +481,7 @@ impl FromContext for Elicit {
             round: round_of(context),
             key: None,
             guarded: context.state.get::<GuardedNames>(),
+            waiting: context.request.waiting.clone(),
         })
     }
 }
@@ -433,6 +502,7 @@ impl Elicit {
             round: self.round.clone(),
             key: Some(key.into()),
             guarded: self.guarded.clone(),
+            waiting: self.waiting.clone(),
         }
     }
 
@@ -529,6 +599,7 @@ impl Elicit {
             self.round.as_ref(),
             self.key.as_deref(),
             Outgoing::Elicit(params),
+            &self.waiting,
         )
         .await?;
         answer_of(Need::Elicitation, answer)
@@ -718,6 +789,7 @@ pub struct Sampled {
 pub struct Sample {
     round: Option<Arc<Round>>,
     key: Option<String>,
+    waiting: Waiting,
 }
 
 impl std::fmt::Debug for Sample {
@@ -733,6 +805,7 @@ impl FromContext for Sample {
         Ok(Sample {
             round: round_of(context),
             key: None,
+            waiting: context.request.waiting.clone(),
         })
     }
 }
@@ -751,6 +824,7 @@ impl Sample {
         Sample {
             round: self.round.clone(),
             key: Some(key.into()),
+            waiting: self.waiting.clone(),
         }
     }
 
@@ -768,6 +842,7 @@ impl Sample {
             self.round.as_ref(),
             self.key.as_deref(),
             Outgoing::Sample(request.into_params()),
+            &self.waiting,
         )
         .await?;
         let result: CreateMessageResult = answer_of(Need::Sampling, answer)?;
@@ -814,6 +889,7 @@ pub struct Root {
 pub struct Roots {
     round: Option<Arc<Round>>,
     key: Option<String>,
+    waiting: Waiting,
 }
 
 impl std::fmt::Debug for Roots {
@@ -829,6 +905,7 @@ impl FromContext for Roots {
         Ok(Roots {
             round: round_of(context),
             key: None,
+            waiting: context.request.waiting.clone(),
         })
     }
 }
@@ -847,6 +924,7 @@ impl Roots {
         Roots {
             round: self.round.clone(),
             key: Some(key.into()),
+            waiting: self.waiting.clone(),
         }
     }
 
@@ -857,7 +935,13 @@ impl Roots {
     }
 
     async fn list_now(&self) -> Result<Vec<Root>, ToolError> {
-        let answer = ask_through(self.round.as_ref(), self.key.as_deref(), Outgoing::Roots).await?;
+        let answer = ask_through(
+            self.round.as_ref(),
+            self.key.as_deref(),
+            Outgoing::Roots,
+            &self.waiting,
+        )
+        .await?;
         let result: ListRootsResult = answer_of(Need::Roots, answer)?;
         Ok(result
             .roots

@@ -32,6 +32,9 @@ pub mod codes {
     pub const SERVER_BUSY: &str = "SERVER_BUSY";
     /// The call took too long.
     pub const TIMEOUT: &str = "TIMEOUT";
+    /// The client (or its user) did not answer the call's question in time; nothing was
+    /// changed, and the call may be made again.
+    pub const NO_ANSWER: &str = "NO_ANSWER";
     /// The client cancelled the request; the handler was stopped.
     pub const CANCELLED: &str = "CANCELLED";
     /// Something failed inside the server; the details are in the server's logs under `errorId`.

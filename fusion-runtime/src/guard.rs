@@ -1,9 +1,12 @@
 //! Guards around the handler (SPEC G1–G3), configured per action and free when not configured.
 //!
 //! - **Concurrency** ([`Concurrency`]): at most `max_active` calls run at once, at most
-//!   `max_queued` wait; beyond that a call gets `SERVER_BUSY` with a retry hint at once.
+//!   `max_queued` wait; beyond that a call gets `SERVER_BUSY` with a retry hint at once. One
+//!   tenant may take only its share of both (half, by default), so that its flood or its stuck
+//!   calls never deny another tenant.
 //! - **Serialization** ([`Serialization`]): calls of a destructive action run one at a time, in
-//!   arrival order (FIFO), per action or per value of one argument.
+//!   arrival order (FIFO), per action or per value of one argument, and always per tenant:
+//!   invoice `INV-3` of one tenant is not another's.
 //! - **Egress budget** (`max_bytes`): a result whose data is larger is cut at item boundaries.
 
 use std::collections::HashMap;
@@ -12,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::JsonObject;
+use serde_json::Value;
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ToolError;
@@ -25,16 +29,37 @@ pub struct Concurrency {
     pub max_queued: usize,
     /// The retry hint given with `SERVER_BUSY`.
     pub retry_after: Duration,
+    /// The part of `max_active` and of `max_active + max_queued` (in percent, at least one
+    /// call) that the calls of one tenant may take; a tenant past it gets `SERVER_BUSY` while
+    /// others still get in. 100 turns the share off.
+    pub tenant_share_percent: u8,
 }
 
+/// The default share of one tenant: half of a tool's slots and seats.
+pub const DEFAULT_TENANT_SHARE_PERCENT: u8 = 50;
+
 impl Concurrency {
-    /// `max_active` at once, `max_queued` waiting, retry hint of one second.
+    /// `max_active` at once, `max_queued` waiting, retry hint of one second, each tenant at
+    /// most half of both.
     pub fn new(max_active: usize, max_queued: usize) -> Self {
         Concurrency {
             max_active: max_active.max(1),
             max_queued,
             retry_after: Duration::from_secs(1),
+            tenant_share_percent: DEFAULT_TENANT_SHARE_PERCENT,
         }
+    }
+
+    /// The same, each tenant taking at most `percent` of the slots and seats (1 to 100).
+    #[must_use]
+    pub fn with_tenant_share(mut self, percent: u8) -> Self {
+        self.tenant_share_percent = percent.clamp(1, 100);
+        self
+    }
+
+    /// How many of `total` one tenant may take: its share, at least one.
+    fn tenant_part(&self, total: usize) -> usize {
+        (total * usize::from(self.tenant_share_percent) / 100).max(1)
     }
 }
 
@@ -60,14 +85,22 @@ pub enum Serialization {
 /// [`ServerBuilder::serialization_lock`](crate::ServerBuilder::serialization_lock).
 pub trait SerializationLock: Send + Sync + 'static {
     /// Waits until this process holds the lock named `key`, and returns what releases it when
-    /// dropped. `key` is the action's key, a `/`, then its FIFO key: the JSON of the
-    /// serializing argument once validated (`billing.void_invoice/"INV-7"`), or `*` for a
-    /// per-action lock. An error (the lock's store is down, the wait timed out) is the call's
+    /// dropped. `key` is the action's key, a `/`, then its FIFO key: for a call of a tenant,
+    /// the tenant's id as a JSON string and a `/`; then the JSON of the serializing argument
+    /// once validated (`billing.void_invoice/"t_777"/"INV-7"`), or `*` for a per-action lock.
+    /// An error (the lock's store is down, the wait timed out) is the call's
     /// answer; make it retryable when a later call may succeed.
     fn acquire<'a>(
         &'a self,
         key: &'a str,
     ) -> futures::future::BoxFuture<'a, Result<Box<dyn Send + 'static>, ToolError>>;
+}
+
+/// What a call holds and gives back while it waits on its client (see
+/// [`waiting`](crate::waiting)): lent when a question starts, taken back once it is answered.
+pub(crate) trait Lend: Send + Sync {
+    fn lend(&self);
+    fn resume(&self) -> futures::future::BoxFuture<'_, Result<(), ToolError>>;
 }
 
 /// A rate limit: at most `max` calls per `per`, for each caller (SPEC G1). Beyond it a call gets
@@ -146,39 +179,157 @@ impl RateLimiter {
     }
 }
 
-pub(crate) struct ConcurrencyGuard {
+/// The concurrency limit of one action (or upstream); cloning shares it.
+#[derive(Clone)]
+pub(crate) struct ConcurrencyGuard(Arc<Limiter>);
+
+struct Limiter {
     limits: Concurrency,
     slots: Arc<Semaphore>,
     queued: AtomicUsize,
+    /// The tenants with calls in the guard (running, queued, or waiting on a person).
+    tenants: Mutex<HashMap<String, TenantCalls>>,
 }
 
-/// A running call's slot; released on drop.
+struct TenantCalls {
+    /// Its calls in the guard.
+    seats: usize,
+    /// Its share of the running slots.
+    running: Arc<Semaphore>,
+}
+
+/// A call's place in the guard; released on drop. While the call waits on a person its
+/// permits are given back ([`Slot::lend`]) and its tenant's seat is kept: the waiting call
+/// counts against its own tenant's share only.
 pub(crate) struct Slot {
-    _permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
+    tenant: Option<TenantSeat>,
+}
+
+/// One of a tenant's seats in a guard, with its running permit while it runs.
+struct TenantSeat {
+    limiter: Arc<Limiter>,
+    tenant: String,
+    running: Arc<Semaphore>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Drop for TenantSeat {
+    fn drop(&mut self) {
+        self.permit.take();
+        let mut tenants = self
+            .limiter
+            .tenants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(calls) = tenants.get_mut(&self.tenant) {
+            calls.seats -= 1;
+            if calls.seats == 0 {
+                tenants.remove(&self.tenant);
+            }
+        }
+    }
 }
 
 impl ConcurrencyGuard {
     pub(crate) fn new(limits: Concurrency) -> Self {
-        ConcurrencyGuard {
+        ConcurrencyGuard(Arc::new(Limiter {
             limits,
             slots: Arc::new(Semaphore::new(limits.max_active)),
             queued: AtomicUsize::new(0),
+            tenants: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    fn busy(&self) -> ToolError {
+        ToolError::server_busy(self.0.limits.retry_after)
+    }
+
+    /// A slot now, or after waiting in the bounded queue, or `SERVER_BUSY` at once; for a call
+    /// of `tenant`, within that tenant's share.
+    pub(crate) async fn enter(&self, tenant: Option<&str>) -> Result<Slot, ToolError> {
+        let mut seat = match tenant {
+            Some(tenant) if self.0.limits.tenant_share_percent < 100 => Some(self.seat(tenant)?),
+            _ => None,
+        };
+        if let Some(seat) = &mut seat {
+            seat.run().await;
+        }
+        let limiter = &self.0;
+        if let Ok(permit) = Arc::clone(&limiter.slots).try_acquire_owned() {
+            return Ok(Slot {
+                permit: Some(permit),
+                tenant: seat,
+            });
+        }
+        let position = limiter.queued.fetch_add(1, Ordering::AcqRel);
+        let _leave = QueueSeat(&limiter.queued);
+        if position >= limiter.limits.max_queued {
+            return Err(self.busy());
+        }
+        match Arc::clone(&limiter.slots).acquire_owned().await {
+            Ok(permit) => Ok(Slot {
+                permit: Some(permit),
+                tenant: seat,
+            }),
+            Err(_) => Err(self.busy()),
         }
     }
 
-    /// A slot now, or after waiting in the bounded queue, or `SERVER_BUSY` at once.
-    pub(crate) async fn enter(&self) -> Result<Slot, ToolError> {
-        if let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() {
-            return Ok(Slot { _permit: permit });
+    /// A seat of `tenant`, or `SERVER_BUSY` when its calls fill its share already.
+    fn seat(&self, tenant: &str) -> Result<TenantSeat, ToolError> {
+        let limits = &self.0.limits;
+        let mut tenants = self
+            .0
+            .tenants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let calls = tenants
+            .entry(tenant.to_owned())
+            .or_insert_with(|| TenantCalls {
+                seats: 0,
+                running: Arc::new(Semaphore::new(limits.tenant_part(limits.max_active))),
+            });
+        if calls.seats >= limits.tenant_part(limits.max_active + limits.max_queued) {
+            return Err(self.busy());
         }
-        let position = self.queued.fetch_add(1, Ordering::AcqRel);
-        let _leave = QueueSeat(&self.queued);
-        if position >= self.limits.max_queued {
-            return Err(ToolError::server_busy(self.limits.retry_after));
+        calls.seats += 1;
+        Ok(TenantSeat {
+            limiter: Arc::clone(&self.0),
+            tenant: tenant.to_owned(),
+            running: Arc::clone(&calls.running),
+            permit: None,
+        })
+    }
+
+    /// Takes back the permits `slot` lent while its call waited on a person: it waits for a
+    /// running slot like a queued call, without counting against the queue (it was let in).
+    pub(crate) async fn resume(&self, slot: &mut Slot) {
+        if let Some(seat) = &mut slot.tenant {
+            seat.run().await;
         }
-        match Arc::clone(&self.slots).acquire_owned().await {
-            Ok(permit) => Ok(Slot { _permit: permit }),
-            Err(_) => Err(ToolError::server_busy(self.limits.retry_after)),
+        if slot.permit.is_none() {
+            slot.permit = Arc::clone(&self.0.slots).acquire_owned().await.ok();
+        }
+    }
+}
+
+impl TenantSeat {
+    /// Waits for one of the tenant's running slots.
+    async fn run(&mut self) {
+        if self.permit.is_none() {
+            self.permit = Arc::clone(&self.running).acquire_owned().await.ok();
+        }
+    }
+}
+
+impl Slot {
+    /// Gives back the running permits (the tool's and the tenant's) while the call waits on a
+    /// person; the tenant's seat stays taken.
+    pub(crate) fn lend(&mut self) {
+        self.permit.take();
+        if let Some(seat) = &mut self.tenant {
+            seat.permit.take();
         }
     }
 }
@@ -192,30 +343,23 @@ impl Drop for QueueSeat<'_> {
     }
 }
 
-/// The FIFO lock of an action (tokio's mutex queues waiters in arrival order).
-pub(crate) enum SerialGuard {
-    Action(Arc<tokio::sync::Mutex<()>>),
-    Argument {
-        name: String,
-        locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
-    },
+/// The FIFO locks of an action (tokio's mutex queues waiters in arrival order), one per tenant
+/// and, for a per-argument lock, per value; cloning shares them.
+#[derive(Clone)]
+pub(crate) struct SerialGuard {
+    /// The serializing argument; none for a per-action lock.
+    argument: Option<String>,
+    locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
-/// A held serialization lock; released on drop.
-// Held for its `Drop`: the lock is released when the call ends.
-#[allow(dead_code)]
-pub(crate) enum Turn {
-    Action(OwnedMutexGuard<()>),
-    Argument(KeyedTurn),
-}
-
-pub(crate) struct KeyedTurn {
+/// A held serialization lock; released on drop (and forgotten when nobody else wants it).
+pub(crate) struct Turn {
     key: String,
     guard: Option<OwnedMutexGuard<()>>,
     locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
-impl Drop for KeyedTurn {
+impl Drop for Turn {
     fn drop(&mut self) {
         let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
         // Release first, then forget the key if nobody else holds or waits for it: under the
@@ -231,55 +375,63 @@ impl Drop for KeyedTurn {
 
 impl SerialGuard {
     pub(crate) fn per_action() -> Self {
-        SerialGuard::Action(Arc::new(tokio::sync::Mutex::new(())))
+        SerialGuard {
+            argument: None,
+            locks: Arc::default(),
+        }
     }
 
     pub(crate) fn per_argument(name: String) -> Self {
-        SerialGuard::Argument {
-            name,
-            locks: Arc::new(Mutex::new(HashMap::new())),
+        SerialGuard {
+            argument: Some(name),
+            locks: Arc::default(),
         }
     }
 
-    /// The key of a call's turn: the JSON of its serializing argument (`null` when absent), or
-    /// nothing for a per-action lock. Taken before the handler reads the arguments, and used
-    /// only once they are validated, so that equal values of the right type share a lock.
+    /// The serializing argument; none for a per-action lock.
+    pub(crate) fn argument(&self) -> Option<&str> {
+        self.argument.as_deref()
+    }
+
+    /// The value part of a call's key: the JSON of its serializing argument (`null` when
+    /// absent), or nothing for a per-action lock. Taken before the handler reads the
+    /// arguments, and used only once they are validated, so that equal values of the right
+    /// type share a lock.
     pub(crate) fn key_of(&self, args: &JsonObject) -> Option<String> {
-        match self {
-            SerialGuard::Action(_) => None,
-            SerialGuard::Argument { name, .. } => Some(
-                args.get(name)
-                    .map_or_else(|| "null".to_owned(), ToString::to_string),
-            ),
+        self.argument.as_ref().map(|name| {
+            args.get(name)
+                .map_or_else(|| "null".to_owned(), ToString::to_string)
+        })
+    }
+
+    /// The whole FIFO key of a call of `tenant` whose value part is `value`: the tenant's id
+    /// as a JSON string and a `/` (so that no id can pass for another tenant's), then the
+    /// value or `*`. Without a tenant, the value alone.
+    pub(crate) fn scoped(tenant: Option<&str>, value: Option<&str>) -> String {
+        let value = value.unwrap_or("*");
+        match tenant {
+            Some(tenant) => format!("{}/{value}", Value::from(tenant)),
+            None => value.to_owned(),
         }
     }
 
-    /// Waits for this call's turn.
-    pub(crate) async fn turn(&self, key: Option<String>) -> Turn {
-        match self {
-            SerialGuard::Action(lock) => Turn::Action(Arc::clone(lock).lock_owned().await),
-            SerialGuard::Argument { locks, .. } => {
-                let key = key.unwrap_or_else(|| "null".to_owned());
-                let lock = {
-                    let mut map = locks.lock().unwrap_or_else(PoisonError::into_inner);
-                    Arc::clone(map.entry(key.clone()).or_default())
-                };
-                let guard = lock.lock_owned().await;
-                Turn::Argument(KeyedTurn {
-                    key,
-                    guard: Some(guard),
-                    locks: Arc::clone(locks),
-                })
-            }
+    /// Waits for the turn of the calls of `key` (from [`SerialGuard::scoped`]).
+    pub(crate) async fn turn(&self, key: &str) -> Turn {
+        let lock = {
+            let mut map = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(map.entry(key.to_owned()).or_default())
+        };
+        let guard = lock.lock_owned().await;
+        Turn {
+            key: key.to_owned(),
+            guard: Some(guard),
+            locks: Arc::clone(&self.locks),
         }
     }
 
     #[cfg(test)]
     fn live_keys(&self) -> usize {
-        match self {
-            SerialGuard::Action(_) => 0,
-            SerialGuard::Argument { locks, .. } => locks.lock().map(|map| map.len()).unwrap_or(0),
-        }
+        self.locks.lock().map(|map| map.len()).unwrap_or(0)
     }
 }
 
@@ -290,17 +442,17 @@ mod tests {
 
     #[tokio::test]
     async fn beyond_active_and_queued_calls_are_refused_at_once() {
-        let guard = Arc::new(ConcurrencyGuard::new(Concurrency::new(1, 1)));
-        let running = guard.enter().await.expect("a free slot");
+        let guard = ConcurrencyGuard::new(Concurrency::new(1, 1));
+        let running = guard.enter(None).await.expect("a free slot");
         let waiting = {
-            let guard = Arc::clone(&guard);
-            tokio::spawn(async move { guard.enter().await.map(|_| ()) })
+            let guard = guard.clone();
+            tokio::spawn(async move { guard.enter(None).await.map(|_| ()) })
         };
         // Let the second call take its seat in the queue.
-        while guard.queued.load(Ordering::Acquire) == 0 {
+        while guard.0.queued.load(Ordering::Acquire) == 0 {
             tokio::task::yield_now().await;
         }
-        let refused = guard.enter().await.err().expect("the queue is full");
+        let refused = guard.enter(None).await.err().expect("the queue is full");
         assert_eq!(refused.code(), "SERVER_BUSY");
         assert_eq!(refused.retry_after(), Some(Duration::from_secs(1)));
         drop(running);
@@ -308,7 +460,81 @@ mod tests {
             .await
             .unwrap()
             .expect("the queued call runs once a slot frees");
-        assert_eq!(guard.queued.load(Ordering::Acquire), 0);
+        assert_eq!(guard.0.queued.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn one_tenant_takes_only_its_share_and_leaves_the_rest_to_others() {
+        // 4 running, 4 queued; a tenant may hold 2 running and 4 in all.
+        let guard = ConcurrencyGuard::new(Concurrency::new(4, 4));
+        let mut b_calls = Vec::new();
+        for _ in 0..2 {
+            b_calls.push(guard.enter(Some("b")).await.expect("within B's share"));
+        }
+        let b_waiting: Vec<_> = (0..2)
+            .map(|_| {
+                let guard = guard.clone();
+                tokio::spawn(async move { guard.enter(Some("b")).await.map(|_| ()) })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        while guard.0.tenants.lock().unwrap()["b"].seats < 4 {
+            tokio::task::yield_now().await;
+        }
+        let refused = guard
+            .enter(Some("b"))
+            .await
+            .err()
+            .expect("B's share is full");
+        assert_eq!(refused.code(), "SERVER_BUSY");
+        // A still runs at once, on the slots B may not take.
+        let a = guard.enter(Some("a")).await.expect("A's share");
+        let a_too = guard.enter(Some("a")).await.expect("A's share");
+        drop((a, a_too));
+        // A call that waits on a person lends its running slots but keeps its seat.
+        let mut asking = b_calls.pop().unwrap();
+        asking.lend();
+        for waiting in b_waiting.into_iter().take(1) {
+            waiting
+                .await
+                .unwrap()
+                .expect("B's queued call runs on the lent slot");
+        }
+        guard.resume(&mut asking).await;
+        drop(asking);
+        drop(b_calls);
+        assert!(guard.0.tenants.lock().unwrap().len() <= 1);
+    }
+
+    #[tokio::test]
+    async fn a_serialized_call_waits_only_for_its_own_tenants_call_on_the_same_value() {
+        let guard = SerialGuard::per_argument("id".into());
+        let args = json!({"id": "INV-3"}).as_object().cloned().unwrap();
+        let value = guard.key_of(&args);
+        let b_key = SerialGuard::scoped(Some("b"), value.as_deref());
+        let a_key = SerialGuard::scoped(Some("a"), value.as_deref());
+        assert_eq!(b_key, r#""b"/"INV-3""#);
+        let b_turn = guard.turn(&b_key).await;
+        // A's INV-3 is another invoice: its turn comes at once.
+        let a_turn = tokio::time::timeout(Duration::from_secs(1), guard.turn(&a_key))
+            .await
+            .expect("A does not wait for B");
+        // B's second call on its INV-3 waits.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), guard.turn(&b_key))
+                .await
+                .is_err()
+        );
+        drop((a_turn, b_turn));
+        // Per action, too: one turn per tenant.
+        let per_action = SerialGuard::per_action();
+        let _b = per_action.turn(&SerialGuard::scoped(Some("b"), None)).await;
+        tokio::time::timeout(
+            Duration::from_secs(1),
+            per_action.turn(&SerialGuard::scoped(Some("a"), None)),
+        )
+        .await
+        .expect("A does not wait for B");
     }
 
     #[test]
@@ -341,8 +567,12 @@ mod tests {
         let guard = SerialGuard::per_argument("id".into());
         let one = json!({"id": "INV-1"}).as_object().cloned().unwrap();
         let two = json!({"id": "INV-2"}).as_object().cloned().unwrap();
-        let first = guard.turn(guard.key_of(&one)).await;
-        let other = guard.turn(guard.key_of(&two)).await;
+        let first = guard
+            .turn(&SerialGuard::scoped(None, guard.key_of(&one).as_deref()))
+            .await;
+        let other = guard
+            .turn(&SerialGuard::scoped(None, guard.key_of(&two).as_deref()))
+            .await;
         assert_eq!(guard.live_keys(), 2);
         drop(first);
         drop(other);

@@ -56,8 +56,10 @@ pub mod scopes;
 pub mod serve;
 pub mod server;
 pub mod spec;
+mod tenancy;
 pub mod testing;
 pub mod upstream;
+pub mod waiting;
 pub mod wire;
 pub mod xml;
 
@@ -70,8 +72,11 @@ pub use build::ServerBuilder;
 #[cfg(feature = "http")]
 pub use context::HttpRequest;
 pub use context::{CallContext, Ext, FromContext, Progress, Provided, ServerParts, State};
+pub use elicit::DEFAULT_ASK_TIMEOUT;
 pub use error::{BuildError, ErrorCatalog, ToolError, codes, echo};
-pub use guard::{Concurrency, RateLimit, Serialization, SerializationLock};
+pub use guard::{
+    Concurrency, DEFAULT_TENANT_SHARE_PERCENT, RateLimit, Serialization, SerializationLock,
+};
 pub use guarded::{GuardedInput, InputSurface};
 pub use hidden::Hidden;
 pub use key::{Glob, ToolKey};

@@ -24,7 +24,6 @@ pub use fusion_lock::{DEFAULT_THRESHOLD_PERCENT, TokenBudget};
 
 use crate::action::ActionFacts;
 use crate::error::BuildError;
-use crate::guard::SerialGuard;
 use crate::present::PresenterInfo;
 use crate::server::{CompiledAction, Server};
 
@@ -168,10 +167,10 @@ fn action_entry(server: &Server, action: &CompiledAction) -> ActionEntry {
             // The guard in force, defaults resolved (a destructive write is serialized).
             serialization: match &action.serial {
                 None => Serialization::None,
-                Some(SerialGuard::Action(_)) => Serialization::PerAction,
-                Some(SerialGuard::Argument { name, .. }) => {
-                    Serialization::PerArgument(name.clone())
-                }
+                Some(serial) => match serial.argument() {
+                    None => Serialization::PerAction,
+                    Some(name) => Serialization::PerArgument(name.to_owned()),
+                },
             },
             concurrency: facts.concurrency.map(|concurrency| Concurrency {
                 max_active: concurrency.max_active as u64,

@@ -54,6 +54,8 @@ pub(crate) struct ServerInner {
     /// Keys sealing the state of elicitation rounds, and how long a state lives.
     pub(crate) state_keys: crate::request_state::StateKeys,
     pub(crate) state_ttl: std::time::Duration,
+    /// How long a question to the client waits, unless its tool says.
+    pub(crate) ask_timeout: Option<std::time::Duration>,
     /// Calls that measured anything (a clock read, an audit digest): a probe for tests of the
     /// path that measures nothing when nobody listens.
     #[cfg(feature = "bench-hooks")]
@@ -116,15 +118,18 @@ impl Server {
         self.inner.state_keys.open(token, binding)
     }
 
-    /// `data` sealed for `binding`, to live as long as this server's states do.
+    /// `data` sealed for `binding`, to live as long as this server's states do, or until
+    /// `deadline` (its questions' deadline) when that is sooner.
     pub(crate) fn seal_request_state(
         &self,
         binding: &crate::request_state::Binding,
         data: &serde_json::Value,
+        deadline: Option<std::time::Duration>,
     ) -> String {
-        self.inner
-            .state_keys
-            .seal(binding, data, self.inner.state_ttl)
+        let ttl = deadline.map_or(self.inner.state_ttl, |deadline| {
+            deadline.min(self.inner.state_ttl)
+        });
+        self.inner.state_keys.seal(binding, data, ttl)
     }
 
     /// A request for `name` (a tool, prompt or resource) refused before its handler ran,
@@ -231,6 +236,8 @@ pub(crate) struct CompiledAction {
     pub(crate) middleware: Box<[Arc<dyn Middleware>]>,
     pub(crate) concurrency: Option<ConcurrencyGuard>,
     pub(crate) serial: Option<SerialGuard>,
+    /// How long the handler's questions wait, when the tool says.
+    pub(crate) ask_timeout: Option<std::time::Duration>,
     /// The lock shared by replicas, taken after `serial`'s turn (only when `serial` is set).
     pub(crate) shared_lock: Option<Arc<dyn crate::guard::SerializationLock>>,
     /// The rate limit of each caller of this action.
@@ -370,7 +377,9 @@ impl Server {
 
     /// A new context for one call, with nothing attached yet.
     pub fn new_context(&self) -> CallContext {
-        CallContext::new(Arc::clone(&self.inner.state))
+        let mut context = CallContext::new(Arc::clone(&self.inner.state));
+        context.request.waiting.ask_timeout = self.inner.ask_timeout;
+        context
     }
 
     /// How many calls measured anything (see the `bench-hooks` feature).

@@ -101,6 +101,7 @@ pub struct ToolSpec {
     pub(crate) max_bytes: Option<usize>,
     pub(crate) toolset: Option<Cow<'static, str>>,
     pub(crate) timeout: Option<std::time::Duration>,
+    pub(crate) ask_timeout: Option<std::time::Duration>,
     pub(crate) rate_limit: Option<crate::guard::RateLimit>,
     /// What was wrong with the declaration itself (an HTTP route that does not parse…),
     /// reported when the server is built.
@@ -151,6 +152,7 @@ impl ToolSpec {
             max_bytes: None,
             toolset: None,
             timeout: None,
+            ask_timeout: None,
             rate_limit: None,
             problems: Vec::new(),
         }
@@ -288,6 +290,15 @@ impl ToolSpec {
     #[must_use]
     pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// How long each question the handler asks its client (elicitation, sampling, roots) waits
+    /// for an answer before the call fails with a retryable `NO_ANSWER`; the server's default
+    /// otherwise (see [`waiting`](crate::waiting)).
+    #[must_use]
+    pub fn with_ask_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.ask_timeout = Some(timeout);
         self
     }
 

@@ -72,6 +72,12 @@ async fn summarize(sample: Sample) -> Result<String, ToolError> {
     sample.text("Summarize the desk.", 20).await
 }
 
+/// Needs the roots, answered within 300 ms.
+#[tool(query, name = "desk.quick_roots", ask_timeout = "300ms")]
+async fn quick_roots(roots: Roots) -> Result<usize, ToolError> {
+    Ok(roots.list().await?.len())
+}
+
 /// A prompt that asks for its subject first.
 #[prompt(name = "desk.letter")]
 async fn letter(ask: Elicit) -> Result<PromptMessages, ToolError> {
@@ -88,6 +94,7 @@ fn mcp() -> Mcp {
             .tool::<greet>()
             .tool::<can>()
             .tool::<summarize>()
+            .tool::<quick_roots>()
             .prompt::<letter>()
             .build()
             .expect("server builds"),
@@ -395,5 +402,44 @@ async fn a_client_is_asked_only_what_it_declared() {
         other => panic!("expected -32021, got {other:?}"),
     }
     assert!(desk.asked().is_empty());
+    connected.close().await;
+}
+
+#[tokio::test]
+async fn a_round_state_expires_with_its_tools_ask_timeout() {
+    let mcp = mcp();
+    let connected = rounds(&mcp, Desk::full());
+    let answer = || serde_json::from_value(json!({ "q1": { "roots": [] } })).unwrap();
+    // Answered in time, the call completes.
+    let CallToolResponse::InputRequired(asked) = connected
+        .call_once(CallToolRequestParams::new("desk_quick_roots"))
+        .await
+    else {
+        panic!("expected input_required")
+    };
+    let mut params = CallToolRequestParams::new("desk_quick_roots");
+    params.input_responses = answer();
+    params.request_state = asked.request_state;
+    let CallToolResponse::Complete(result) = connected.call_once(params).await else {
+        panic!("expected a result")
+    };
+    assert_eq!(result.structured_content.unwrap()["data"], 0);
+    // Answered past the tool's 300 ms, the state has expired: nothing runs.
+    let CallToolResponse::InputRequired(asked) = connected
+        .call_once(CallToolRequestParams::new("desk_quick_roots"))
+        .await
+    else {
+        panic!("expected input_required")
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut params = CallToolRequestParams::new("desk_quick_roots");
+    params.input_responses = answer();
+    params.request_state = asked.request_state;
+    match within(connected.client.call_tool_once(params)).await {
+        Err(ServiceError::McpError(error)) => {
+            assert_eq!(error.data.unwrap()["code"], "REQUEST_STATE_EXPIRED");
+        }
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
     connected.close().await;
 }

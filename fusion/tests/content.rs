@@ -846,7 +846,8 @@ async fn reads_and_prompts_run_the_servers_middleware_limits_timeout_and_reports
             .resource::<slow_report>()
             .prompt::<region_brief>()
             .default_timeout(Duration::from_millis(100))
-            .rate_limit(fusion::RateLimit::new(4, Duration::from_secs(3600)))
+            // Per caller, and a caller is a subject of a tenant: `ann` of `eu` has two.
+            .rate_limit(fusion::RateLimit::new(2, Duration::from_secs(3600)))
             .audit(records.clone())
             .metrics(stats.clone())
             .build()
@@ -899,7 +900,8 @@ async fn reads_and_prompts_run_the_servers_middleware_limits_timeout_and_reports
         assert_eq!(error.data.unwrap()["code"], "TIMEOUT");
         assert!(started.elapsed() < Duration::from_secs(2));
 
-        // The server's rate limit counts reads and prompts with calls: four were admitted.
+        // The server's rate limit counts reads and prompts with calls: `ann` of `eu` had two
+        // admitted (the other tenant's `ann` has buckets of her own).
         let error = server
             .get_prompt(
                 "billing_region_brief",

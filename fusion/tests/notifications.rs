@@ -244,18 +244,24 @@ async fn subscribed_sessions_hear_of_the_mutations_that_invalidate_a_resource() 
         }
         other => panic!("expected resource not found, got {other:?}"),
     }
-    // `billing.void_invoice` invalidates `billing.*`, the invoice resource included.
+    // `billing.void_invoice` invalidates `billing.*`, the invoice resource included; it names
+    // the invoice (`id`, the URI template's parameter), so only INV-1's subscribers hear of it.
     let mut void = CallToolRequestParams::new("billing_void_invoice");
     void.arguments = json!({"id": "INV-1"}).as_object().cloned();
     let result = within(bob_client.call_tool(void)).await.expect("voided");
     assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(ann.updates(1).await, ["billing://invoices/INV-1"]);
+    assert!(bob.updates(0).await.is_empty(), "bob unsubscribed");
+    // Voiding INV-2 tells of INV-2.
+    let mut void = CallToolRequestParams::new("billing_void_invoice");
+    void.arguments = json!({"id": "INV-2"}).as_object().cloned();
+    within(bob_client.call_tool(void)).await.expect("voided");
     let mut heard = ann.updates(2).await;
     heard.sort();
     assert_eq!(
         heard,
         ["billing://invoices/INV-1", "billing://invoices/INV-2"]
     );
-    assert!(bob.updates(0).await.is_empty(), "bob unsubscribed");
     // A query invalidates nothing.
     let mut get = CallToolRequestParams::new("billing_get_invoice");
     get.arguments = json!({"id": "INV-2"}).as_object().cloned();

@@ -417,12 +417,13 @@ async fn fifty_voids_across_three_servers_on_one_database_one_succeeds() {
         }
     }
     assert_eq!((voided, already), (1, 49));
-    // Every call took the shared lock under the FIFO key, and never two at once.
+    // Every call took the shared lock under the FIFO key (the tenant's, then the invoice's),
+    // and never two at once.
     let keys = keys.lock().unwrap().clone();
     assert_eq!(keys.len(), 50);
     assert!(
         keys.iter()
-            .all(|key| key == "billing.void_invoice/\"INV-3\""),
+            .all(|key| key == "billing.void_invoice/\"t_777\"/\"INV-3\""),
         "{keys:?}"
     );
     assert_eq!(most.load(Ordering::SeqCst), 1);

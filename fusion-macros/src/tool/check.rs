@@ -282,11 +282,30 @@ fn check_positive_limits(args: &ToolArgs) -> Result<()> {
             errors.push(Error::custom("expected a positive number").with_span(limit));
         }
     }
-    // A zero timeout would stop every call before it starts.
-    if let Some(timeout) = args.timeout.as_ref().filter(|timeout| timeout.millis == 0) {
+    // A zero timeout would stop every call before it starts (every question, for
+    // `ask_timeout`).
+    for timeout in [&args.timeout, &args.ask_timeout]
+        .into_iter()
+        .flatten()
+        .filter(|timeout| timeout.millis == 0)
+    {
         errors.push(
             Error::custom("a timeout is a positive duration, such as \"5s\"")
                 .with_span(&timeout.span),
+        );
+    }
+    // A share is a percent of the slots: 0 would refuse every tenant's calls.
+    if let Some(share) = args
+        .concurrency
+        .as_ref()
+        .and_then(|concurrency| concurrency.tenant_share.as_ref())
+        && !share
+            .base10_parse::<u8>()
+            .is_ok_and(|percent| (1..=100).contains(&percent))
+    {
+        errors.push(
+            Error::custom("a tenant share is a percent of the slots, from 1 to 100")
+                .with_span(share),
         );
     }
     errors.finish()

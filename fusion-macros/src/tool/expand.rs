@@ -88,7 +88,11 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
             .queue
             .as_ref()
             .map_or_else(|| quote!(0), |queue| quote!(#queue));
-        options.push(quote!(.with_concurrency(#private::Concurrency::new(#max, #queue))));
+        let share = concurrency.tenant_share.as_ref().map(|share| {
+            let percent = share.base10_parse::<u8>().unwrap_or(100);
+            quote!(.with_tenant_share(#percent))
+        });
+        options.push(quote!(.with_concurrency(#private::Concurrency::new(#max, #queue)#share)));
     }
     match &tool.args.serialize {
         Some(SerializeArg::Off) => options.push(quote!(.with_serialization(#private::Serialization::Off))),
@@ -109,6 +113,10 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
     if let Some(timeout) = &tool.args.timeout {
         let millis = proc_macro2::Literal::u64_suffixed(timeout.millis);
         options.push(quote!(.with_timeout(::core::time::Duration::from_millis(#millis))));
+    }
+    if let Some(timeout) = &tool.args.ask_timeout {
+        let millis = proc_macro2::Literal::u64_suffixed(timeout.millis);
+        options.push(quote!(.with_ask_timeout(::core::time::Duration::from_millis(#millis))));
     }
     if let Some(rate) = &tool.args.rate_limit {
         let count = proc_macro2::Literal::u32_suffixed(rate.count);

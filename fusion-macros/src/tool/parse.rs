@@ -50,6 +50,9 @@ pub(super) struct ToolArgs {
     pub(super) toolset: Option<LitStr>,
     #[darling(default)]
     pub(super) timeout: Option<Window>,
+    /// How long each question to the client waits for its answer.
+    #[darling(default)]
+    pub(super) ask_timeout: Option<Window>,
     #[darling(default)]
     pub(super) rate_limit: Option<Rate>,
     /// `http = "GET /invoices/{id}"`: an HTTP proxy tool, declared without a body.
@@ -59,12 +62,15 @@ pub(super) struct ToolArgs {
     pub(super) krate: Krate,
 }
 
-/// `concurrency(max = 4, queue = 16)`.
+/// `concurrency(max = 4, queue = 16, tenant_share = 25)`.
 #[derive(FromMeta)]
 pub(super) struct ConcurrencyArgs {
     pub(super) max: syn::LitInt,
     #[darling(default)]
     pub(super) queue: Option<syn::LitInt>,
+    /// The percent of the slots and seats one tenant may take (1 to 100).
+    #[darling(default)]
+    pub(super) tenant_share: Option<syn::LitInt>,
 }
 
 /// `serialize = false`, `serialize = true` (per action) or `serialize = "argument"`.

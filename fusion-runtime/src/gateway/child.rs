@@ -4,6 +4,10 @@
 //! knows which of its requests were `tools/call`, and reads their answers straight as a
 //! `CallToolResult` ([`super::read`]); anything else takes rmcp's path. Stopping follows the
 //! MCP stdio sequence: stdin closed, then `SIGTERM`, then `SIGKILL`, a few seconds apart.
+//!
+//! A line longer than [`MAX_LINE`] is not kept (issue 24: a 50 MB answer cost the gateway
+//! 70 MB and more): it is skipped as it is read, and when its start names a `tools/call`
+//! still awaited, that call is answered with an error at once.
 
 use std::collections::HashSet;
 use std::process::Stdio;
@@ -16,11 +20,17 @@ use rmcp::model::{
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// How long a child may take to exit after each step of stopping it.
 const EXIT_WAIT: Duration = Duration::from_secs(3);
+
+/// The longest line read from an upstream, as rmcp's client allows a message.
+const MAX_LINE: usize = super::events::MAX_MESSAGE;
+
+/// How much of a skipped line is kept to find its request id.
+const ID_PREFIX: usize = 256;
 
 /// Request ids remembered at most (answers to forgotten ones are read the generic way).
 const MAX_PENDING: usize = 4096;
@@ -33,6 +43,8 @@ pub(crate) struct ChildTransport {
     write: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     /// The line being read, kept across cancelled reads (`receive` runs in a `select!`).
     line: Vec<u8>,
+    /// The start of a line too long to keep, while the rest of it is skipped.
+    skipped: Option<Vec<u8>>,
     /// Ids of `tools/call` requests sent and not answered yet.
     tool_calls: Arc<Mutex<HashSet<RequestId>>>,
 }
@@ -53,6 +65,7 @@ impl ChildTransport {
             read: BufReader::with_capacity(64 * 1024, stdout),
             write: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
             line: Vec::new(),
+            skipped: None,
             tool_calls: Arc::default(),
         })
     }
@@ -130,10 +143,16 @@ impl Transport<RoleClient> for ChildTransport {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
             // Cancel-safe: bytes read before a cancellation stay in `self.line`.
-            match self.read.read_until(b'\n', &mut self.line).await {
-                Ok(0) => return None,
-                Ok(_) if self.line.last() != Some(&b'\n') => return None,
-                Ok(_) => {}
+            match read_capped(&mut self.read, &mut self.line, &mut self.skipped).await {
+                Ok(Line::End) => return None,
+                Ok(Line::Complete) => {}
+                Ok(Line::Oversized(start)) => {
+                    tracing::warn!(max = MAX_LINE, "an upstream wrote a line too long to read");
+                    if let Some(answer) = too_large(&self.tool_calls, &start) {
+                        return Some(answer);
+                    }
+                    continue;
+                }
                 Err(error) => {
                     tracing::debug!(%error, "reading an upstream's stdout failed");
                     return None;
@@ -160,6 +179,81 @@ impl Transport<RoleClient> for ChildTransport {
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.stop().await
     }
+}
+
+/// What one read of a line ended with.
+enum Line {
+    /// A whole line, newline included, in the line buffer.
+    Complete,
+    /// A line longer than [`MAX_LINE`], skipped: its first bytes.
+    Oversized(Vec<u8>),
+    /// The stream ended (a last line without its newline is dropped, as before).
+    End,
+}
+
+/// Reads up to the next newline into `line`, or past it when the line grows beyond
+/// [`MAX_LINE`] (keeping only its start in `skipped`). Cancel-safe: what was read stays in
+/// `line` or `skipped`.
+async fn read_capped<R: AsyncBufRead + Unpin>(
+    read: &mut R,
+    line: &mut Vec<u8>,
+    skipped: &mut Option<Vec<u8>>,
+) -> std::io::Result<Line> {
+    loop {
+        let available = read.fill_buf().await?;
+        if available.is_empty() {
+            line.clear();
+            *skipped = None;
+            return Ok(Line::End);
+        }
+        let (used, done) = match memchr::memchr(b'\n', available) {
+            Some(end) => (end + 1, true),
+            None => (available.len(), false),
+        };
+        let chunk = &available[..used];
+        match skipped {
+            Some(_) => {}
+            None if line.len() + used > MAX_LINE => {
+                let mut start = std::mem::take(line);
+                start.extend_from_slice(&chunk[..used.min(ID_PREFIX)]);
+                start.truncate(ID_PREFIX);
+                *skipped = Some(start);
+            }
+            None => line.extend_from_slice(chunk),
+        }
+        read.consume(used);
+        if done {
+            return Ok(match skipped.take() {
+                Some(start) => Line::Oversized(start),
+                None => Line::Complete,
+            });
+        }
+    }
+}
+
+/// The error answer of the awaited `tools/call` a skipped line (of which `start` is the
+/// beginning) answered, when its id can be read there.
+fn too_large(tool_calls: &Mutex<HashSet<RequestId>>, start: &[u8]) -> Option<ServerJsonRpcMessage> {
+    let key = memchr::memmem::find(start, b"\"id\"")?;
+    let rest = start[key + 4..].trim_ascii_start().strip_prefix(b":")?;
+    let id = serde_json::Deserializer::from_slice(rest)
+        .into_iter::<RequestId>()
+        .next()?
+        .ok()?;
+    if !tool_calls
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(&id)
+    {
+        return None;
+    }
+    Some(ServerJsonRpcMessage::error(
+        rmcp::ErrorData::internal_error(
+            format!("the upstream's answer is larger than {MAX_LINE} bytes"),
+            None,
+        ),
+        Some(id),
+    ))
 }
 
 /// Reads one message: a tool call's answer straight as a tool result, anything else
@@ -205,6 +299,49 @@ fn parse(tool_calls: &Mutex<HashSet<RequestId>>, line: &[u8]) -> Option<ServerJs
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_line_too_long_is_skipped_and_its_awaited_call_answered() {
+        let huge = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            "x".repeat(MAX_LINE)
+        );
+        let input = format!(
+            "{huge}\n{}\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#
+        );
+        let mut read = BufReader::with_capacity(64 * 1024, input.as_bytes());
+        let (mut line, mut skipped) = (Vec::new(), None);
+        let Line::Oversized(start) = read_capped(&mut read, &mut line, &mut skipped)
+            .await
+            .unwrap()
+        else {
+            panic!("the long line is skipped");
+        };
+        assert!(start.len() <= ID_PREFIX && line.capacity() < MAX_LINE);
+        let calls = Mutex::new(HashSet::from([RequestId::Number(7)]));
+        let answer = too_large(&calls, &start).expect("call 7 is answered");
+        let ServerJsonRpcMessage::Error(error) = answer else {
+            panic!("an error answer")
+        };
+        assert_eq!(error.id, Some(RequestId::Number(7)));
+        assert!(calls.lock().unwrap().is_empty());
+        // The next line reads whole, then the stream ends.
+        assert!(matches!(
+            read_capped(&mut read, &mut line, &mut skipped)
+                .await
+                .unwrap(),
+            Line::Complete
+        ));
+        assert!(line.ends_with(b"list_changed\"}\n"));
+        line.clear();
+        assert!(matches!(
+            read_capped(&mut read, &mut line, &mut skipped)
+                .await
+                .unwrap(),
+            Line::End
+        ));
+    }
 
     /// The fast read gives what rmcp's own read gives, for tool results of every shape.
     #[test]

@@ -33,6 +33,8 @@ pub struct Upstream {
     pub(crate) backoff: (Duration, Duration),
     pub(crate) protocol: UpstreamProtocol,
     pub(crate) unprefixed: bool,
+    /// The largest result passed on to a caller, in bytes (see [`Upstream::max_bytes`]).
+    pub(crate) max_bytes: usize,
 }
 
 #[derive(Clone)]
@@ -87,6 +89,7 @@ impl Upstream {
             backoff: (Duration::from_millis(100), Duration::from_secs(30)),
             protocol: UpstreamProtocol::Auto,
             unprefixed: false,
+            max_bytes: super::bounds::DEFAULT_PROXIED_MAX_BYTES,
         }
     }
 
@@ -181,6 +184,16 @@ impl Upstream {
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// The largest result of this upstream's tools passed on to a caller, in bytes (1 MiB by
+    /// default): a larger one is cut at its content blocks (the first that does not fit is cut
+    /// short if it is text), its structured content left out, and the truncation notice
+    /// built-in tools use says so.
+    #[must_use]
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes.max(1);
         self
     }
 

@@ -71,9 +71,13 @@ impl Target for Forward<'_> {
         self.gateway.middleware().is_empty() && self.upstream.concurrency.is_none()
     }
 
-    async fn guards(&self, _key: Option<String>) -> Result<Self::Held, ToolError> {
+    async fn guards(
+        &self,
+        _key: Option<String>,
+        context: &mut CallContext,
+    ) -> Result<Self::Held, ToolError> {
         match &self.upstream.concurrency {
-            Some(guard) => Ok(Some(guard.enter().await?)),
+            Some(guard) => Ok(Some(guard.enter(crate::tenancy::tenant_of(context)).await?)),
             None => Ok(None),
         }
     }
@@ -121,7 +125,7 @@ impl Server {
         };
         let sealed = self
             .serve_target(&target, report, args, context, |outcome| match outcome {
-                Ok(result) => passed(result),
+                Ok(result) => passed(super::fit_result(result, gateway, &tool)),
                 Err(error) => seal_error(&inner.names, &tool.sealed, error),
             })
             .await;

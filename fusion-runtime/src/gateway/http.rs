@@ -376,6 +376,8 @@ impl HttpCalls {
         response: &mut reqwest::Response,
         events: &mut EventParser,
     ) -> Option<Result<CallToolResult, Failure>> {
+        // An upstream's log flood is thinned before it reaches the caller.
+        let mut logs = super::bounds::Flood::for_logs();
         loop {
             while let Some(data) = events.next_message() {
                 match step(&data, call.id) {
@@ -389,7 +391,9 @@ impl HttpCalls {
                     }
                     Step::ListChanged => call.upstream.request_refresh(),
                     Step::Log(message) => {
-                        if let Some(log) = call.log {
+                        if let Some(log) = call.log
+                            && logs.admit()
+                        {
                             #[allow(deprecated)] // logging (SEP-2577), for the callers that ask
                             let _ = log.peer.notify_logging_message(message).await;
                         }

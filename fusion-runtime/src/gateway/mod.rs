@@ -86,8 +86,10 @@
 //! of the request path. It can move out once a call target is a public trait that a crate
 //! outside the runtime can implement.
 
+mod bounds;
 pub(crate) mod call;
 mod child;
+pub(crate) use bounds::fit_result;
 mod config;
 mod events;
 mod failure;

@@ -9,6 +9,11 @@
 //! ([`Relay::around`]) forwards what is queued while it waits, and what is left once its
 //! answer is there, before returning it. The HTTP path queues the progress it reads the same
 //! way.
+//!
+//! An upstream that floods progress does not flood the caller (issue 24): each call forwards
+//! at most [`Flood`]'s burst at once and then a few a second; past that only the latest
+//! notification waits for its turn (progress supersedes the progress before it), and the
+//! latest is always forwarded before the result.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -111,6 +116,10 @@ pub(crate) struct Relay {
     queue: UnboundedReceiver<ProgressNotificationParam>,
     /// The route to remove when the call ends.
     routed: Option<(Routes, ProgressToken)>,
+    /// The rate progress is forwarded at.
+    flood: super::bounds::Flood,
+    /// The latest progress held back by the rate.
+    held: Option<ProgressNotificationParam>,
 }
 
 impl Relay {
@@ -123,6 +132,8 @@ impl Relay {
             sink,
             queue,
             routed: None,
+            flood: super::bounds::Flood::for_progress(),
+            held: None,
         }
     }
 
@@ -154,16 +165,35 @@ impl Relay {
         mut exchange: std::pin::Pin<&mut impl Future<Output = T>>,
     ) -> T {
         loop {
+            let next_turn = self.flood.next_turn();
             tokio::select! {
                 biased;
-                Some(progress) = self.queue.recv() => self.forward(progress).await,
+                Some(progress) = self.queue.recv() => self.offer(progress).await,
+                () = tokio::time::sleep_until(next_turn), if self.held.is_some() => {
+                    if let Some(progress) = self.held.take() {
+                        self.offer(progress).await;
+                    }
+                }
                 outcome = exchange.as_mut() => {
                     while let Ok(progress) = self.queue.try_recv() {
+                        self.offer(progress).await;
+                    }
+                    if let Some(progress) = self.held.take() {
                         self.forward(progress).await;
                     }
                     return outcome;
                 }
             }
+        }
+    }
+
+    /// Forwards `progress` if the rate allows, else holds it back in place of what was held.
+    async fn offer(&mut self, progress: ProgressNotificationParam) {
+        if self.flood.admit() {
+            self.held = None;
+            self.forward(progress).await;
+        } else {
+            self.held = Some(progress);
         }
     }
 

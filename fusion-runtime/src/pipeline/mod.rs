@@ -44,7 +44,6 @@ use crate::args::ArgReader;
 use crate::context::CallContext;
 use crate::envelope::{Sealed, SealedParts, seal_error, seal_success};
 use crate::error::{ToolError, codes};
-use crate::guard::Turn;
 use crate::middleware::Middleware;
 use crate::present::Presentation;
 use crate::server::{
@@ -133,11 +132,9 @@ impl Server {
         if limiters.iter().all(Option::is_none) {
             return Ok(());
         }
-        let caller = context
-            .principal()
-            .map_or("", |principal| principal.subject.as_str());
+        let caller = crate::tenancy::caller_key(context);
         for limiter in limiters.into_iter().flatten() {
-            if let Err(wait) = limiter.admit(caller) {
+            if let Err(wait) = limiter.admit(&caller) {
                 let limit = limiter.limit();
                 return Err(ToolError::new(
                     codes::RATE_LIMITED,
@@ -363,16 +360,14 @@ fn resolve(tool: &ExposedTool, args: &mut JsonObject) -> Result<usize, Unresolve
     }
 }
 
-/// A held lock of the server's [`SerializationLock`](crate::SerializationLock); released on drop.
-type SharedTurn = Box<dyn Send + 'static>;
-
 /// A built-in tool's action: its own access decision, rate limit, middleware and guards, and
 /// a handler whose result its presenter shapes.
 impl Target for CompiledAction {
     type Ready = ReadyCall;
     type Output = Presentation;
-    /// Its concurrency slot, FIFO turn and shared lock.
-    type Held = (Option<crate::guard::Slot>, Option<Turn>, Option<SharedTurn>);
+    /// Its concurrency slot, FIFO turn and shared lock (lent while it waits on a person, see
+    /// [`waiting`](crate::waiting)).
+    type Held = crate::waiting::Holding;
 
     #[inline]
     fn facts(&self) -> &ActionFacts {
@@ -426,36 +421,22 @@ impl Target for CompiledAction {
         self.bare
     }
 
-    async fn guards(&self, key: Option<String>) -> Result<Self::Held, ToolError> {
-        let slot = match &self.concurrency {
-            Some(guard) => Some(guard.enter().await?),
-            None => None,
-        };
-        let shared_key = self.shared_lock.as_ref().map(|_| {
-            format!(
-                "{}/{}",
-                self.facts.key.as_str(),
-                key.as_deref().unwrap_or("*")
-            )
-        });
-        let turn = match &self.serial {
-            Some(guard) => Some(guard.turn(key).await),
-            None => None,
-        };
-        // Across replicas: the shared lock, once this process's FIFO turn has come, so that a
-        // process waits on it with at most one call per key.
-        let shared = match (&self.shared_lock, shared_key) {
-            (Some(lock), Some(key)) => Some(lock.acquire(&key).await?),
-            _ => None,
-        };
-        Ok((slot, turn, shared))
+    async fn guards(
+        &self,
+        key: Option<String>,
+        context: &mut CallContext,
+    ) -> Result<Self::Held, ToolError> {
+        crate::waiting::Held::enter(self, context, key).await
     }
 
     fn run(
         &self,
         ready: ReadyCall,
-        context: CallContext,
+        mut context: CallContext,
     ) -> impl std::future::Future<Output = Result<Presentation, ToolError>> + Send {
+        if let Some(timeout) = self.ask_timeout {
+            context.request.waiting.ask_timeout = Some(timeout);
+        }
         // 6–7. Handler and presenter.
         Running::new(ready, context)
     }

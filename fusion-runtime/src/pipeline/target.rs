@@ -70,10 +70,12 @@ pub(crate) trait Target: Sync {
         self.middleware().is_empty()
     }
 
-    /// 5. Its guards, entered in order; what they hold is released when the call ends.
+    /// 5. Its guards, entered in order for the caller of `context` (shares and turns are
+    ///    per tenant); what they hold is released when the call ends.
     fn guards(
         &self,
         key: Option<String>,
+        context: &mut CallContext,
     ) -> impl Future<Output = Result<Self::Held, ToolError>> + Send;
 
     /// 6. Runs it with its arguments read.
@@ -135,7 +137,7 @@ impl Server {
                                 ActionInfo(target.facts()),
                             )
                             .await?;
-                            target.guards(key).await
+                            target.guards(key, &mut context).await
                         };
                         Some(CatchPanic::new(Box::pin(around), "a middleware").await?)
                     };

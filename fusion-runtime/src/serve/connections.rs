@@ -69,6 +69,7 @@ pub(super) async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(None);
     let builder = Arc::new(builder);
+    let limits = capped_by_open_files(limits);
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let refusals = Arc::new(Semaphore::new(REFUSALS_IN_FLIGHT));
     let refused = Tally::default();
@@ -128,6 +129,25 @@ pub(super) async fn serve(
         );
         connections.shutdown().await;
     }
+}
+
+/// `limits`, with the connection cap below the process's open-files limit (raised to its hard
+/// limit first), so that excess connections are refused before descriptors run out.
+fn capped_by_open_files(mut limits: ConnectionLimits) -> ConnectionLimits {
+    let Some(files) = super::descriptors::open_files_limit() else {
+        return limits;
+    };
+    let cap = super::descriptors::cap_for(limits.max_connections, files, REFUSALS_IN_FLIGHT);
+    if cap < limits.max_connections {
+        tracing::warn!(
+            max_connections = cap,
+            configured = limits.max_connections,
+            open_files = files,
+            "the connection cap is lowered to fit the open-files limit (raise `ulimit -n`)"
+        );
+        limits.max_connections = cap;
+    }
+    limits
 }
 
 /// An accept error that concerns one connection only (the client gave up already).

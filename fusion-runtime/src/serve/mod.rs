@@ -84,6 +84,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 pub mod auth;
 #[cfg(feature = "http")]
 mod connections;
+#[cfg(feature = "http")]
+mod descriptors;
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "http")]
@@ -279,8 +281,8 @@ pub struct McpHandler {
 pub(crate) struct ConnectionState {
     /// The level `logging/setLevel` asked for (2025-11-25).
     log_level: std::sync::Mutex<Option<crate::logging::LogLevel>>,
-    /// Its resource subscriptions: the URI and the resource's key.
-    subscriptions: std::sync::Mutex<Vec<(String, crate::key::ToolKey)>>,
+    /// Its resource subscriptions.
+    subscriptions: std::sync::Mutex<Vec<subscriptions::Subscription>>,
     /// Where its resource updates go: the peer of its latest request.
     peer: std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>,
 }
@@ -381,6 +383,7 @@ impl McpHandler {
                 call.request = RequestFacts {
                     peer: Some(context.peer),
                     id: Some(context.id),
+                    waiting: std::mem::take(&mut call.request.waiting),
                 };
                 call.meta = context.meta;
                 call.cancellation = context.ct;
@@ -391,6 +394,7 @@ impl McpHandler {
                 call.request = RequestFacts {
                     peer: Some(context.peer.clone()),
                     id: Some(context.id.clone()),
+                    waiting: std::mem::take(&mut call.request.waiting),
                 };
                 call.meta = context.meta.clone();
                 call.cancellation = context.ct.clone();
@@ -675,6 +679,7 @@ impl ServerHandler for McpHandler {
                 call.extensions_mut().insert(Arc::clone(&round));
                 // The data block as this client's protocol era reads it.
                 let form = DataText::for_protocol(call.protocol_version().as_ref());
+                let change = self.change_of(&call, request.arguments.as_ref());
                 let outcome = self
                     .shared
                     .server
@@ -684,6 +689,11 @@ impl ServerHandler for McpHandler {
                 let failed = outcome.as_ref().is_ok_and(ToolResult::is_error);
                 if let Some(input_required) = self.close_round(&round, &binding, failed)? {
                     return Ok(CallToolResponse::InputRequired(input_required));
+                }
+                if let Ok(result) = &outcome
+                    && !result.is_error()
+                {
+                    self.notify_invalidated(result.invalidates(), change.as_ref());
                 }
                 outcome
             }
@@ -702,17 +712,13 @@ fn unknown_tool(name: &str) -> ErrorData {
 }
 
 impl McpHandler {
-    /// A tool call's answer: its result, once the resources a successful mutation invalidates
-    /// are notified; an unknown tool is a JSON-RPC error.
+    /// A tool call's answer: its result; an unknown tool is a JSON-RPC error.
     fn complete(
         &self,
         outcome: Result<crate::server::ToolResult, crate::server::UnknownTool>,
     ) -> Result<CallToolResponse, ErrorData> {
         match outcome {
             Ok(result) => {
-                if !result.is_error() {
-                    self.notify_invalidated(result.invalidates());
-                }
                 let form = result.data_text();
                 Ok(CallToolResponse::Complete(reply::call_tool_result(
                     result.into_sealed(),

@@ -147,10 +147,11 @@ impl McpHandler {
             asked.insert(key.clone(), pending.asked);
             requests.insert(key, pending.request);
         }
-        let state = self
-            .shared
-            .server
-            .seal_request_state(&binding.get(), &crate::elicit::state_data(&asked));
+        let state = self.shared.server.seal_request_state(
+            &binding.get(),
+            &crate::elicit::state_data(&asked),
+            round.deadline(),
+        );
         Ok(Some(InputRequiredResult::new(Some(requests), Some(state))))
     }
 

@@ -89,6 +89,12 @@ impl std::ops::DerefMut for BillingHttp {
     }
 }
 
+impl From<ServerHttp> for BillingHttp {
+    fn from(server: ServerHttp) -> Self {
+        BillingHttp(server)
+    }
+}
+
 impl BillingHttp {
     /// Starts the server and waits (at most 30 s) for its
     /// `billing: listening on http://127.0.0.1:PORT/mcp` line. Panics with its output if it

@@ -330,11 +330,12 @@ impl ServerHandler for Handler {
                 Ok(text(format!("{steps} steps")))
             }
             "delete" => Ok(text("deleted".into())),
-            // Two log messages on the call's stream, at the level the request asked for.
+            // `count` log messages (two by default) on the call's stream, at the level the
+            // request asked for.
             "log" => {
                 #[allow(deprecated)] // logging (SEP-2577)
                 if context.meta.log_level().is_some() {
-                    for n in 1..=2 {
+                    for n in 1..=arguments["count"].as_u64().unwrap_or(2) {
                         let _ = context
                             .peer
                             .notify_logging_message(

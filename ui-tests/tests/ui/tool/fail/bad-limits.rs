@@ -1,4 +1,5 @@
-// A timeout is a positive duration, a rate a positive number of calls per second, minute or hour.
+// A timeout is a positive duration (a question's too), a rate a positive number of calls per
+// second, minute or hour, a tenant's share a percent of the slots.
 use fusion::{ToolError, tool};
 
 /// Never waits.
@@ -16,6 +17,24 @@ async fn wordy() -> Result<bool, ToolError> {
 /// Limited per fortnight.
 #[tool(query, name = "ops.fortnight", timeout = "5 seconds", rate_limit = "3/fortnight")]
 async fn fortnight() -> Result<bool, ToolError> {
+    Ok(true)
+}
+
+/// Never lets the user think.
+#[tool(query, name = "ops.hasty", ask_timeout = "0s")]
+async fn hasty() -> Result<bool, ToolError> {
+    Ok(true)
+}
+
+/// Shares nothing.
+#[tool(query, name = "ops.stingy", concurrency(max = 4, tenant_share = 0))]
+async fn stingy() -> Result<bool, ToolError> {
+    Ok(true)
+}
+
+/// Takes more than all.
+#[tool(query, name = "ops.greedy", concurrency(max = 4, tenant_share = 150))]
+async fn greedy() -> Result<bool, ToolError> {
     Ok(true)
 }
 
