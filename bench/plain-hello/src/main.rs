@@ -175,6 +175,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
             let router = axum::Router::new().route_service("/mcp", service);
             eprintln!("plain-hello: listening on http://{bound}/mcp");
+            // TCP_NODELAY, as Fusion sets by default: without it a session's SSE answers wait
+            // for the client's delayed ACK (40 ms a call).
+            let listener =
+                axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+                    let _ = stream.set_nodelay(true);
+                });
             axum::serve(listener, router)
                 .with_graceful_shutdown(async {
                     let _ = tokio::signal::ctrl_c().await;
