@@ -64,11 +64,13 @@ done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 if [ "$build" = 1 ]; then
-  # One package per build: features are unified within one build, and billing turns on
-  # features of fusion (oauth, audit-sqlite) that hello must not be measured with.
-  for package in hello plain-hello billing fusion-bench; do
-    echo "== building $package (release)" >&2
-    cargo build --release --quiet -p "$package"
+  # hello and plain-hello each alone: features are unified within one build, and billing turns
+  # on features of fusion (oauth, audit-sqlite) that hello must not be measured with. billing
+  # with the bench crate, as compare.sh builds it.
+  for packages in "-p hello" "-p plain-hello" "-p billing -p fusion-bench"; do
+    echo "== building $packages (release)" >&2
+    # shellcheck disable=SC2086
+    cargo build --release --quiet $packages
   done
 fi
 bin="${CARGO_TARGET_DIR:-$root/target}/release"
