@@ -171,12 +171,12 @@ impl ToolResult {
 
     /// The protocol's result (rmcp's `CallToolResult`): what goes on the wire.
     pub fn into_protocol(self) -> rmcp::model::CallToolResult {
-        self.sealed.into_call_result()
+        crate::serve::reply::call_tool_result(self.sealed)
     }
 
-    /// The message and error body of a failure, as a protocol error carries them.
-    pub(crate) fn into_error(self) -> Option<(String, serde_json::Value)> {
-        self.sealed.into_error()
+    /// What sealing made of the call, for the transport to write.
+    pub(crate) fn into_sealed(self) -> crate::envelope::Sealed {
+        self.sealed
     }
 }
 

@@ -158,7 +158,7 @@ impl Tester {
             .call_sealed(name, arguments, self.context())
             .await?;
         let dropped = std::mem::take(&mut sealed.dropped);
-        let mut result = TestResult::new(sealed.into_call_result());
+        let mut result = TestResult::new(crate::serve::reply::call_tool_result(sealed));
         result.dropped = dropped;
         Ok(result)
     }

@@ -22,9 +22,7 @@ use crate::present::PresenterInfo;
 use crate::xml;
 
 pub use seal::Dropped;
-#[cfg(feature = "gateway")]
-pub(crate) use seal::Reply;
-pub(crate) use seal::{Outcome, Sealed, seal_error, seal_success};
+pub(crate) use seal::{Outcome, Reply, Sealed, seal_error, seal_success};
 
 /// The `structuredContent` of every result of a Fusion tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

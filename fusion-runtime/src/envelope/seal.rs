@@ -1,5 +1,6 @@
-//! Sealing: a presentation or an error becomes the `CallToolResult` an agent receives. The only
-//! place an envelope is built, and the only place an error id is assigned.
+//! Sealing: a presentation or an error becomes the envelope an agent receives, typed until the
+//! transport writes it (`serve::reply`). The only place an envelope is built, and the only
+//! place an error id is assigned.
 
 use std::fmt::Write as _;
 
@@ -14,7 +15,7 @@ use crate::present::{Presentation, Suggestion, Truncation};
 use crate::xml;
 
 /// A sealed result, and what the report of the call needs to know about it. Typed until the
-/// transport turns it into the protocol's result ([`Sealed::into_call_result`]).
+/// transport turns it into the protocol's result (`serve::reply`).
 #[derive(Debug)]
 pub(crate) struct Sealed {
     pub(crate) reply: Reply,
@@ -102,36 +103,6 @@ impl Sealed {
                 ..
             } => globs,
             _ => &[],
-        }
-    }
-
-    /// The message and error body of a failure, as a protocol error carries them (its
-    /// `message` and `data`); `None` for anything else.
-    pub(crate) fn into_error(self) -> Option<(String, Value)> {
-        match self.reply {
-            Reply::Failure { envelope, .. } => {
-                Some((envelope.error.message.clone(), to_value(&envelope.error)))
-            }
-            Reply::Success { .. } | Reply::Passed(_) => None,
-        }
-    }
-
-    /// The protocol's result: the only place a sealed result becomes one.
-    pub(crate) fn into_call_result(self) -> CallToolResult {
-        match self.reply {
-            Reply::Success {
-                content, envelope, ..
-            } => {
-                let mut result = CallToolResult::success(content);
-                result.structured_content = Some(envelope);
-                result
-            }
-            Reply::Failure { block, envelope } => {
-                let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
-                result.structured_content = Some(to_value(&*envelope));
-                result
-            }
-            Reply::Passed(result) => result,
         }
     }
 }
