@@ -13,6 +13,13 @@
 //! hidden column in the data, `isError` agreeing with `ok`, the first text block being the
 //! data. Every response is at least parsed for its JSON-RPC id and error.
 //!
+//! `--workload notes` drives `examples/hello` and `plain-hello` instead: it first adds
+//! `--notes N` notes (`note I tagJ`, J = I mod 10), then the mix's gets are `notes_get` (random
+//! ids `N-1..=N-N`), its lists `notes_list` with `containing: "tag3"` and its voids `notes_add`.
+//! A full check then reads the data from Fusion's envelope (`data`) or from plain rmcp's
+//! structured content (`notes` for a list) and checks ids, the filter and that no `author`
+//! appears.
+//!
 //! `--tool-prefix acct_` calls the same tools under a prefix (`acct_billing_get_invoice`), for
 //! billing mounted in a gateway; responses are checked as billing's own.
 //!
@@ -112,6 +119,21 @@ struct Args {
     /// mounted in a gateway. Responses are checked as billing's own (`meta.tool` unprefixed).
     #[arg(long, value_name = "PREFIX", default_value = "")]
     tool_prefix: String,
+    /// What the server serves: billing's invoices, or hello's notes.
+    #[arg(long, value_enum, default_value = "billing")]
+    workload: Workload,
+    /// notes: how many notes to add before the run (at least 1).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    notes: u32,
+}
+
+/// The tools a run calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Workload {
+    /// `billing_get_invoice`, `billing_list_invoices`, `billing_void_invoice`.
+    Billing,
+    /// `notes_get`, `notes_list`, `notes_add` (examples/hello and bench/plain-hello).
+    Notes,
 }
 
 fn main() -> ExitCode {
@@ -199,23 +221,39 @@ impl Call {
         }
     }
 
-    fn tool(self) -> &'static str {
-        match self {
-            Call::Get(_) => "billing_get_invoice",
-            Call::List => "billing_list_invoices",
-            Call::Void(_) => "billing_void_invoice",
+    fn tool(self, workload: Workload) -> &'static str {
+        match (workload, self) {
+            (Workload::Billing, Call::Get(_)) => "billing_get_invoice",
+            (Workload::Billing, Call::List) => "billing_list_invoices",
+            (Workload::Billing, Call::Void(_)) => "billing_void_invoice",
+            (Workload::Notes, Call::Get(_)) => "notes_get",
+            (Workload::Notes, Call::List) => "notes_list",
+            (Workload::Notes, Call::Void(_)) => "notes_add",
         }
     }
 
     /// Appends the JSON-RPC request (no newline), calling the tool under `prefix`.
-    fn write(self, id: u64, meta: &str, prefix: &str, out: &mut Vec<u8>) {
-        let tool = self.tool();
-        let _ = match self {
-            Call::Get(n) | Call::Void(n) => write!(
+    fn write(self, workload: Workload, id: u64, meta: &str, prefix: &str, out: &mut Vec<u8>) {
+        let tool = self.tool(workload);
+        let _ = match (workload, self) {
+            (Workload::Notes, Call::Get(n)) => write!(
+                out,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{prefix}{tool}","arguments":{{"id":"N-{n}"}}{meta}}}}}"#
+            ),
+            (Workload::Notes, Call::List) => write!(
+                out,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{prefix}{tool}","arguments":{{"containing":"tag3"}}{meta}}}}}"#
+            ),
+            (Workload::Notes, Call::Void(n)) => write!(
+                out,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{prefix}{tool}","arguments":{{"text":"note {n} tag{}"}}{meta}}}}}"#,
+                n % 10
+            ),
+            (Workload::Billing, Call::Get(n) | Call::Void(n)) => write!(
                 out,
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{prefix}{tool}","arguments":{{"id":"INV-{n}"}}{meta}}}}}"#
             ),
-            Call::List => write!(
+            (Workload::Billing, Call::List) => write!(
                 out,
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{prefix}{tool}","arguments":{{"limit":20}}{meta}}}}}"#
             ),
@@ -311,7 +349,10 @@ fn check_invoice(item: &Value) -> Result<(), String> {
 }
 
 /// The full check of one `tools/call` response.
-fn check(call: Call, message: &Value) -> Result<(), String> {
+fn check(call: Call, workload: Workload, message: &Value) -> Result<(), String> {
+    if workload == Workload::Notes {
+        return check_notes(call, message);
+    }
     let result = message
         .get("result")
         .ok_or_else(|| format!("no result: {message}"))?;
@@ -329,9 +370,10 @@ fn check(call: Call, message: &Value) -> Result<(), String> {
     if is_error == ok {
         return Err(format!("isError {is_error} but ok {ok}"));
     }
+    let expected = call.tool(Workload::Billing);
     let tool = envelope.pointer("/meta/tool").and_then(Value::as_str);
-    if tool != Some(call.tool()) {
-        return Err(format!("meta.tool is {tool:?}, expected {}", call.tool()));
+    if tool != Some(expected) {
+        return Err(format!("meta.tool is {tool:?}, expected {expected}"));
     }
     let content = result
         .get("content")
@@ -373,6 +415,61 @@ fn check(call: Call, message: &Value) -> Result<(), String> {
             }
             items.iter().try_for_each(check_invoice)?;
         }
+    }
+    Ok(())
+}
+
+/// The full check of a notes response, from Fusion (an envelope whose `data` is the value) or
+/// from plain rmcp (the value itself, a list under `notes`).
+fn check_notes(call: Call, message: &Value) -> Result<(), String> {
+    let result = message
+        .get("result")
+        .ok_or_else(|| format!("no result: {message}"))?;
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return Err(format!("error result: {result}"));
+    }
+    let structured = result
+        .get("structuredContent")
+        .ok_or("no structuredContent")?;
+    let data = structured.get("data").unwrap_or(structured);
+    let check_note = |note: &Value| -> Result<(), String> {
+        let object = note.as_object().ok_or("a note is not an object")?;
+        if object.contains_key("author") {
+            return Err(format!("the author leaked: {note}"));
+        }
+        match (object.get("id"), object.get("text")) {
+            (Some(Value::String(_)), Some(Value::String(_))) => Ok(()),
+            _ => Err(format!("a note without its id and text: {note}")),
+        }
+    };
+    match call {
+        Call::Get(n) => {
+            check_note(data)?;
+            let expected = format!("N-{n}");
+            if data.get("id").and_then(Value::as_str) != Some(expected.as_str()) {
+                return Err(format!("data.id is not {expected}: {data}"));
+            }
+        }
+        Call::List => {
+            let items = data
+                .as_array()
+                .or_else(|| data.get("notes").and_then(Value::as_array))
+                .ok_or("list data is not an array")?;
+            if items.len() < 10 {
+                return Err(format!(
+                    "list of {} notes, expected 10 or more",
+                    items.len()
+                ));
+            }
+            for item in items {
+                check_note(item)?;
+                let text = item.get("text").and_then(Value::as_str).unwrap_or("");
+                if !text.contains("tag3") {
+                    return Err(format!("a listed note does not contain tag3: {item}"));
+                }
+            }
+        }
+        Call::Void(_) => check_note(data)?,
     }
     Ok(())
 }
@@ -433,10 +530,10 @@ impl Stats {
         sent: Instant,
         window: &Window,
         message: &[u8],
-        check_every: u64,
+        check: (u64, Workload),
     ) {
         match parse_head(message) {
-            Ok(head) => self.record_head(call, sent, window, head, message, check_every),
+            Ok(head) => self.record_head(call, sent, window, head, message, check),
             Err(error) => {
                 self.latency(sent, window);
                 self.problem(true, || {
@@ -464,7 +561,7 @@ impl Stats {
         window: &Window,
         head: Head,
         message: &[u8],
-        check_every: u64,
+        (check_every, workload): (u64, Workload),
     ) {
         self.latency(sent, window);
         if let Some(error) = head.error {
@@ -476,7 +573,7 @@ impl Stats {
         if check_every > 0 && self.responses.is_multiple_of(check_every) {
             let verdict = serde_json::from_slice::<Value>(message)
                 .map_err(|error| error.to_string())
-                .and_then(|message| check(call, &message));
+                .and_then(|message| check(call, workload, &message));
             if let Err(problem) = verdict {
                 self.problem(true, || format!("bad response to {call:?}: {problem}"));
             }
@@ -559,6 +656,8 @@ fn peak_rss_kb(pid: u32) -> Option<u64> {
 // The run
 
 struct Config {
+    workload: Workload,
+    notes: u32,
     protocol: String,
     mix: Mix,
     meta: String,
@@ -572,12 +671,18 @@ struct Config {
 async fn run(args: Args) -> Result<(String, u64), BoxError> {
     let seed = args.seed.unwrap_or_else(|| fastrand::u64(..));
     let config = Config {
+        workload: args.workload,
+        notes: args.notes,
         meta: request_meta(&args.protocol),
         prefix: args.tool_prefix.clone(),
         protocol: args.protocol.clone(),
         mix: args.mix,
         check_every: args.check_every,
-        invoices: args.invoices.max(1),
+        // The ids gets are drawn from: the invoices, or the notes added before the run.
+        invoices: match args.workload {
+            Workload::Billing => args.invoices.max(1),
+            Workload::Notes => args.notes.max(1),
+        },
         seed,
     };
     let warmup = Duration::from_secs_f64(args.warmup.max(0.0));
@@ -593,6 +698,9 @@ async fn run(args: Args) -> Result<(String, u64), BoxError> {
         let mut pipe = Pipe::new(stdin, stdout);
         if config.protocol != STATELESS {
             pipe.initialize(&config.protocol).await?;
+        }
+        if config.workload == Workload::Notes {
+            pipe.seed(&config).await?;
         }
         let now = Instant::now();
         window = Window {
@@ -616,6 +724,9 @@ async fn run(args: Args) -> Result<(String, u64), BoxError> {
         let mut clients = Vec::with_capacity(args.clients.max(1));
         for index in 0..args.clients.max(1) {
             clients.push(HttpClient::start(endpoint.clone(), &config, index).await?);
+        }
+        if config.workload == Workload::Notes {
+            clients[0].seed(&config).await?;
         }
         let now = Instant::now();
         window = Window {
@@ -796,6 +907,37 @@ impl Pipe {
         Ok(())
     }
 
+    /// Adds `config.notes` notes, one request at a time, before the load starts.
+    async fn seed(&mut self, config: &Config) -> Result<(), BoxError> {
+        let mut request = Vec::with_capacity(512);
+        for n in 1..=config.notes {
+            request.clear();
+            Call::Void(n).write(
+                config.workload,
+                u64::from(n),
+                &config.meta,
+                &config.prefix,
+                &mut request,
+            );
+            request.push(b'\n');
+            self.writer.write_all(&request).await?;
+            self.writer.flush().await?;
+            loop {
+                self.read_message().await?;
+                let head = parse_head(self.line.trim_ascii())?;
+                if head.method.is_none() && head.id == Some(u64::from(n)) {
+                    if head.error.is_some() {
+                        return Err(
+                            format!("adding note {n} failed: {}", preview(&self.line)).into()
+                        );
+                    }
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Keeps `concurrency` requests in flight until the window ends, then drains; closes the
     /// server's stdin (by dropping the pipe) once `hold` fires or is dropped.
     async fn run(
@@ -820,7 +962,13 @@ impl Pipe {
                     let mut batch = Vec::with_capacity(concurrency);
                     while pending.len() + batch.len() < concurrency {
                         let call = Call::pick(&mut rng, config.mix, config.invoices);
-                        call.write(next_id, &config.meta, &config.prefix, &mut request);
+                        call.write(
+                            config.workload,
+                            next_id,
+                            &config.meta,
+                            &config.prefix,
+                            &mut request,
+                        );
                         request.push(b'\n');
                         batch.push((next_id, call));
                         next_id += 1;
@@ -834,11 +982,12 @@ impl Pipe {
                 break;
             }
             self.read_message().await?;
-            self.account(&mut pending, &mut stats, &window, config.check_every);
+            let check = (config.check_every, config.workload);
+            self.account(&mut pending, &mut stats, &window, check);
             // Whatever else already arrived, without another system call.
             while self.reader.buffer().contains(&b'\n') {
                 self.read_message().await?;
-                self.account(&mut pending, &mut stats, &window, config.check_every);
+                self.account(&mut pending, &mut stats, &window, check);
             }
         }
         let _ = hold.await;
@@ -850,7 +999,7 @@ impl Pipe {
         pending: &mut HashMap<u64, (Instant, Call)>,
         stats: &mut Stats,
         window: &Window,
-        check_every: u64,
+        check: (u64, Workload),
     ) {
         let line = self.line.trim_ascii();
         if line.is_empty() {
@@ -871,7 +1020,7 @@ impl Pipe {
             return stats.problem(false, || format!("error without id: {}", preview(line)));
         };
         match pending.remove(&id) {
-            Some((sent, call)) => stats.record_head(call, sent, window, head, line, check_every),
+            Some((sent, call)) => stats.record_head(call, sent, window, head, line, check),
             None => stats.problem(true, || format!("response to unknown id {id}")),
         }
     }
@@ -1113,6 +1262,44 @@ impl HttpClient {
         self.send(request).await
     }
 
+    /// Adds `config.notes` notes, one request at a time, before the load starts.
+    async fn seed(&mut self, config: &Config) -> Result<(), BoxError> {
+        let mut body = Vec::with_capacity(512);
+        let mut name = config.prefix.clone();
+        name.push_str(Call::Void(0).tool(config.workload));
+        for n in 1..=config.notes {
+            body.clear();
+            Call::Void(n).write(
+                config.workload,
+                u64::from(n),
+                &config.meta,
+                &config.prefix,
+                &mut body,
+            );
+            let reply = self
+                .post(Bytes::from(body.clone()), "tools/call", Some(&name))
+                .await?;
+            let head = parse_head(&reply.message);
+            if reply.status != StatusCode::OK
+                || !matches!(
+                    head,
+                    Ok(Head {
+                        result: Some(_),
+                        ..
+                    })
+                )
+            {
+                return Err(format!(
+                    "adding note {n} failed: HTTP {}: {}",
+                    reply.status,
+                    preview(&reply.message)
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
     /// One request at a time until the window ends; then closes its session.
     async fn run(
         mut self,
@@ -1135,18 +1322,25 @@ impl HttpClient {
         while Instant::now() < window.end {
             let call = Call::pick(&mut rng, config.mix, config.invoices);
             body.clear();
-            call.write(next_id, &config.meta, &config.prefix, &mut body);
+            call.write(
+                config.workload,
+                next_id,
+                &config.meta,
+                &config.prefix,
+                &mut body,
+            );
             next_id += 1;
             name.clear();
             name.push_str(&config.prefix);
-            name.push_str(call.tool());
+            name.push_str(call.tool(config.workload));
             let sent = Instant::now();
             match self
                 .post(Bytes::copy_from_slice(&body), "tools/call", Some(&name))
                 .await
             {
                 Ok(reply) if reply.status == StatusCode::OK => {
-                    stats.record(call, sent, &window, &reply.message, config.check_every);
+                    let check = (config.check_every, config.workload);
+                    stats.record(call, sent, &window, &reply.message, check);
                 }
                 Ok(reply) => {
                     stats.problem(false, || {

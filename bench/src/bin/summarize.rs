@@ -169,6 +169,7 @@ fn run() -> Result<(), String> {
             ("p50_us", METRICS[1].1),
             ("p99_us", METRICS[2].1),
             ("cpu_us_per_call", METRICS[3].1),
+            ("server_peak_rss_kb", METRICS[4].1),
             ("cs_per_call", METRICS[5].1),
         ] {
             let mut values: Vec<f64> = pairs

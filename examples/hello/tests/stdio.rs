@@ -51,7 +51,7 @@ async fn notes_over_stdio_never_carry_their_author_and_sigterm_stops_the_server(
         .map(|tool| tool.name.into_owned())
         .collect();
     tools.sort();
-    assert_eq!(tools, ["notes_add", "notes_list"]);
+    assert_eq!(tools, ["notes_add", "notes_get", "notes_list"]);
 
     let (added, wire) = call(client.peer(), "notes_add", json!({"text": "buy milk"})).await;
     assert_eq!(added.is_error, Some(false), "{wire}");
@@ -59,6 +59,19 @@ async fn notes_over_stdio_never_carry_their_author_and_sigterm_stops_the_server(
     assert_eq!(envelope["data"], json!({"id": "N-1", "text": "buy milk"}));
     assert!(!wire.contains(AUTHOR), "the author leaked: {wire}");
     assert!(wire.contains("Quote notes verbatim."), "{wire}");
+
+    // A get presents the stored note (shared, not copied) the same way.
+    let (got, wire) = call(client.peer(), "notes_get", json!({"id": "N-1"})).await;
+    assert_eq!(got.is_error, Some(false), "{wire}");
+    let envelope = got.structured_content.expect("an envelope");
+    assert_eq!(envelope["data"], json!({"id": "N-1", "text": "buy milk"}));
+    assert!(!wire.contains(AUTHOR), "the author leaked: {wire}");
+    let (missing, wire) = call(client.peer(), "notes_get", json!({"id": "N-9"})).await;
+    assert_eq!(missing.is_error, Some(true), "{wire}");
+    assert_eq!(
+        missing.structured_content.unwrap()["error"]["code"],
+        "NO_SUCH_NOTE"
+    );
 
     let (listed, wire) = call(client.peer(), "notes_list", json!({"containing": "milk"})).await;
     let envelope = listed.structured_content.expect("an envelope");

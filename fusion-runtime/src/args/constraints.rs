@@ -1,17 +1,31 @@
 //! Schema constraints that serde does not enforce (SPEC E2): `#[schemars(length(..))]`,
 //! `range(..)`, `regex(..)`, `email`, `url`… appear in an input schema as `maxLength`,
 //! `minimum`, `pattern`, `format`… A schema keyword is a promise to the agent, so every one
-//! that serde would not check is checked before the handler runs, by a validator compiled once
+//! that serde would not check is checked before the handler runs, by a checker built once
 //! when the server is built. Actions whose schemas carry no such keyword pay nothing.
+//!
+//! Lengths, ranges and counts are checked without a validator, by the same walk of the schema
+//! that explains invalid arguments ([`Bounds`]). Patterns, string formats and rules that combine fields
+//! need a JSON Schema validator, the `jsonschema` crate, which is most of a small connector's
+//! binary: it comes with the `schema-validation` feature, and then checks every constraint.
+//! Without it, a schema that uses them is refused when the server is built.
 
 use serde_json::{Map, Value};
 
-use super::explain::{Issue, render};
+use super::bounds::Bounds;
+use super::explain::Issue;
+#[cfg(feature = "schema-validation")]
+use super::explain::render;
 use super::withheld::Withheld;
 
-/// A compiled validator of the constraints of one input schema.
-pub(crate) struct Constraints {
-    validator: jsonschema::Validator,
+/// The checker of the constraints of one input schema.
+pub(crate) enum Constraints {
+    /// A compiled JSON Schema validator (feature `schema-validation`).
+    #[cfg(feature = "schema-validation")]
+    Validator(jsonschema::Validator),
+    /// Lengths, ranges and counts, checked by Fusion.
+    #[cfg_attr(feature = "schema-validation", allow(dead_code))]
+    Bounds(Bounds),
 }
 
 impl std::fmt::Debug for Constraints {
@@ -21,53 +35,70 @@ impl std::fmt::Debug for Constraints {
 }
 
 impl Constraints {
-    /// The validator of `schema`, when it constrains more than serde enforces; an error when a
-    /// constraint cannot be compiled (an invalid `pattern`): the server must not promise what it
-    /// cannot check.
+    /// The checker of `schema`, when it constrains more than serde enforces; an error when a
+    /// constraint cannot be checked (an invalid `pattern`, or one that needs the
+    /// `schema-validation` feature): the server must not promise what it cannot check.
     pub(crate) fn of(schema: &Value) -> Result<Option<Constraints>, String> {
         if !constrains(schema) && !composes(schema) {
             return Ok(None);
         }
-        jsonschema::options()
-            .should_validate_formats(true)
-            .build(schema)
-            .map(|validator| Some(Constraints { validator }))
-            .map_err(|error| format!("its input schema cannot be enforced: {}", error.masked()))
+        #[cfg(feature = "schema-validation")]
+        {
+            jsonschema::options()
+                .should_validate_formats(true)
+                .build(schema)
+                .map(|validator| Some(Constraints::Validator(validator)))
+                .map_err(|error| format!("its input schema cannot be enforced: {}", error.masked()))
+        }
+        #[cfg(not(feature = "schema-validation"))]
+        {
+            Bounds::of(schema).map(|bounds| Some(Constraints::Bounds(bounds)))
+        }
     }
 
     pub(crate) fn is_valid(&self, args: &Value) -> bool {
-        self.validator.is_valid(args)
+        match self {
+            #[cfg(feature = "schema-validation")]
+            Constraints::Validator(validator) => validator.is_valid(args),
+            Constraints::Bounds(bounds) => bounds.is_valid(args),
+        }
     }
 
     /// Every violated constraint, as issues naming the field, what was sent and what is
     /// expected.
     /// No value under a top-level argument that `withheld` hides is rendered.
     pub(crate) fn issues(&self, args: &Value, max: usize, withheld: &Withheld) -> Vec<Issue> {
-        self.validator
-            .iter_errors(args)
-            .take(max)
-            .map(|error| {
-                let pointer = error.instance_path().to_string();
-                Issue {
-                    path: field_path(&pointer, args),
-                    problem: "not allowed by the schema".to_owned(),
-                    expected: error.masked().to_string(),
-                    sent: args
-                        .pointer(&pointer)
-                        .map(|sent| withheld.sent(top_of(&pointer).as_deref(), || render(sent))),
-                }
-            })
-            .collect()
+        match self {
+            #[cfg(feature = "schema-validation")]
+            Constraints::Validator(validator) => validator
+                .iter_errors(args)
+                .take(max)
+                .map(|error| {
+                    let pointer = error.instance_path().to_string();
+                    Issue {
+                        path: field_path(&pointer, args),
+                        problem: "not allowed by the schema".to_owned(),
+                        expected: error.masked().to_string(),
+                        sent: args.pointer(&pointer).map(|sent| {
+                            withheld.sent(top_of(&pointer).as_deref(), || render(sent))
+                        }),
+                    }
+                })
+                .collect(),
+            Constraints::Bounds(bounds) => bounds.issues(args, max, withheld),
+        }
     }
 }
 
 /// `/items/2/qty` as `items[2].qty`, the way other issues name fields.
 /// The top-level argument a JSON pointer is in, `None` for the root.
+#[cfg(feature = "schema-validation")]
 fn top_of(pointer: &str) -> Option<String> {
     let first = pointer.split('/').nth(1)?;
     Some(first.replace("~1", "/").replace("~0", "~"))
 }
 
+#[cfg(feature = "schema-validation")]
 fn field_path(pointer: &str, root: &Value) -> String {
     let mut path = String::new();
     let mut at = root;
@@ -228,12 +259,26 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "schema-validation")]
     #[test]
     fn pointers_become_field_paths() {
         let args = json!({"items": [{"qty": 1}, {"qty": 2}], "a/b": 1});
         assert_eq!(field_path("/items/1/qty", &args), "items[1].qty");
         assert_eq!(field_path("/a~1b", &args), "a/b");
         assert_eq!(field_path("", &args), "");
+    }
+
+    #[test]
+    fn lengths_are_checked_with_or_without_a_validator() {
+        let schema =
+            json!({"type": "object", "properties": {"id": {"type": "string", "maxLength": 3}}});
+        let constraints = Constraints::of(&schema).unwrap().expect("a constraint");
+        assert!(constraints.is_valid(&json!({"id": "abc"})));
+        assert!(!constraints.is_valid(&json!({"id": "abcd"})));
+        let issues = constraints.issues(&json!({"id": "abcd"}), 5, &Withheld::of(&schema, []));
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].path, "id");
+        assert_eq!(issues[0].sent.as_deref(), Some("\"abcd\""));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //!   fillable profile;
 //! - a plain argument (`Deserialize + JsonSchema`), named after the parameter.
 
+mod bounds;
 pub mod constrain;
 mod constraints;
 mod explain;

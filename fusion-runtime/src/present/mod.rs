@@ -8,8 +8,9 @@ mod ui;
 
 pub use ui::UiBlock;
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
@@ -600,6 +601,24 @@ where
     }
 }
 
+/// A model shared with the store (`Arc<Model>`): presented from the shared value, so a handler
+/// that keeps its records behind `Arc`s answers a get without copying the record and its hidden
+/// fields.
+impl<M, P> ToolOutput<P> for Arc<M>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        P::item_schema(generator)
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        let item = P::item(&self);
+        presented::<P, _>(Presented::One(&item), &item, None)
+    }
+}
+
 /// A result with media attached ([`WithMedia`]): presented as the
 /// value alone, the media sent after its text blocks.
 impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
@@ -625,26 +644,52 @@ where
     P: Presenter<Model = M>,
 {
     fn data_schema(generator: &mut SchemaGenerator) -> Schema {
-        let item = P::item_schema(generator);
-        let mut schema = Schema::default();
-        schema.insert(
-            "anyOf".into(),
-            Value::Array(vec![item.to_value(), serde_json::json!({"type": "null"})]),
-        );
-        schema
+        optional_schema::<P>(generator)
     }
 
     fn present(self) -> Result<Presentation, ToolError> {
         match self {
             Some(model) => <M as ToolOutput<P>>::present(model),
-            None => {
-                let mut presentation = Presentation::plain(Value::Null);
-                presentation.data_text = Some("null".to_owned());
-                presentation.declared_actions = P::ACTIONS;
-                Ok(presentation)
-            }
+            None => Ok(nothing_found::<P>()),
         }
     }
+}
+
+/// The "find" shape with the model shared with the store.
+impl<M, P> ToolOutput<P> for Option<Arc<M>>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        optional_schema::<P>(generator)
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        match self {
+            Some(model) => <Arc<M> as ToolOutput<P>>::present(model),
+            None => Ok(nothing_found::<P>()),
+        }
+    }
+}
+
+/// The schema of an optional item: `P`'s item or `null`.
+fn optional_schema<P: Presenter>(generator: &mut SchemaGenerator) -> Schema {
+    let item = P::item_schema(generator);
+    let mut schema = Schema::default();
+    schema.insert(
+        "anyOf".into(),
+        Value::Array(vec![item.to_value(), serde_json::json!({"type": "null"})]),
+    );
+    schema
+}
+
+/// A find that found nothing: `null` data, with the presenter's actions still declared.
+fn nothing_found<P: Presenter>() -> Presentation {
+    let mut presentation = Presentation::plain(Value::Null);
+    presentation.data_text = Some("null".to_owned());
+    presentation.declared_actions = P::ACTIONS;
+    presentation
 }
 
 impl<M, P> ToolOutput<P> for Vec<M>
@@ -660,7 +705,25 @@ where
         let returned = self.len();
         let limited = P::LIMIT.map_or(returned, |limit| limit.min(returned));
         let truncation = (limited < returned).then(|| Truncation::of_list(returned, limited));
-        present_list::<P>(&self[..limited], truncation)
+        present_list::<P, _>(&self[..limited], truncation)
+    }
+}
+
+/// Models shared with the store: presented without copying them.
+impl<M, P> ToolOutput<P> for Vec<Arc<M>>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        list_schema::<P>(generator)
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        let returned = self.len();
+        let limited = P::LIMIT.map_or(returned, |limit| limit.min(returned));
+        let truncation = (limited < returned).then(|| Truncation::of_list(returned, limited));
+        present_list::<P, _>(&self[..limited], truncation)
     }
 }
 
@@ -676,20 +739,44 @@ where
     }
 
     fn present(self) -> Result<Presentation, ToolError> {
-        let returned = self.items.len();
-        let limited = P::LIMIT.map_or(returned, |limit| limit.min(returned));
-        // Always attached: the seal decides from the page's facts whether anything is missing.
-        let truncation = Truncation {
-            returned,
-            limited,
-            shown: limited,
-            skipped: 0,
-            total: self.total,
-            offset: self.offset,
-            next_cursor: self.next_cursor,
-        };
-        present_list::<P>(&self.items[..limited], Some(truncation))
+        present_page::<P, _>(self)
     }
+}
+
+/// A page of models shared with the store.
+impl<M, P> ToolOutput<P> for Page<Arc<M>>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+    const PAGED: bool = true;
+
+    fn data_schema(generator: &mut SchemaGenerator) -> Schema {
+        list_schema::<P>(generator)
+    }
+
+    fn present(self) -> Result<Presentation, ToolError> {
+        present_page::<P, _>(self)
+    }
+}
+
+/// Presents a page of models (owned or shared) with its facts.
+fn present_page<P: Presenter, B: Borrow<P::Model>>(
+    page: Page<B>,
+) -> Result<Presentation, ToolError> {
+    let returned = page.items.len();
+    let limited = P::LIMIT.map_or(returned, |limit| limit.min(returned));
+    // Always attached: the seal decides from the page's facts whether anything is missing.
+    let truncation = Truncation {
+        returned,
+        limited,
+        shown: limited,
+        skipped: 0,
+        total: page.total,
+        offset: page.offset,
+        next_cursor: page.next_cursor,
+    };
+    present_list::<P, _>(&page.items[..limited], Some(truncation))
 }
 
 /// The schema of a presented collection: an array of `P`'s items, at most its agent limit.
@@ -705,11 +792,11 @@ fn list_schema<P: Presenter>(generator: &mut SchemaGenerator) -> Schema {
 }
 
 /// Presents the models left after the agent limit.
-fn present_list<P: Presenter>(
-    shown: &[P::Model],
+fn present_list<P: Presenter, B: Borrow<P::Model>>(
+    shown: &[B],
     truncation: Option<Truncation>,
 ) -> Result<Presentation, ToolError> {
-    let items: Vec<P::Item<'_>> = shown.iter().map(P::item).collect();
+    let items: Vec<P::Item<'_>> = shown.iter().map(|model| P::item(model.borrow())).collect();
     presented::<P, _>(Presented::Many(&items), &items, truncation)
 }
 

@@ -87,6 +87,34 @@ where
 {
 }
 
+impl<M, P> ResourceOutput<P> for std::sync::Arc<M>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+}
+
+impl<M, P> ResourceOutput<P> for Option<std::sync::Arc<M>>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+}
+
+impl<M, P> ResourceOutput<P> for Vec<std::sync::Arc<M>>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+}
+
+impl<M, P> ResourceOutput<P> for Page<std::sync::Arc<M>>
+where
+    M: Model,
+    P: Presenter<Model = M>,
+{
+}
+
 /// A parameter of a `#[resource]` that no URI template variable names: it must come from the
 /// call's context (used by generated code).
 #[doc(hidden)]
