@@ -26,9 +26,8 @@ use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    ArgumentInfo, CompleteResult, CompletionInfo, GetPromptResult, JsonObject,
-    Prompt as PromptDefinition, ReadResourceResult, Reference, Resource as ResourceDefinition,
-    ResourceTemplate,
+    ArgumentInfo, CompleteResult, CompletionInfo, JsonObject, Prompt as PromptDefinition,
+    Reference, Resource as ResourceDefinition, ResourceTemplate,
 };
 use serde_json::{Map, Value};
 
@@ -69,12 +68,7 @@ fn prompt_arguments(arguments: Option<JsonObject>, schema: &JsonObject) -> JsonO
     args
 }
 
-/// Whether an error code says that what was asked for does not exist: the framework's
-/// `NOT_FOUND` (and codes ending in it, such as `TOOL_NOT_FOUND`) or a domain code ending in
-/// `NotFound`, such as `InvoiceNotFound`.
-pub fn is_not_found(code: &str) -> bool {
-    code.ends_with("NOT_FOUND") || code.ends_with("NotFound")
-}
+pub use crate::error::is_not_found;
 
 /// How long a read of an `immutable` resource may be reused (`ttlMs`): a day.
 pub const IMMUTABLE_TTL_MS: u64 = 24 * 60 * 60 * 1000;
@@ -183,15 +177,6 @@ impl Server {
             .collect()
     }
 
-    /// Runs `resources/read` (see the [module docs](self)).
-    pub async fn read_resource(
-        &self,
-        uri: &str,
-        context: CallContext,
-    ) -> Result<ReadResourceResult, ErrorData> {
-        crate::serve::reply::read_result(uri, self.read(uri, context).await)
-    }
-
     /// Reads `uri` along the request path: its presented contents, or its failure sealed;
     /// `None` when no resource matches the URI.
     pub(crate) async fn read(
@@ -241,16 +226,6 @@ impl Server {
             ));
         }
         Ok(resource.facts.key.clone())
-    }
-
-    /// Runs `prompts/get` (see the [module docs](self)).
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-        context: CallContext,
-    ) -> Result<GetPromptResult, ErrorData> {
-        crate::serve::reply::prompt_result(name, self.prompt(name, arguments, context).await)
     }
 
     /// Gets the prompt `name` along the request path: its messages, or its failure sealed;
@@ -351,9 +326,9 @@ impl Server {
     }
 
     /// A failed completion as a JSON-RPC error, as a failed read or prompt is
-    /// (`serve::reply::content_error`).
+    /// (`envelope::content_error`).
     fn protocol_error(&self, sealed: &SealedParts, error: ToolError) -> ErrorData {
-        crate::serve::reply::content_error(seal_error(&self.inner.names, sealed, error), None)
+        crate::envelope::content_error(seal_error(&self.inner.names, sealed, error), None)
     }
 }
 

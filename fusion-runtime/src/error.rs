@@ -515,3 +515,10 @@ mod tests {
         );
     }
 }
+
+/// Whether an error code says that what was asked for does not exist: the framework's
+/// `NOT_FOUND` (and codes ending in it, such as `TOOL_NOT_FOUND`) or a domain code ending in
+/// `NotFound`, such as `InvoiceNotFound`.
+pub fn is_not_found(code: &str) -> bool {
+    code.ends_with("NOT_FOUND") || code.ends_with("NotFound")
+}

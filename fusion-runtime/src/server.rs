@@ -186,11 +186,6 @@ impl ToolResult {
         self.sealed.invalidated()
     }
 
-    /// The protocol's result (rmcp's `CallToolResult`): what goes on the wire.
-    pub fn into_protocol(self) -> rmcp::model::CallToolResult {
-        crate::serve::reply::call_tool_result(self.sealed, self.data_text)
-    }
-
     /// What sealing made of the call, for the transport to write.
     pub(crate) fn into_sealed(self) -> crate::envelope::Sealed {
         self.sealed

@@ -10,6 +10,7 @@
 
 mod budget;
 mod render;
+mod rpc;
 mod seal;
 
 use std::fmt::Write as _;
@@ -22,6 +23,7 @@ use crate::action::{ActionFacts, CacheHint, Verb};
 use crate::xml;
 
 pub use render::DataText;
+pub(crate) use rpc::{content_error, failure};
 pub use seal::Dropped;
 pub(crate) use seal::{Outcome, Reply, Sealed, seal_error, seal_success};
 

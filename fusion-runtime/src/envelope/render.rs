@@ -32,7 +32,7 @@ use serde_json::Value;
 ///
 /// The default, [`DataText::Compact`], is for clients that receive `structuredContent`
 /// (protocol 2025-06-18 and later): the program reads the data there, as JSON, and the model
-/// reads the text block, where a uniform list is a table ([`tabular`]) and anything else the
+/// reads the text block, where a uniform list is a table (TOON's tabular form) and anything else the
 /// JSON it was. The 2025-11-25 specification asks a server that returns structured content to
 /// also put "the serialized JSON in a TextContent block" *for backwards compatibility*: for
 /// clients that predate `structuredContent` and read only `content`. Those get

@@ -93,7 +93,6 @@ pub(crate) use bounds::fit_result;
 mod config;
 mod events;
 mod failure;
-mod forward;
 mod http;
 mod passthrough;
 mod progress;

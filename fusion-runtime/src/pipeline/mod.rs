@@ -21,12 +21,13 @@
 //! straight to its handler, and a span no subscriber wants is never entered.
 //!
 //! The path is written once, over a target: a built-in tool's action (here), a resource read
-//! and a prompt (`content.rs`) and a proxied tool (`gateway/forward.rs`) supply only what
+//! and a prompt (`content.rs`) and a proxied tool (`pipeline/proxied.rs`) supply only what
 //! differs (who may call them, how their arguments are read, their guards, what runs).
 //! `Server::serve_target` runs stages 2 to 9 for all of them, its ending (audit, span,
 //! metrics) included. What is sealed stays typed until the transport writes it
 //! (`serve/reply.rs`).
 
+mod proxied;
 pub(crate) mod report;
 mod running;
 mod target;

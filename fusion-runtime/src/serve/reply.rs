@@ -5,15 +5,16 @@
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CacheScope, CallToolResult, ContentBlock, ErrorCode, GetPromptResult, ReadResourceResult,
+    CacheScope, CallToolResult, ContentBlock, GetPromptResult, JsonObject, ReadResourceResult,
     ResourceContents,
 };
 use serde_json::Value;
 
 use crate::action::CacheHint;
-use crate::content::{IMMUTABLE_TTL_MS, Read, is_not_found};
-use crate::envelope::{DataText, Outcome, Reply, Sealed};
-use crate::error::codes;
+use crate::content::{IMMUTABLE_TTL_MS, Read};
+use crate::context::CallContext;
+use crate::envelope::content_error;
+use crate::envelope::{DataText, Reply, Sealed};
 use crate::prompt::PromptMessages;
 
 /// A sealed tool result as the protocol's `CallToolResult`: its text blocks, the data block in
@@ -38,18 +39,6 @@ pub(crate) fn call_tool_result(sealed: Sealed, form: DataText) -> CallToolResult
             result
         }
         Reply::Passed(result) => result,
-    }
-}
-
-/// The message and error body of a sealed failure, as a protocol error carries them (its
-/// `message` and `data`); `None` for anything else.
-pub(crate) fn failure(sealed: Sealed) -> Option<(String, Value)> {
-    match sealed.reply {
-        Reply::Failure { envelope, .. } => {
-            let body = to_value(&envelope.error);
-            Some((envelope.error.message, body))
-        }
-        Reply::Success { .. } | Reply::Passed(_) => None,
     }
 }
 
@@ -128,36 +117,40 @@ pub(crate) fn prompt_result(
     })
 }
 
-/// A failed read (of `uri`), prompt or completion as a JSON-RPC error: the message the agent
-/// would read in a tool's error, and the error body as `data`. A read of something that does
-/// not exist is a resource-not-found error carrying the URI in `data.uri`, as an unknown URI
-/// is.
-pub(crate) fn content_error(sealed: Sealed, uri: Option<&str>) -> ErrorData {
-    let code = match &sealed.outcome {
-        Outcome::Failed { code, .. } => code.clone(),
-        Outcome::Ok { .. } => codes::INTERNAL_ERROR.to_owned(),
-    };
-    let (message, mut body) =
-        failure(sealed).unwrap_or_else(|| ("The request failed.".to_owned(), Value::Null));
-    if let Some(body) = body.as_object_mut() {
-        body.retain(|_, value| !value.is_null());
-    }
-    let code = match (code.as_str(), uri) {
-        (codes::VALIDATION_ERROR, _) => ErrorCode::INVALID_PARAMS,
-        (code, Some(uri)) if is_not_found(code) => {
-            if let Some(body) = body.as_object_mut() {
-                body.insert("uri".to_owned(), Value::String(uri.to_owned()));
-            }
-            ErrorCode::RESOURCE_NOT_FOUND
-        }
-        (code, _) if is_not_found(code) => ErrorCode::INVALID_PARAMS,
-        (codes::INTERNAL_ERROR | codes::TIMEOUT | codes::CANCELLED, _) => ErrorCode::INTERNAL_ERROR,
-        _ => ErrorCode::INVALID_REQUEST,
-    };
-    ErrorData::new(code, message, Some(body))
-}
-
 /// Serializes a type whose serialization cannot fail (plain data, string keys).
 fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+// Written here rather than beside `ToolResult` so that only the transport knows rmcp's result
+// types: the server module does not import serving.
+impl crate::server::ToolResult {
+    /// The protocol's result (rmcp's `CallToolResult`): what goes on the wire.
+    pub fn into_protocol(self) -> CallToolResult {
+        let form = self.data_text();
+        call_tool_result(self.into_sealed(), form)
+    }
+}
+
+// The public `resources/read` and `prompts/get` of a server are written here, beside their
+// answers' shapes, so that the content module does not import serving.
+impl crate::server::Server {
+    /// Runs `resources/read` (see the [content module](crate::content)).
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        context: CallContext,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        read_result(uri, self.read(uri, context).await)
+    }
+
+    /// Runs `prompts/get` (see the [content module](crate::content)).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: CallContext,
+    ) -> Result<GetPromptResult, ErrorData> {
+        prompt_result(name, self.prompt(name, arguments, context).await)
+    }
 }

@@ -168,7 +168,7 @@ impl McpHandler {
             .server
             .refuse_call(name, error)
             .map_err(|unknown| unknown_tool(&unknown.0))?;
-        Ok(invalid_params_with_body(super::reply::failure(
+        Ok(invalid_params_with_body(crate::envelope::failure(
             result.into_sealed(),
         )))
     }
@@ -179,7 +179,7 @@ impl McpHandler {
     /// naming the prompt or resource.
     pub(super) fn refuse_content(&self, name: &str, error: ToolError) -> ErrorData {
         let sealed = self.shared.server.seal_refusal(name, error);
-        invalid_params_with_body(super::reply::failure(sealed))
+        invalid_params_with_body(crate::envelope::failure(sealed))
     }
 }
 

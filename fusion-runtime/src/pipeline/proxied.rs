@@ -1,8 +1,9 @@
 //! The request path of a proxied call (SPEC R7): the stages of a built-in call that belong to
 //! this server (access, rate limit, middleware, guard, timeout, audit, metrics, span), around a
 //! forward to the upstream instead of arguments, handler and presenter. A proxied tool is one
-//! more [`Target`] of the pipeline's one path; the pipeline knows of it only that a name no
-//! built-in tool has may be a mounted one.
+//! more [`Target`] of the pipeline's one path. It lives with the pipeline, not the gateway, so
+//! that the gateway never imports the pipeline (the server holds the gateway, and the pipeline
+//! the server: the other way round would be a cycle).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,15 +11,15 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
 
-use super::call::{passed, send, timed_out};
-use super::{Gateway, ProxiedTool, UpstreamState};
+use super::Target;
+use super::report::Report;
 use crate::action::ActionFacts;
 use crate::context::CallContext;
 use crate::envelope::{Sealed, SealedParts, seal_error};
 use crate::error::ToolError;
+use crate::gateway::call::{passed, send, timed_out};
+use crate::gateway::{Gateway, ProxiedTool, UpstreamState};
 use crate::middleware::Middleware;
-use crate::pipeline::Target;
-use crate::pipeline::report::Report;
 use crate::server::{Server, ServerInner};
 
 /// A call of a proxied tool: the gateway's middleware, then its upstream's concurrency limit
@@ -125,7 +126,7 @@ impl Server {
         };
         let sealed = self
             .serve_target(&target, report, args, context, |outcome| match outcome {
-                Ok(result) => passed(super::fit_result(result, gateway, &tool)),
+                Ok(result) => passed(crate::gateway::fit_result(result, gateway, &tool)),
                 Err(error) => seal_error(&inner.names, &tool.sealed, error),
             })
             .await;
