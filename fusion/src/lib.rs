@@ -268,9 +268,12 @@ pub mod request_state {
     };
 }
 
-/// Testing a server in memory, with the agent's view of each result.
 pub mod testing {
-    pub use fusion_runtime::testing::{Dropped, ReceivedUiBlock, TestResult, Tester};
+    // Inside the module, so that the guide's links resolve to its items.
+    #![doc = include_str!("docs/testing.md")]
+    pub use fusion_runtime::testing::{
+        Dropped, Elicited, Question, ReceivedUiBlock, SAMPLING_MODEL, TestResult, Tester,
+    };
 }
 
 /// HTTP proxy tools: upstream configuration, routes, requests and decoding (SPEC T6).
