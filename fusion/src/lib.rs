@@ -265,8 +265,8 @@ pub mod elicit {
 /// it back.
 pub mod envelope {
     pub use fusion_runtime::envelope::{
-        Const, CutReason, Dropped, Envelope, ErrorBody, Failure, Meta, Success, SuggestedCall,
-        Truncated,
+        Const, CutReason, DataText, Dropped, Envelope, ErrorBody, Failure, Meta, Success,
+        SuggestedCall, Truncated,
     };
 }
 
@@ -285,6 +285,9 @@ pub mod request_state {
 pub mod testing {
     // Inside the module, so that the guide's links resolve to its items.
     #![doc = include_str!("docs/testing.md")]
+    /// Counting what an agent pays, in tokens (feature `tokens`).
+    #[cfg(feature = "tokens")]
+    pub use fusion_runtime::testing::{AnswerTokens, O200k, Tokenizer};
     pub use fusion_runtime::testing::{
         Dropped, Elicited, Question, ReceivedUiBlock, SAMPLING_MODEL, TestResult, Tester,
     };

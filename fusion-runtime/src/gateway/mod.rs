@@ -93,6 +93,7 @@ mod child;
 mod config;
 mod events;
 mod failure;
+mod forward;
 mod http;
 mod names;
 mod passthrough;
