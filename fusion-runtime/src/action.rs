@@ -391,30 +391,42 @@ impl Names {
     /// Only a span that is exactly a key of the server changes; text without backticks is
     /// returned as it is, without copying.
     pub(crate) fn rewrite<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        if !text.contains('`') {
-            return Cow::Borrowed(text);
-        }
-        let mut out = String::new();
-        // Copied up to here.
-        let mut copied = 0;
-        let mut from = 0;
-        while let Some(open) = text[from..].find('`').map(|at| from + at) {
-            let Some(close) = text[open + 1..].find('`').map(|at| open + 1 + at) else {
-                break;
-            };
-            if let Some(name) = self.by_key.get(&text[open + 1..close]) {
-                out.push_str(&text[copied..open]);
-                out.push_str(&name.in_text);
-                copied = close + 1;
-            }
-            from = close + 1;
-        }
-        if copied == 0 {
-            return Cow::Borrowed(text);
-        }
-        out.push_str(&text[copied..]);
-        Cow::Owned(out)
+        rewrite_spans(text, |span| {
+            self.by_key.get(span).map(|name| name.in_text.as_str())
+        })
     }
+}
+
+/// `text` with each span between a pair of backticks for which `replacement` has a text
+/// replaced by it, backticks included (pairs are read left to right). Text without backticks,
+/// or without a span to replace, is returned as it is, without copying.
+pub(crate) fn rewrite_spans<'t, 'r>(
+    text: &'t str,
+    replacement: impl Fn(&str) -> Option<&'r str>,
+) -> Cow<'t, str> {
+    if !text.contains('`') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::new();
+    // Copied up to here.
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(open) = text[from..].find('`').map(|at| from + at) {
+        let Some(close) = text[open + 1..].find('`').map(|at| open + 1 + at) else {
+            break;
+        };
+        if let Some(replacement) = replacement(&text[open + 1..close]) {
+            out.push_str(&text[copied..open]);
+            out.push_str(replacement);
+            copied = close + 1;
+        }
+        from = close + 1;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -28,26 +28,219 @@
 //! # }
 //! ```
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, JsonObject, Tool as ToolDefinition};
-use serde_json::Value;
+use rmcp::model::{
+    CallToolResult, ClientCapabilities, ElicitRequestParams, InputRequest, JsonObject,
+    Tool as ToolDefinition,
+};
+use serde_json::{Value, json};
 
 use crate::context::CallContext;
+use crate::elicit::{Asked, Era, INPUT_REQUIRED, Need, Pending, Round};
 pub use crate::envelope::Dropped;
 use crate::envelope::{Envelope, ErrorBody, Meta, Sealed, SuggestedCall, Truncated};
+use crate::principal::Principal;
 use crate::server::{Server, UnknownTool};
 
 #[cfg(feature = "tokens")]
 pub use fusion_lock::tokens::{AnswerTokens, O200k, Tokenizer};
 
 type ContextSetup = Arc<dyn Fn(&mut CallContext) + Send + Sync>;
+type Answering<T> = Arc<dyn Fn(&Question) -> T + Send + Sync>;
 
 /// Calls a server's tools in memory.
 #[derive(Clone)]
 pub struct Tester {
     server: Server,
     setup: Option<ContextSetup>,
+    principal: Option<Principal>,
+    script: Script,
+}
+
+/// How the tester's client answers the questions a tool asks; `None`: it cannot be asked that.
+#[derive(Clone, Default)]
+struct Script {
+    elicitation: Option<Answering<Elicited>>,
+    sampling: Option<Answering<String>>,
+    roots: Option<Arc<[String]>>,
+}
+
+impl Script {
+    fn is_empty(&self) -> bool {
+        self.elicitation.is_none() && self.sampling.is_none() && self.roots.is_none()
+    }
+
+    /// What a client that answers these questions declares.
+    fn capabilities(&self) -> ClientCapabilities {
+        let mut capabilities = ClientCapabilities::default();
+        for (scripted, need) in [
+            (self.elicitation.is_some(), Need::Elicitation),
+            (self.sampling.is_some(), Need::Sampling),
+            (self.roots.is_some(), Need::Roots),
+        ] {
+            if scripted {
+                let declared = need.capabilities();
+                capabilities.elicitation = capabilities.elicitation.or(declared.elicitation);
+                capabilities.sampling = capabilities.sampling.or(declared.sampling);
+                capabilities.roots = capabilities.roots.or(declared.roots);
+            }
+        }
+        capabilities
+    }
+
+    /// The answer to `question`, as the client sends it (a result of its request's method).
+    /// Only questions of a declared capability reach here.
+    fn answer(&self, question: &Question) -> Value {
+        match question {
+            Question::Elicitation { .. } => {
+                let answer = self.elicitation.as_ref().map(|answer| answer(question));
+                match answer {
+                    Some(Elicited::Accept(content)) => {
+                        json!({"action": "accept", "content": content})
+                    }
+                    Some(Elicited::Decline) => json!({"action": "decline"}),
+                    Some(Elicited::Cancel) | None => json!({"action": "cancel"}),
+                }
+            }
+            Question::Sampling { .. } => {
+                let text = self
+                    .sampling
+                    .as_ref()
+                    .map(|answer| answer(question))
+                    .unwrap_or_default();
+                json!({
+                    "model": SAMPLING_MODEL,
+                    "stopReason": "endTurn",
+                    "role": "assistant",
+                    "content": {"type": "text", "text": text},
+                })
+            }
+            Question::Roots => {
+                let roots: Vec<Value> = self
+                    .roots
+                    .iter()
+                    .flat_map(|roots| roots.iter())
+                    .map(|uri| json!({"uri": uri}))
+                    .collect();
+                json!({ "roots": roots })
+            }
+        }
+    }
+}
+
+/// The model a scripted sampling answer says wrote it.
+pub const SAMPLING_MODEL: &str = "fusion-tester";
+
+/// How many times a call may ask before the tester gives up on it (a tool that asks again
+/// whatever it is answered).
+const MAX_ROUNDS: usize = 16;
+
+/// The user's scripted answer to an elicitation ([`Tester::answer_elicitation`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicited {
+    /// The user accepted and filled the form with this object.
+    Accept(Value),
+    /// The user said no.
+    Decline,
+    /// The user dismissed the question.
+    Cancel,
+}
+
+impl Elicited {
+    /// The user accepted with `content`, the form's fields (a struct or a `json!` object).
+    ///
+    /// # Panics
+    /// When `content` is not a JSON object: a mistake in the test itself.
+    pub fn accept(content: impl serde::Serialize) -> Self {
+        match serde_json::to_value(content) {
+            Ok(content @ Value::Object(_)) => Elicited::Accept(content),
+            Ok(other) => panic!("an elicitation's answer is a JSON object, not {other}"),
+            Err(error) => panic!("an elicitation's answer does not serialize: {error}"),
+        }
+    }
+
+    /// The user accepted and confirmed: the answer [`Elicit::confirm`](crate::elicit::Elicit::confirm)
+    /// reads as `true`.
+    pub fn confirm() -> Self {
+        Elicited::Accept(json!({"confirm": true}))
+    }
+}
+
+/// A question a tool asked during a call ([`TestResult::questions`]), as the client received
+/// it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Question {
+    /// Elicitation: what the user is asked, and the form's schema.
+    Elicitation {
+        /// The message shown to the user.
+        message: String,
+        /// The requested schema (`null` for a URL elicitation).
+        schema: Value,
+    },
+    /// Sampling: what the client's model is asked.
+    Sampling {
+        /// The text of each message, in order.
+        messages: Vec<String>,
+        /// The system prompt, if any.
+        system_prompt: Option<String>,
+        /// The token budget.
+        max_tokens: u32,
+    },
+    /// The client's roots.
+    Roots,
+}
+
+impl Question {
+    fn of(request: &InputRequest) -> Self {
+        match request {
+            InputRequest::Elicitation(request) => match &request.params {
+                ElicitRequestParams::FormElicitationParams {
+                    message,
+                    requested_schema,
+                    ..
+                } => Question::Elicitation {
+                    message: message.clone(),
+                    schema: serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+                },
+                ElicitRequestParams::UrlElicitationParams { message, .. } => {
+                    Question::Elicitation {
+                        message: message.clone(),
+                        schema: Value::Null,
+                    }
+                }
+                _ => Question::Elicitation {
+                    message: String::new(),
+                    schema: Value::Null,
+                },
+            },
+            InputRequest::CreateMessage(request) => {
+                let params = serde_json::to_value(&request.params).unwrap_or(Value::Null);
+                Question::Sampling {
+                    messages: params["messages"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|message| {
+                            message["content"]["text"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_owned()
+                        })
+                        .collect(),
+                    system_prompt: params["systemPrompt"].as_str().map(str::to_owned),
+                    max_tokens: params["maxTokens"]
+                        .as_u64()
+                        .and_then(|tokens| u32::try_from(tokens).ok())
+                        .unwrap_or_default(),
+                }
+            }
+            // Fusion asks these three only: the last is `roots/list`.
+            _ => Question::Roots,
+        }
+    }
 }
 
 impl std::fmt::Debug for Tester {
@@ -64,7 +257,66 @@ impl Tester {
         Tester {
             server,
             setup: None,
+            principal: None,
+            script: Script::default(),
         }
+    }
+
+    /// Every call acts for `principal`, with its tenant, scopes and roles
+    /// (`Principal::new("ann").with_tenant("t_1")`), as an authenticated transport would set
+    /// it. A [`with_context`](Self::with_context) setup runs after, and may replace it.
+    #[must_use]
+    pub fn with_principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(principal);
+        self
+    }
+
+    /// The user answers every elicitation of a call with `answer` (the tester's client then
+    /// declares the `elicitation` capability). A tool that asks runs again with its answer, as
+    /// on protocol 2026-07-28; [`TestResult::questions`] shows what it asked.
+    ///
+    /// Without an answer scripted, a tool that asks gets `ELICITATION_UNSUPPORTED`.
+    #[must_use]
+    pub fn answer_elicitation(self, answer: Elicited) -> Self {
+        self.answer_elicitation_with(move |_| answer.clone())
+    }
+
+    /// The user answers each elicitation with what `answer` returns for it (by its message
+    /// or schema, say).
+    #[must_use]
+    pub fn answer_elicitation_with(
+        mut self,
+        answer: impl Fn(&Question) -> Elicited + Send + Sync + 'static,
+    ) -> Self {
+        self.script.elicitation = Some(Arc::new(answer));
+        self
+    }
+
+    /// The client's model answers every sampling request with `text` (the client then
+    /// declares the `sampling` capability). Without it, a tool that samples gets
+    /// `SAMPLING_UNSUPPORTED`.
+    #[must_use]
+    pub fn answer_sampling(self, text: impl Into<String>) -> Self {
+        let text = text.into();
+        self.answer_sampling_with(move |_| text.clone())
+    }
+
+    /// The client's model answers each sampling request with what `answer` returns for it.
+    #[must_use]
+    pub fn answer_sampling_with(
+        mut self,
+        answer: impl Fn(&Question) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.script.sampling = Some(Arc::new(answer));
+        self
+    }
+
+    /// The client's roots are these URIs (`file:///home/ann/project`), and it declares the
+    /// `roots` capability. Without them, a tool that lists roots gets `ROOTS_UNSUPPORTED`.
+    #[must_use]
+    pub fn answer_roots<I: IntoIterator<Item = S>, S: Into<String>>(mut self, uris: I) -> Self {
+        self.script.roots = Some(uris.into_iter().map(Into::into).collect());
+        self
     }
 
     /// Prepares every call's context, like a transport or middleware would: attach a tenant,
@@ -85,6 +337,9 @@ impl Tester {
 
     fn context(&self) -> CallContext {
         let mut context = self.server.new_context();
+        if let Some(principal) = &self.principal {
+            context.extensions_mut().insert(principal.clone());
+        }
         if let Some(setup) = &self.setup {
             setup(&mut context);
         }
@@ -173,17 +428,51 @@ impl Tester {
             Value::Null => None,
             other => Some(into_object(other)),
         };
-        let mut sealed: Sealed = self
-            .server
-            .call_sealed(name, arguments, self.context())
-            .await?;
-        let dropped = std::mem::take(&mut sealed.dropped);
-        let mut result = TestResult::new(crate::serve::reply::call_tool_result(
-            sealed,
-            crate::envelope::DataText::default(),
-        ));
-        result.dropped = dropped;
-        Ok(result)
+        if self.script.is_empty() {
+            let sealed = self
+                .server
+                .call_sealed(name, arguments, self.context())
+                .await?;
+            return Ok(TestResult::sealed(sealed, Vec::new()));
+        }
+        // A client that answers: the call runs in rounds, as on 2026-07-28, each run with the
+        // answers to the questions of the runs before.
+        let capabilities = self.script.capabilities();
+        let mut asked: BTreeMap<String, Asked> = BTreeMap::new();
+        let mut questions = Vec::new();
+        for _ in 0..MAX_ROUNDS {
+            let round = Arc::new(Round::new(Era::Rounds(asked.clone()), Some(&capabilities)));
+            let mut context = self.context();
+            context.extensions_mut().insert(Arc::clone(&round));
+            let sealed: Sealed = self
+                .server
+                .call_sealed(name, arguments.clone(), context)
+                .await?;
+            let pending = round.take_pending();
+            if pending.is_empty() || sealed.outcome.label() != INPUT_REQUIRED {
+                return Ok(TestResult::sealed(sealed, questions));
+            }
+            for (
+                key,
+                Pending {
+                    asked: question,
+                    request,
+                },
+            ) in pending
+            {
+                let put = Question::of(&request);
+                let answer = self.script.answer(&put);
+                questions.push(put);
+                asked.insert(
+                    key,
+                    Asked {
+                        answer: Some(answer),
+                        ..question
+                    },
+                );
+            }
+        }
+        panic!("`{name}` still asked after {MAX_ROUNDS} rounds of answers: {questions:?}")
     }
 }
 
@@ -220,6 +509,7 @@ pub struct TestResult {
     meta: Value,
     error: Value,
     dropped: Vec<Dropped>,
+    questions: Vec<Question>,
 }
 
 static NULL: Value = Value::Null;
@@ -234,6 +524,17 @@ pub struct ReceivedUiBlock {
 }
 
 impl TestResult {
+    fn sealed(mut sealed: Sealed, questions: Vec<Question>) -> Self {
+        let dropped = std::mem::take(&mut sealed.dropped);
+        let mut result = TestResult::new(crate::serve::reply::call_tool_result(
+            sealed,
+            crate::envelope::DataText::default(),
+        ));
+        result.dropped = dropped;
+        result.questions = questions;
+        result
+    }
+
     fn new(raw: CallToolResult) -> Self {
         let envelope = raw.structured_content.clone().unwrap_or(Value::Null);
         let typed: Envelope = serde_json::from_value(envelope.clone()).unwrap_or_else(|error| {
@@ -250,7 +551,15 @@ impl TestResult {
             meta,
             error,
             dropped: Vec::new(),
+            questions: Vec::new(),
         }
+    }
+
+    /// The questions the tool asked during the call, in order, each answered as the tester
+    /// scripted ([`Tester::answer_elicitation`], [`Tester::answer_sampling`],
+    /// [`Tester::answer_roots`]).
+    pub fn questions(&self) -> &[Question] {
+        &self.questions
     }
 
     /// What the tool's code put in the result that the agent was not shown: suggestions

@@ -51,12 +51,26 @@
 //!     .state(Db { totals: vec![("INV-1".into(), 1250)] })
 //!     .tool::<get_invoice>()
 //!     .build()?;
-//! let result = Tester::new(server).call("billing.get_invoice", serde_json::json!({"id": "INV-1"})).await;
-//! assert_eq!(result.data(), &serde_json::json!({"id": "INV-1", "total_cents": 1250}));
+//! let result = Tester::new(server).call("billing.get_invoice", fusion::serde_json::json!({"id": "INV-1"})).await;
+//! assert_eq!(result.data(), &fusion::serde_json::json!({"id": "INV-1", "total_cents": 1250}));
 //! assert!(!result.raw_text().contains("whsec_"));
 //! assert_eq!(result.rules().last().unwrap(), "Divide cents by 100 for display.");
 //! # Ok::<_, fusion::BuildError>(()) }).unwrap();
 //! ```
+//!
+//! ## Dependencies
+//!
+//! A connector's `Cargo.toml` needs `fusion` and an async runtime, nothing else:
+//!
+//! ```toml
+//! [dependencies]
+//! fusion = "0.1"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! serde, serde_json and schemars come with `fusion`, at the versions it uses: write
+//! `fusion::serde_json::json!`, derive a connector's own argument and result types with
+//! [`#[fusion::data]`](macro@data), and name the protocol's own types through [`protocol`].
 //!
 //! ## The response envelope
 //!
@@ -268,12 +282,15 @@ pub mod request_state {
     };
 }
 
-/// Testing a server in memory, with the agent's view of each result.
 pub mod testing {
+    // Inside the module, so that the guide's links resolve to its items.
+    #![doc = include_str!("docs/testing.md")]
     /// Counting what an agent pays, in tokens (feature `tokens`).
     #[cfg(feature = "tokens")]
     pub use fusion_runtime::testing::{AnswerTokens, O200k, Tokenizer};
-    pub use fusion_runtime::testing::{Dropped, ReceivedUiBlock, TestResult, Tester};
+    pub use fusion_runtime::testing::{
+        Dropped, Elicited, Question, ReceivedUiBlock, SAMPLING_MODEL, TestResult, Tester,
+    };
 }
 
 /// HTTP proxy tools: upstream configuration, routes, requests and decoding (SPEC T6).

@@ -5,15 +5,45 @@ use std::sync::Arc;
 
 use billing::{Store, local_principal};
 use fusion::serde_json::json;
-use fusion::testing::Tester;
+use fusion::testing::{Elicited, Question, Tester};
 use fusion::{Exposition, Principal};
 
 fn tester(exposition: Exposition) -> Tester {
     let store = Arc::new(Store::open_in_memory().expect("an in-memory store"));
     let server = billing::server(store, exposition).expect("the billing server builds");
-    Tester::new(server).with_context(|call| {
-        call.extensions_mut().insert(local_principal());
-    })
+    Tester::new(server).with_principal(local_principal())
+}
+
+#[tokio::test]
+async fn a_large_void_asks_the_user_and_does_what_they_answer() {
+    let tester = tester(Exposition::Flat);
+    let created = tester
+        .call(
+            "billing.create_invoice",
+            json!({"customer_id": "C-1", "total_cents": 250_000}),
+        )
+        .await;
+    let id = created.data()["id"].clone();
+    // Declined: the invoice stays as it was, and the agent is told not to insist.
+    let declined = tester
+        .clone()
+        .answer_elicitation(Elicited::Decline)
+        .call("billing.void_invoice", json!({"id": id}))
+        .await;
+    assert_eq!(declined.error_code(), Some("VoidNotConfirmed"));
+    let [Question::Elicitation { message, .. }] = declined.questions() else {
+        panic!("one question: {:?}", declined.questions());
+    };
+    assert!(message.contains("$2500.00"), "{message}");
+    let still = tester.call("billing.get_invoice", json!({"id": id})).await;
+    assert_eq!(still.data()["status"], "open");
+    // Confirmed: voided.
+    let voided = tester
+        .clone()
+        .answer_elicitation(Elicited::confirm())
+        .call("billing.void_invoice", json!({"id": id}))
+        .await;
+    assert_eq!(voided.data()["status"], "voided", "{}", voided.raw_text());
 }
 
 #[tokio::test]

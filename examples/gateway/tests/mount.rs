@@ -131,9 +131,22 @@ async fn proxied_tools_are_listed_under_the_prefix_with_their_definitions_intact
                 .unwrap();
             let mut renamed = original.clone();
             renamed.name = proxied.name.clone();
+            // The tools its description names, as they are called here.
+            renamed.description = original
+                .description
+                .as_ref()
+                .map(|description| {
+                    upstream.iter().fold(description.to_string(), |text, tool| {
+                        text.replace(
+                            &format!("`{}`", tool.name),
+                            &format!("`{PREFIX}_{}`", tool.name),
+                        )
+                    })
+                })
+                .map(Into::into);
             assert_eq!(
                 proxied, &renamed,
-                "everything but the name is the upstream's"
+                "everything but the names is the upstream's"
             );
         }
         client.cancel().await.unwrap();
@@ -169,11 +182,29 @@ async fn results_pass_intact_and_hidden_fields_stay_absent() {
                 .await
                 .expect("direct call");
             assert_eq!(via.is_error, own.is_error, "{tool} {arguments}");
+            // Intact but for the names of billing's tools, as they are called here.
+            let renamed = |text: String| {
+                let text = text.replace("`billing_", &format!("`{PREFIX}_billing_"));
+                let text = text.replace("- billing_", &format!("- {PREFIX}_billing_"));
+                let text = text.replace(">billing_", &format!(">{PREFIX}_billing_"));
+                text.replace("\"billing_", &format!("\"{PREFIX}_billing_"))
+            };
+            let own_structured = fusion::serde_json::to_string(&own.structured_content).unwrap();
             assert_eq!(
-                via.structured_content, own.structured_content,
+                fusion::serde_json::to_string(&via.structured_content).unwrap(),
+                renamed(own_structured),
                 "{tool} {arguments}"
             );
-            assert_eq!(via.content, own.content, "{tool} {arguments}");
+            assert_eq!(via.content.len(), own.content.len(), "{tool} {arguments}");
+            for (via, own) in via.content.iter().zip(&own.content) {
+                let (via, own) = (via.as_text().unwrap(), own.as_text().unwrap());
+                assert_eq!(via.text, renamed(own.text.clone()), "{tool} {arguments}");
+            }
+            // The data is the upstream's, byte for byte.
+            assert_eq!(
+                via.structured_content.as_ref().unwrap().get("data"),
+                own.structured_content.as_ref().unwrap().get("data"),
+            );
             let text = fusion::serde_json::to_string(&via).unwrap();
             for hidden in ["whsec_", "webhook_secret", "tenant_id", "t_777"] {
                 assert!(
@@ -189,10 +220,20 @@ async fn results_pass_intact_and_hidden_fields_stay_absent() {
         )
         .await
         .unwrap();
-        // The upstream's own code and meta: the gateway added nothing.
+        // The upstream's own code and meta, the tools it names as they are called here: the
+        // gateway added nothing.
         let envelope = missing.structured_content.clone().unwrap();
-        assert_eq!(envelope["meta"]["tool"], "billing_get_invoice");
-        assert_eq!(error_of(&missing)["code"], "InvoiceNotFound");
+        assert_eq!(envelope["meta"]["tool"], "acct_billing_get_invoice");
+        let error = error_of(&missing);
+        assert_eq!(error["code"], "InvoiceNotFound");
+        assert_eq!(
+            error["recovery"],
+            "Call `acct_billing_list_invoices` to find valid invoice ids."
+        );
+        assert_eq!(
+            error["availableActions"],
+            json!(["acct_billing_list_invoices"])
+        );
         client.cancel().await.unwrap();
         direct.cancel().await.unwrap();
     })

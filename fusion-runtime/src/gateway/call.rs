@@ -48,7 +48,7 @@ pub(crate) async fn send(
         .ok_or_else(|| unavailable(&upstream.prefix, "the upstream is not connected".into()))?;
     let given = context.extensions().get::<Arc<Passthrough>>();
     // A session caller of a stateless upstream: asked over its session, round after round.
-    if let Some(given) = given
+    let mut result = if let Some(given) = given
         && let Some(caller) = &given.session
         && link.http.is_some()
         && link
@@ -56,7 +56,7 @@ pub(crate) async fn send(
             .peer_info()
             .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
     {
-        return Box::pin(bridged(
+        Box::pin(bridged(
             upstream,
             tool,
             args,
@@ -64,13 +64,17 @@ pub(crate) async fn send(
             caller,
             given.capabilities.as_ref(),
         ))
-        .await;
-    }
-    // A 2026-07-28 caller's round: its state and answers go to the upstream untouched.
-    let through = given
-        .filter(|given| given.session.is_none())
-        .map(Arc::as_ref);
-    send_once(upstream, &link, tool, args, context, through).await
+        .await
+    } else {
+        // A 2026-07-28 caller's round: its state and answers go to the upstream untouched.
+        let through = given
+            .filter(|given| given.session.is_none())
+            .map(Arc::as_ref);
+        send_once(upstream, &link, tool, args, context, through).await
+    }?;
+    // The tools the upstream names in its answer, as the caller calls them here.
+    upstream.renames().result(&tool.upstream_name, &mut result);
+    Ok(result)
 }
 
 /// How many rounds a session caller is asked before the gateway gives up on a proxied call.

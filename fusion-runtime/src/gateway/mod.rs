@@ -53,7 +53,9 @@
 //! the upstream's concurrency guard, and its timeout. The call is forwarded with the caller's
 //! W3C trace context in `_meta`; the upstream's progress notifications reach the caller, and a
 //! cancelled call is cancelled upstream. Its result passes intact (`content`,
-//! `structuredContent`, `isError`), never re-enveloped. Every successful proxied call is
+//! `structuredContent`, `isError`), never re-enveloped, but for the names a Fusion upstream
+//! gives its own tools (recovery lines, `availableActions`, suggestions, notices, rules, UI,
+//! descriptions), told as this server serves them (module `names`). Every successful proxied call is
 //! audited as a write, whatever the upstream's annotations say.
 //!
 //! **Asking in rounds.** A 2026-07-28 caller's rounds with a proxied tool are the upstream's:
@@ -94,12 +96,14 @@ mod config;
 mod events;
 mod failure;
 mod http;
+mod names;
 mod passthrough;
 mod progress;
 mod read;
 mod session;
 mod upstream;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -118,6 +122,7 @@ use crate::middleware::Middleware;
 
 pub(crate) use config::UpstreamTransport;
 pub use config::{Upstream, UpstreamProtocol};
+use names::Renames;
 pub(crate) use passthrough::{Answer, Passthrough};
 pub(crate) use upstream::UpstreamState;
 
@@ -299,9 +304,11 @@ impl Gateway {
             .rebuilding
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        // One snapshot of each upstream's tools, for the names served and what it says of them.
+        let catalogs: Vec<_> = self.upstreams.iter().map(|state| state.tools()).collect();
         let mut candidates = Vec::new();
         for (index, state) in self.upstreams.iter().enumerate() {
-            for tool in state.tools().iter() {
+            for tool in catalogs[index].iter() {
                 let Some(proxied) = proxy(index, state, tool, &self.version) else {
                     continue;
                 };
@@ -346,8 +353,7 @@ impl Gateway {
             .filter(|(_, owners)| owners.len() > 1)
             .map(|(name, owners)| (name.to_owned(), owners))
             .collect();
-        let mut by_name: HashMap<String, Arc<ProxiedTool>> = HashMap::new();
-        let mut order = Vec::new();
+        let mut served = Vec::with_capacity(candidates.len());
         let mut keys = HashSet::new();
         for proxied in candidates {
             let prefix = &self.upstreams[proxied.upstream].prefix;
@@ -371,9 +377,43 @@ impl Gateway {
                 );
                 continue;
             }
+            served.push(proxied);
+        }
+        // What an upstream says of its tools names them as it serves them: told as they are
+        // served here (see `names`), starting with their descriptions.
+        let renames: Vec<Renames> = catalogs
+            .iter()
+            .enumerate()
+            .map(|(index, tools)| {
+                let mut here: HashMap<String, Option<String>> = tools
+                    .iter()
+                    .map(|tool| (tool.name.to_string(), None))
+                    .collect();
+                for proxied in served.iter().filter(|proxied| proxied.upstream == index) {
+                    here.insert(
+                        proxied.upstream_name.clone(),
+                        Some(proxied.name().to_owned()),
+                    );
+                }
+                Renames::new(here)
+            })
+            .collect();
+        let mut by_name: HashMap<String, Arc<ProxiedTool>> = HashMap::new();
+        let mut order = Vec::with_capacity(served.len());
+        for mut proxied in served {
+            let renames = &renames[proxied.upstream];
+            if let Some(description) = &proxied.definition.description
+                && let Cow::Owned(description) = renames.text(description)
+            {
+                proxied.facts.description.clone_from(&description);
+                proxied.definition.description = Some(description.into());
+            }
             let proxied = Arc::new(proxied);
             by_name.insert(proxied.name().to_owned(), Arc::clone(&proxied));
             order.push(proxied);
+        }
+        for (state, renames) in self.upstreams.iter().zip(renames) {
+            state.set_renames(renames);
         }
         let listed: Vec<ToolDefinition> = self
             .builtin

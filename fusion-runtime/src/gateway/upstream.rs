@@ -23,6 +23,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{HttpCalls, Origin};
+use super::names::Renames;
 use super::progress::{Routed, Routes};
 use super::session::{SessionId, Snoop};
 use super::{Gateway, Upstream, UpstreamProtocol, UpstreamStatus, UpstreamTransport};
@@ -44,6 +45,8 @@ pub(crate) struct UpstreamState {
     link: RwLock<Option<Arc<Link>>>,
     /// The last catalog the upstream gave.
     tools: RwLock<Arc<Vec<ToolDefinition>>>,
+    /// How its tools are called here, for what it says of them (set with the catalog).
+    renames: RwLock<Arc<Renames>>,
     server_version: RwLock<Option<String>>,
     /// Where each in-flight call's progress goes, by the upstream's token (read by the
     /// transport, in order: see [`super::progress`]).
@@ -66,6 +69,7 @@ impl UpstreamState {
             config,
             link: RwLock::new(None),
             tools: RwLock::new(Arc::new(Vec::new())),
+            renames: RwLock::default(),
             server_version: RwLock::new(None),
             routes: Routes::default(),
             refresh: Notify::new(),
@@ -90,6 +94,15 @@ impl UpstreamState {
 
     pub(crate) fn tools(&self) -> Arc<Vec<ToolDefinition>> {
         Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// How its tools are called here now.
+    pub(crate) fn renames(&self) -> Arc<Renames> {
+        Arc::clone(&self.renames.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    pub(crate) fn set_renames(&self, renames: Renames) {
+        *self.renames.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(renames);
     }
 
     pub(crate) fn server_version(&self) -> Option<String> {

@@ -255,7 +255,14 @@ impl Endpoint {
             {
                 request.extensions_mut().insert(connection);
             }
-            return self.handle(request).await;
+            let ends_session = request.method() == http::Method::DELETE;
+            let mut response = self.handle(request).await;
+            // rmcp answers a session's end `202 Accepted`; the official clients take only
+            // `200` or `204` for it (the Python SDK logs every other as a failed termination).
+            if ends_session && response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::NO_CONTENT;
+            }
+            return response;
         }
         if self.sessions_enabled && request.method() == http::Method::POST {
             // The request may open a session: rmcp asks the session manager without the
