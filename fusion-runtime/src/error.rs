@@ -463,6 +463,13 @@ impl fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
+/// Whether an error code says that what was asked for does not exist: the framework's
+/// `NOT_FOUND` (and codes ending in it, such as `TOOL_NOT_FOUND`) or a domain code ending in
+/// `NotFound`, such as `InvoiceNotFound`.
+pub fn is_not_found(code: &str) -> bool {
+    code.ends_with("NOT_FOUND") || code.ends_with("NotFound")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,11 +521,4 @@ mod tests {
             "the server cannot be built (2 problems):\n  - a\n  - b"
         );
     }
-}
-
-/// Whether an error code says that what was asked for does not exist: the framework's
-/// `NOT_FOUND` (and codes ending in it, such as `TOOL_NOT_FOUND`) or a domain code ending in
-/// `NotFound`, such as `InvoiceNotFound`.
-pub fn is_not_found(code: &str) -> bool {
-    code.ends_with("NOT_FOUND") || code.ends_with("NotFound")
 }
