@@ -602,6 +602,9 @@ where
 
 /// A result with media attached ([`WithMedia`]): presented as the
 /// value alone, the media sent after its text blocks.
+// Not recommended (here and on the shapes below): under a missing `returns =`, a list of
+// the shapes a presenter can return would bury the note that says to add one.
+#[diagnostic::do_not_recommend]
 impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
     const PAGED: bool = T::PAGED;
 
@@ -619,6 +622,7 @@ impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
 /// The usual "find" shape: `None` is a successful result whose data is `null` (the agent is
 /// told nothing matched), not an error. Map it to an error yourself (`.ok_or(...)`) when
 /// absence is one.
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Option<M>
 where
     M: Model,
@@ -647,6 +651,7 @@ where
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Vec<M>
 where
     M: Model,
@@ -664,6 +669,7 @@ where
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Page<M>
 where
     M: Model,
