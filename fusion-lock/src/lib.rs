@@ -34,7 +34,7 @@ mod format;
 mod rules;
 mod schema;
 
-pub use diff::{Change, Diff, SERVER, diff};
+pub use diff::{Change, Diff, Grouped, SERVER, diff};
 pub use format::{
     Access, ActionEntry, Annotations, Audit, Cache, Concurrency, DigestMismatch, Digests, Egress,
     Exposition, Exposure, FORMAT, Guards, Lockfile, LockfileError, PresentedField, PresenterEntry,
@@ -81,6 +81,7 @@ pub fn __example_lockfile() -> String {
         access: Access::default(),
         error_actions: Vec::new(),
         not_guarded: BTreeMap::new(),
+        asks_user: false,
     };
     Surface {
         server: ServerEntry {
