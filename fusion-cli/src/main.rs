@@ -10,6 +10,7 @@
 //!   from a database's schema (see [`new`] and [`db`]).
 //! - `bundle` builds a connector's release binary with its lockfile verified, a reproducible
 //!   content hash embedded and a size budget (see [`bundle`]); unlike the others, it builds.
+//! - `tokens` measures what MCP servers cost an agent in tokens (see [`tokens`]).
 //!
 //! Each top-level subcommand is a module with its own `Subcommand` enum and `run` function;
 //! adding one is a variant of [`Command`] and an arm in [`run`].
@@ -23,6 +24,7 @@ mod db;
 mod lock;
 mod new;
 mod openapi;
+mod tokens;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -51,6 +53,9 @@ enum Command {
     /// Build a connector's release binary: lockfile verified, content hash embedded, size
     /// budget checked.
     Bundle(bundle::BundleCommand),
+    /// What MCP servers cost an agent in tokens: their tool listing, each definition and the
+    /// answers of given calls, counted with the o200k tokenizer.
+    Tokens(tokens::TokensCommand),
 }
 
 /// Why a command could not do its work (exit code 2).
@@ -75,6 +80,7 @@ fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Openapi(command) => openapi::run(command),
         Command::New(command) => new::run(command),
         Command::Bundle(command) => bundle::run(command),
+        Command::Tokens(command) => tokens::run(command),
     }
 }
 

@@ -316,6 +316,14 @@ fn billings_committed_lockfile_verifies() {
         "{}",
         shown.stdout
     );
+    // Its token budget: the listing's total on the first line, each tool's in a column.
+    let first = shown.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("tokens listed (o200k_base, risky past +10 %)"),
+        "{first}"
+    );
+    let header = shown.stdout.lines().nth(3).unwrap_or_default();
+    assert!(header.trim_end().ends_with("TOKENS"), "{header}");
 }
 
 #[test]

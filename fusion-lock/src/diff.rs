@@ -100,6 +100,10 @@ pub fn diff(old: &Surface, new: &Surface) -> Diff {
         );
     }
     content(&old, &new, &mut changes);
+    changes.extend(crate::budget::changes(
+        old.tokens.as_ref(),
+        new.tokens.as_ref(),
+    ));
     // The most serious first; the server before its actions; otherwise in the order found.
     changes.sort_by_key(|change| {
         (

@@ -29,6 +29,10 @@ pub struct Surface {
     /// Every prompt, by canonical key; left out when there is none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub prompts: BTreeMap<String, PromptEntry>,
+    /// What each tool's definition costs in tokens, when the lockfile keeps a budget (see
+    /// [`TokenBudget`](crate::TokenBudget)); left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<crate::TokenBudget>,
 }
 
 /// A resource, as a client meets it (SPEC P1, S2).
@@ -497,6 +501,8 @@ struct File {
     resources: BTreeMap<String, ResourceEntry>,
     #[serde(default)]
     prompts: BTreeMap<String, PromptEntry>,
+    #[serde(default)]
+    tokens: Option<crate::TokenBudget>,
     digests: Digests,
 }
 
@@ -575,6 +581,7 @@ impl Lockfile {
                 actions: file.actions,
                 resources: file.resources,
                 prompts: file.prompts,
+                tokens: file.tokens,
             },
             digests: file.digests,
         })

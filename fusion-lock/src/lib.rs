@@ -28,12 +28,16 @@
 //! # Ok::<_, fusion_lock::LockfileError>(())
 //! ```
 
+mod budget;
 mod canonical;
 mod diff;
 mod format;
 mod rules;
 mod schema;
+#[cfg(feature = "tokens")]
+pub mod tokens;
 
+pub use budget::{DEFAULT_THRESHOLD_PERCENT, TokenBudget};
 pub use diff::{Change, Diff, Grouped, SERVER, diff};
 pub use format::{
     Access, ActionEntry, Annotations, Audit, Cache, Concurrency, DigestMismatch, Digests, Egress,
@@ -96,6 +100,7 @@ pub fn __example_lockfile() -> String {
         actions: BTreeMap::from([("billing.void_invoice".into(), action)]),
         resources: BTreeMap::new(),
         prompts: BTreeMap::new(),
+        tokens: None,
     }
     .to_lockfile()
 }

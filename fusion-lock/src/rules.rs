@@ -184,6 +184,8 @@ rules! {
     AsksUserAdded = "asks-user-added", Risky, "a tool now asks the user while it runs (elicitation; a client that cannot ask gets an error)";
     /// An input named like a guarded field is stated not to be it.
     NotGuardedStated = "not-guarded-stated", Risky, "an input named like a guarded field stated not to be that field, or the reason changed (read the reason)";
+    /// A tool's definition costs more tokens than the budget allows.
+    TokensGrew = "tokens-grew", Risky, "a tool's definition grew past the lockfile's token threshold (every conversation pays for it)";
 
     /// A new action.
     ActionAdded = "action-added", Safe, "a new tool or action";
@@ -223,6 +225,8 @@ rules! {
     AsksUserRemoved = "asks-user-removed", Safe, "a tool no longer asks the user while it runs";
     /// A statement that an input is not a guarded field is gone.
     NotGuardedWithdrawn = "not-guarded-withdrawn", Safe, "a statement that an input is not a guarded field withdrawn";
+    /// A token budget is recorded, or its threshold changed.
+    TokenBudgetSet = "token-budget-set", Safe, "a token budget recorded, or its threshold or tokenizer changed";
 
     /// A title changed.
     TitleChanged = "title-changed", Cosmetic, "a title changed";
@@ -236,6 +240,8 @@ rules! {
     VersionChanged = "version-changed", Cosmetic, "a version changed (of the server or an action)";
     /// A presenter or model has another name.
     PresenterRenamed = "presenter-renamed", Cosmetic, "a presenter or its model renamed (its fields are compared as they are)";
+    /// A tool's definition tokens changed within the threshold.
+    TokensChanged = "tokens-changed", Cosmetic, "a tool's definition tokens shrank, or grew within the threshold";
     /// The same meaning, written otherwise.
     FormOnly = "form-only", Cosmetic, "the same meaning written otherwise (an order that does not matter, a definition's name)";
 }

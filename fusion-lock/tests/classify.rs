@@ -965,7 +965,43 @@ const CASES: &[Case] = &[
                 .insert("why".into(), argument);
         },
     },
+    // The token budget (its own cases, as the classes above do not order them).
+    Case {
+        what: "a definition grew past the token threshold",
+        expected: &[Rule::TokensGrew],
+        edit: |old, new| {
+            old.tokens = Some(budget(10, 200));
+            new.tokens = Some(budget(10, 221));
+        },
+    },
+    Case {
+        what: "a token budget recorded",
+        expected: &[Rule::TokenBudgetSet],
+        edit: |_, new| new.tokens = Some(budget(10, 200)),
+    },
+    Case {
+        what: "a definition grew within the token threshold",
+        expected: &[Rule::TokensChanged],
+        edit: |old, new| {
+            old.tokens = Some(budget(10, 200));
+            new.tokens = Some(budget(10, 220));
+        },
+    },
+    Case {
+        what: "a surface measured without a tokenizer",
+        expected: &[],
+        edit: |old, _| old.tokens = Some(budget(10, 200)),
+    },
 ];
+
+/// A budget of one tool, `shop_get_item`, of `tokens` tokens.
+fn budget(threshold_percent: u64, tokens: u64) -> fusion_lock::TokenBudget {
+    fusion_lock::TokenBudget {
+        tokenizer: "o200k_base".into(),
+        threshold_percent,
+        definitions: [("shop_get_item".to_owned(), tokens)].into(),
+    }
+}
 
 #[test]
 fn every_case_gives_exactly_its_rules() {

@@ -911,7 +911,7 @@ fn compile_action(
         }
     };
     layout.refuse_undeclared_guarded(context.guarded);
-    let annotations = annotations(verb, title.as_deref(), idempotent, destructive, open_world);
+    let annotations = annotations(verb, idempotent, destructive, open_world);
     let version = version.map_or_else(
         || context.server_version.to_owned(),
         |version| version.into_owned(),
@@ -984,17 +984,15 @@ fn takes(input_schema: &JsonObject, name: &str, kind: &str) -> bool {
     }
 }
 
+/// The hints of an action. Its title is the tool's own (`Tool::title`, which clients show
+/// first), not repeated here, where every listing would pay for it twice.
 fn annotations(
     verb: Verb,
-    title: Option<&str>,
     idempotent: bool,
     destructive: Option<bool>,
     open_world: Option<bool>,
 ) -> ToolAnnotations {
-    let mut annotations = match title {
-        Some(title) => ToolAnnotations::with_title(title),
-        None => ToolAnnotations::new(),
-    };
+    let mut annotations = ToolAnnotations::new();
     annotations = match verb {
         Verb::Query => annotations
             .read_only(true)

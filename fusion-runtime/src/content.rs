@@ -26,58 +26,30 @@ use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    ArgumentInfo, CacheScope, CompleteResult, CompletionInfo, ErrorCode, GetPromptResult,
-    JsonObject, Prompt as PromptDefinition, ReadResourceResult, Reference,
-    Resource as ResourceDefinition, ResourceContents, ResourceTemplate,
+    ArgumentInfo, CompleteResult, CompletionInfo, GetPromptResult, JsonObject,
+    Prompt as PromptDefinition, ReadResourceResult, Reference, Resource as ResourceDefinition,
+    ResourceTemplate,
 };
 use serde_json::{Map, Value};
-use tracing::Instrument as _;
 
-use crate::action::CacheHint;
-use crate::action::{ActionFacts, ActionInfo};
+use crate::action::ActionFacts;
 use crate::args::ArgReader;
 use crate::catalog::{CompiledPrompt, CompiledResource, Definition};
 use crate::complete::CompletionRequest;
 use crate::context::CallContext;
-use crate::envelope::Outcome;
-use crate::envelope::{SealedParts, seal_error};
+use crate::envelope::{Sealed, SealedParts, seal_error};
 use crate::error::{ToolError, codes};
 use crate::middleware::Middleware;
+use crate::observe::{PROMPTS_GET, RESOURCES_READ};
 use crate::pipeline::report::Report;
-use crate::pipeline::{CatchPanic, Running, catch_panic, timed_out};
+use crate::pipeline::{CatchPanic, Running, Target, catch_panic};
 use crate::present::Presentation;
 pub use crate::prompt::PromptInfo;
-use crate::prompt::PromptMessages;
+use crate::prompt::{PromptMessages, ReadyPrompt};
 pub use crate::resource::ResourceInfo;
 use crate::resource::template::typed_arguments;
 use crate::server::Server;
-
-/// The server's middleware, in order (a panic in one caught), then `run`, within the
-/// timeout (which counts from the first middleware, as a tool's does).
-async fn around<T, F, Fut>(
-    action: &ActionFacts,
-    middleware: &[Arc<dyn Middleware>],
-    mut context: CallContext,
-    run: F,
-) -> Result<T, ToolError>
-where
-    F: FnOnce(CallContext) -> Fut,
-    Fut: Future<Output = Result<T, ToolError>>,
-{
-    let rest = async move {
-        if !middleware.is_empty() {
-            let chain = crate::middleware::run_chain(middleware, &mut context, ActionInfo(action));
-            CatchPanic::new(Box::pin(chain), "a middleware").await?;
-        }
-        run(context).await
-    };
-    match action.timeout {
-        None => rest.await,
-        Some(timeout) => tokio::time::timeout(timeout, rest)
-            .await
-            .unwrap_or_else(|_| Err(timed_out(timeout))),
-    }
-}
+use crate::spec::ReadyCall;
 
 /// Prompt arguments are strings on the wire, read as the declared types; anything else is
 /// taken as sent.
@@ -95,22 +67,6 @@ fn prompt_arguments(arguments: Option<JsonObject>, schema: &JsonObject) -> JsonO
     );
     args.extend(other);
     args
-}
-
-/// How a failed read or prompt is reported: its error code and error id.
-fn failed(error: &ErrorData) -> Outcome {
-    let field = |name: &str| {
-        error
-            .data
-            .as_ref()
-            .and_then(|data| data.get(name))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    Outcome::Failed {
-        code: field("code").unwrap_or_else(|| codes::INTERNAL_ERROR.to_owned()),
-        error_id: field("errorId"),
-    }
 }
 
 /// Whether an error code says that what was asked for does not exist: the framework's
@@ -233,97 +189,36 @@ impl Server {
         uri: &str,
         context: CallContext,
     ) -> Result<ReadResourceResult, ErrorData> {
-        let content = &self.inner.content;
-        let Some((resource, values)) = content.resolve(uri) else {
-            return Err(ErrorData::resource_not_found(
-                format!("unknown resource: {uri}"),
-                Some(serde_json::json!({ "uri": uri })),
-            ));
-        };
+        crate::serve::reply::read_result(uri, self.read(uri, context).await)
+    }
+
+    /// Reads `uri` along the request path: its presented contents, or its failure sealed;
+    /// `None` when no resource matches the URI.
+    pub(crate) async fn read(
+        &self,
+        uri: &str,
+        context: CallContext,
+    ) -> Option<Result<Read<'_>, Box<Sealed>>> {
+        let inner = &*self.inner;
+        // 1. Resolve.
+        let (resource, values) = inner.content.resolve(uri)?;
         let facts = &resource.facts;
         let args = typed_arguments(values, &facts.input_schema);
-        let report = Report::start_read(
-            &self.inner,
-            "resources/read",
-            &resource.action,
-            &context,
-            &args,
-        );
+        let report = Report::start_read(inner, RESOURCES_READ, &resource.action, &context, &args);
         report.span.record("mcp.resource.uri", uri);
-        let run = self.run_resource(resource, args, context);
-        let outcome = if report.span.is_disabled() {
-            run.await
-        } else {
-            run.instrument(report.span.clone()).await
-        };
-        let outcome = match outcome {
-            Ok(presentation) => report
-                .audit_read(&self.inner, &resource.action)
-                .await
-                .map(|()| presentation),
-            Err(error) => Err(error),
-        };
-        let presentation = match outcome {
-            Ok(presentation) => {
-                report.finish(
-                    &self.inner,
-                    "resources/read",
-                    Some(facts.key.as_str()),
-                    &Outcome::Ok { cut: false },
-                );
-                presentation
-            }
-            Err(error) => {
-                tracing::debug!(resource = %facts.key, code = error.code(), "resource read failed");
-                let error = self.protocol_error(&resource.sealed, error, Some(uri));
-                report.finish(
-                    &self.inner,
-                    "resources/read",
-                    Some(facts.key.as_str()),
-                    &failed(&error),
-                );
-                return Err(error);
-            }
-        };
-        let mut contents = Vec::with_capacity(2);
-        match (&presentation.data, resource.raw_text || resource.binary) {
-            // A `Blob` serializes as its base64 text: that is the `blob` as it is.
-            (Value::String(blob), true) if resource.binary => contents
-                .push(ResourceContents::blob(blob.clone(), uri).with_mime_type(&facts.mime_type)),
-            (Value::String(text), true) => contents
-                .push(ResourceContents::text(text.clone(), uri).with_mime_type(&facts.mime_type)),
-            _ => {
-                let data_text = presentation
-                    .data_text
-                    .clone()
-                    .unwrap_or_else(|| presentation.data.to_string());
-                contents
-                    .push(ResourceContents::text(data_text, uri).with_mime_type(&facts.mime_type));
-            }
+        // 2–9; a failure is sealed, contents are shaped by the transport.
+        let ended = self
+            .serve_target(resource, report, args, context, |outcome| {
+                outcome.map_err(|error| Box::new(seal_error(&inner.names, &resource.sealed, error)))
+            })
+            .await;
+        if let Err(sealed) = &ended {
+            tracing::debug!(resource = %facts.key, code = sealed.outcome.label(), "resource read failed");
         }
-        let mut notes = Vec::new();
-        for block in presentation
-            .ui
-            .iter()
-            .filter(|block| presentation.declared_ui.contains(&block.kind()))
-        {
-            notes.push(block.render());
-        }
-        if let Some(rules) = &resource.sealed.rules_block
-            && !presentation.data.is_null()
-        {
-            notes.push(rules.clone());
-        }
-        if !notes.is_empty() {
-            contents.push(ResourceContents::text(notes.join("\n\n"), uri));
-        }
-        let mut result = ReadResourceResult::new(contents).with_cache_scope(CacheScope::Private);
-        match facts.cache {
-            Some(CacheHint::Immutable) => result = result.with_ttl_ms(IMMUTABLE_TTL_MS),
-            Some(CacheHint::Volatile) => result = result.with_ttl_ms(0),
-            None => {}
-        }
-        Ok(result)
+        Some(ended.map(|presentation| Read {
+            resource,
+            presentation,
+        }))
     }
 
     /// The key of the resource `uri` names, when the caller of `context` may read it: what a
@@ -348,33 +243,6 @@ impl Server {
         Ok(resource.facts.key.clone())
     }
 
-    /// A read's path, as a query tool's: access, rate limits, arguments, then the server's
-    /// middleware and the handler within the timeout.
-    async fn run_resource(
-        &self,
-        resource: &CompiledResource,
-        args: JsonObject,
-        context: CallContext,
-    ) -> Result<Presentation, ToolError> {
-        let facts = &resource.facts;
-        if !self.may_read(ResourceInfo(facts), &context) {
-            return Err(
-                ToolError::forbidden(format!("You may not read `{}`.", facts.key))
-                    .with_recovery("Read another resource, or ask the operator for access."),
-            );
-        }
-        self.check_rates(None, &context)?;
-        let ready = catch_panic("reading the arguments", || {
-            resource
-                .handler
-                .read(ArgReader::new(args, &resource.layout, facts.key.as_str()))
-        })??;
-        around(&resource.action, &resource.middleware, context, |context| {
-            Running::new(ready, context)
-        })
-        .await
-    }
-
     /// Runs `prompts/get` (see the [module docs](self)).
     pub async fn get_prompt(
         &self,
@@ -382,83 +250,33 @@ impl Server {
         arguments: Option<JsonObject>,
         context: CallContext,
     ) -> Result<GetPromptResult, ErrorData> {
-        let content = &self.inner.content;
-        let Some(prompt) = content
-            .by_prompt_name
-            .get(name)
-            .map(|&index| &content.prompts[index])
-        else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown prompt: {name}"),
-                None,
-            ));
-        };
-        let args = prompt_arguments(arguments, &prompt.facts.input_schema);
-        let report =
-            Report::start_read(&self.inner, "prompts/get", &prompt.action, &context, &args);
-        let run = self.run_prompt(prompt, args, context);
-        let outcome = if report.span.is_disabled() {
-            run.await
-        } else {
-            run.instrument(report.span.clone()).await
-        };
-        let outcome = match outcome {
-            Ok(messages) => report
-                .audit_read(&self.inner, &prompt.action)
-                .await
-                .map(|()| messages),
-            Err(error) => Err(error),
-        };
-        let key = prompt.facts.key.as_str();
-        match outcome {
-            Ok(messages) => {
-                report.finish(
-                    &self.inner,
-                    "prompts/get",
-                    Some(key),
-                    &Outcome::Ok { cut: false },
-                );
-                let mut result = GetPromptResult::new(messages.messages);
-                if let Some(description) = messages.description {
-                    result = result.with_description(description);
-                }
-                Ok(result)
-            }
-            Err(error) => {
-                tracing::debug!(prompt = %prompt.facts.key, code = error.code(), "prompt failed");
-                let error = self.protocol_error(&prompt.sealed, error, None);
-                report.finish(&self.inner, "prompts/get", Some(key), &failed(&error));
-                Err(error)
-            }
-        }
+        crate::serve::reply::prompt_result(name, self.prompt(name, arguments, context).await)
     }
 
-    async fn run_prompt(
+    /// Gets the prompt `name` along the request path: its messages, or its failure sealed;
+    /// `None` when no prompt has this name.
+    pub(crate) async fn prompt(
         &self,
-        prompt: &CompiledPrompt,
-        args: JsonObject,
+        name: &str,
+        arguments: Option<JsonObject>,
         context: CallContext,
-    ) -> Result<PromptMessages, ToolError> {
-        let facts = &prompt.facts;
-        if !self.may_get(PromptInfo(facts), &context) {
-            return Err(
-                ToolError::forbidden(format!("You may not use `{}`.", facts.name))
-                    .with_recovery("Use another prompt, or ask the operator for access."),
-            );
+    ) -> Option<Result<PromptMessages, Box<Sealed>>> {
+        let inner = &*self.inner;
+        let content = &inner.content;
+        // 1. Resolve.
+        let prompt = &content.prompts[*content.by_prompt_name.get(name)?];
+        let args = prompt_arguments(arguments, &prompt.facts.input_schema);
+        let report = Report::start_read(inner, PROMPTS_GET, &prompt.action, &context, &args);
+        // 2–9.
+        let ended = self
+            .serve_target(prompt, report, args, context, |outcome| {
+                outcome.map_err(|error| Box::new(seal_error(&inner.names, &prompt.sealed, error)))
+            })
+            .await;
+        if let Err(sealed) = &ended {
+            tracing::debug!(prompt = %prompt.facts.key, code = sealed.outcome.label(), "prompt failed");
         }
-        self.check_rates(None, &context)?;
-        let ready = catch_panic("reading the arguments", || {
-            (prompt.handler)(ArgReader::new(args, &prompt.layout, &facts.name))
-        })??;
-        around(&prompt.action, &prompt.middleware, context, |context| async move {
-            let cancellation = context.cancellation.clone();
-            let future = catch_panic("the prompt", || ready(context))?;
-            tokio::select! {
-                outcome = CatchPanic::new(future, "the prompt") => outcome,
-                () = cancellation.cancelled() => Err(ToolError::new(codes::CANCELLED, "The request was cancelled.")),
-            }
-        })
-        .await
+        Some(ended)
     }
 
     /// Runs `completion/complete`: the completion function of a prompt's argument or a
@@ -517,10 +335,10 @@ impl Server {
             resolved,
         };
         let future = catch_panic("the completion", || complete(context, request))
-            .map_err(|error| self.protocol_error(sealed, error, None))?;
+            .map_err(|error| self.protocol_error(sealed, error))?;
         let mut values = CatchPanic::new(future, "the completion")
             .await
-            .map_err(|error| self.protocol_error(sealed, error, None))?;
+            .map_err(|error| self.protocol_error(sealed, error))?;
         let total = values.len();
         values.truncate(CompletionInfo::MAX_VALUES);
         let info = CompletionInfo::with_pagination(
@@ -532,37 +350,122 @@ impl Server {
         Ok(CompleteResult::new(info))
     }
 
-    /// A failed read (of `uri`), prompt or completion as a JSON-RPC error: the message the
-    /// agent would read in a tool's error, and the error body as `data` (its `errorId` logged
-    /// with the cause of an internal error). A read of something that does not exist is a
-    /// resource-not-found error carrying the URI in `data.uri`, as an unknown URI is.
-    fn protocol_error(
-        &self,
-        sealed: &SealedParts,
-        error: ToolError,
-        uri: Option<&str>,
-    ) -> ErrorData {
-        let code = error.code().to_owned();
-        let (message, mut body) = seal_error(&self.inner.names, sealed, error)
-            .into_error()
-            .unwrap_or_else(|| ("The request failed.".to_owned(), Value::Null));
-        if let Some(body) = body.as_object_mut() {
-            body.retain(|_, value| !value.is_null());
+    /// A failed completion as a JSON-RPC error, as a failed read or prompt is
+    /// (`serve::reply::content_error`).
+    fn protocol_error(&self, sealed: &SealedParts, error: ToolError) -> ErrorData {
+        crate::serve::reply::content_error(seal_error(&self.inner.names, sealed, error), None)
+    }
+}
+
+/// A resource read: what its handler returned, presented, for the transport to shape into
+/// contents.
+pub(crate) struct Read<'a> {
+    pub(crate) resource: &'a CompiledResource,
+    pub(crate) presentation: Presentation,
+}
+
+/// A resource read: access by the policy's `allows_resource`, the server's rate limit and
+/// middleware, a handler presented as a query tool's.
+impl Target for CompiledResource {
+    type Ready = ReadyCall;
+    type Output = Presentation;
+    type Held = ();
+
+    fn facts(&self) -> &ActionFacts {
+        &self.action
+    }
+
+    fn name(&self) -> &str {
+        RESOURCES_READ
+    }
+
+    fn sealed(&self) -> &SealedParts {
+        &self.sealed
+    }
+
+    fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {
+        if server.may_read(ResourceInfo(&self.facts), context) {
+            return Ok(());
         }
-        let code = match (code.as_str(), uri) {
-            (codes::VALIDATION_ERROR, _) => ErrorCode::INVALID_PARAMS,
-            (code, Some(uri)) if is_not_found(code) => {
-                if let Some(body) = body.as_object_mut() {
-                    body.insert("uri".to_owned(), Value::String(uri.to_owned()));
-                }
-                ErrorCode::RESOURCE_NOT_FOUND
-            }
-            (code, _) if is_not_found(code) => ErrorCode::INVALID_PARAMS,
-            (codes::INTERNAL_ERROR | codes::TIMEOUT | codes::CANCELLED, _) => {
-                ErrorCode::INTERNAL_ERROR
-            }
-            _ => ErrorCode::INVALID_REQUEST,
-        };
-        ErrorData::new(code, message, Some(body))
+        Err(
+            ToolError::forbidden(format!("You may not read `{}`.", self.facts.key))
+                .with_recovery("Read another resource, or ask the operator for access."),
+        )
+    }
+
+    fn read(&self, args: JsonObject) -> Result<ReadyCall, ToolError> {
+        self.handler
+            .read(ArgReader::new(args, &self.layout, self.facts.key.as_str()))
+    }
+
+    fn middleware(&self) -> &[Arc<dyn Middleware>] {
+        &self.middleware
+    }
+
+    async fn guards(&self, _key: Option<String>) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        ready: ReadyCall,
+        context: CallContext,
+    ) -> impl Future<Output = Result<Presentation, ToolError>> + Send {
+        Running::new(ready, context)
+    }
+}
+
+/// A prompt: access by the policy's `allows_prompt`, the server's rate limit and middleware,
+/// then its messages.
+impl Target for CompiledPrompt {
+    type Ready = ReadyPrompt;
+    type Output = PromptMessages;
+    type Held = ();
+
+    fn facts(&self) -> &ActionFacts {
+        &self.action
+    }
+
+    fn name(&self) -> &str {
+        PROMPTS_GET
+    }
+
+    fn sealed(&self) -> &SealedParts {
+        &self.sealed
+    }
+
+    fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {
+        if server.may_get(PromptInfo(&self.facts), context) {
+            return Ok(());
+        }
+        Err(
+            ToolError::forbidden(format!("You may not use `{}`.", self.facts.name))
+                .with_recovery("Use another prompt, or ask the operator for access."),
+        )
+    }
+
+    fn read(&self, args: JsonObject) -> Result<ReadyPrompt, ToolError> {
+        (self.handler)(ArgReader::new(args, &self.layout, &self.facts.name))
+    }
+
+    fn middleware(&self) -> &[Arc<dyn Middleware>] {
+        &self.middleware
+    }
+
+    async fn guards(&self, _key: Option<String>) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    async fn run(
+        &self,
+        ready: ReadyPrompt,
+        context: CallContext,
+    ) -> Result<PromptMessages, ToolError> {
+        let cancellation = context.cancellation.clone();
+        let future = catch_panic("the prompt", || ready(context))?;
+        tokio::select! {
+            outcome = CatchPanic::new(future, "the prompt") => outcome,
+            () = cancellation.cancelled() => Err(ToolError::new(codes::CANCELLED, "The request was cancelled.")),
+        }
     }
 }

@@ -92,10 +92,10 @@ fn described(action: &ActionFacts, names: &Names) -> String {
     let mut description = names.rewrite(&action.description).into_owned();
     match action.cache {
         Some(CacheHint::Immutable) => description
-            .push_str("\n\nCache: immutable. The result never changes; reuse it instead of calling again."),
-        Some(CacheHint::Volatile) => description.push_str(
-            "\n\nCache: volatile. The result may change at any time; fetch it again before relying on it.",
-        ),
+            .push_str("\n\nCache: immutable (reuse the result rather than calling again)."),
+        Some(CacheHint::Volatile) => {
+            description.push_str("\n\nCache: volatile (fetch it again before relying on it).")
+        }
         None => {}
     }
     if !action.invalidates.is_empty() {

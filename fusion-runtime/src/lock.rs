@@ -20,6 +20,7 @@ pub use fusion_lock::{
     PresenterEntry, PromptArgumentEntry, PromptEntry, RateLimit, ResourceEntry, Rule, SERVER,
     Serialization, ServerEntry, StateSync, Surface, Verb, diff,
 };
+pub use fusion_lock::{DEFAULT_THRESHOLD_PERCENT, TokenBudget};
 
 use crate::action::ActionFacts;
 use crate::error::BuildError;
@@ -72,6 +73,8 @@ pub fn surface(server: &Server) -> Surface {
             .prompts()
             .map(|prompt| (prompt.key().as_str().to_owned(), prompt_entry(prompt)))
             .collect(),
+        // Measured by a `Check` that keeps a budget (feature `tokens`).
+        tokens: None,
     }
 }
 
@@ -191,6 +194,25 @@ fn action_entry(server: &Server, action: &CompiledAction) -> ActionEntry {
             .collect(),
         not_guarded: facts.not_guarded.clone(),
         asks_user: action.asks_user,
+    }
+}
+
+/// Counts each tool's definition as `tools/list` shows it (every tool the server built; an
+/// access policy may show a caller fewer).
+#[cfg(feature = "tokens")]
+fn measure_tokens(server: &Server, threshold_percent: u64) -> fusion_lock::TokenBudget {
+    use fusion_lock::tokens::{O200k, Tokenizer as _};
+    fusion_lock::TokenBudget {
+        tokenizer: O200k.name().to_owned(),
+        threshold_percent,
+        definitions: server
+            .tools()
+            .map(|tool| {
+                let listed = serde_json::to_value(tool.definition()).unwrap_or(Value::Null);
+                let tokens = fusion_lock::tokens::definition(&listed, &O200k);
+                (tool.name().to_owned(), tokens as u64)
+            })
+            .collect(),
     }
 }
 
@@ -363,6 +385,7 @@ pub struct Check {
     path: PathBuf,
     fail_on: Class,
     mode: Option<Mode>,
+    token_threshold: Option<u64>,
 }
 
 /// What a check did, when it passed.
@@ -386,6 +409,41 @@ impl Check {
             path: path.as_ref().to_owned(),
             fail_on: Class::Cosmetic,
             mode: None,
+            token_threshold: None,
+        }
+    }
+
+    /// Keeps a token budget in the lockfile: the tokens of each tool's definition as listed,
+    /// counted with the o200k tokenizer (feature `tokens`). Growth of a definition past
+    /// `threshold_percent` of its recorded tokens is a risky change, growth within it or
+    /// shrinking a cosmetic one; recording the budget, or changing the threshold, a safe one.
+    /// Once a lockfile has a budget it is kept (and measured) by every check of it, with its
+    /// own threshold unless this sets another. Without the `tokens` feature a recorded budget
+    /// is carried as it is, not measured.
+    #[must_use]
+    pub fn token_budget(mut self, threshold_percent: u64) -> Self {
+        self.token_threshold = Some(threshold_percent);
+        self
+    }
+
+    /// The budget the lockfile records: measured when this check keeps one or the reviewed
+    /// lockfile does.
+    fn budget(&self, server: &Server, reviewed: Option<&str>) -> Option<fusion_lock::TokenBudget> {
+        let recorded = reviewed
+            .and_then(|text| Lockfile::parse(text).ok())
+            .and_then(|lockfile| lockfile.surface.tokens);
+        let threshold = self
+            .token_threshold
+            .or(recorded.as_ref().map(|budget| budget.threshold_percent))?;
+        #[cfg(feature = "tokens")]
+        {
+            let _ = recorded;
+            Some(measure_tokens(server, threshold))
+        }
+        #[cfg(not(feature = "tokens"))]
+        {
+            let _ = (server, threshold);
+            recorded
         }
     }
 
@@ -409,8 +467,6 @@ impl Check {
             Some(mode) => mode,
             None => Mode::from_env()?,
         };
-        let current = surface(server);
-        let text = current.to_lockfile();
         let existing = match std::fs::read_to_string(&self.path) {
             // A checkout that turned line ends into CRLF holds the same lockfile.
             Ok(existing) => Some(existing.replace("\r\n", "\n")),
@@ -422,6 +478,9 @@ impl Check {
                 });
             }
         };
+        let mut current = surface(server);
+        current.tokens = self.budget(server, existing.as_deref());
+        let text = current.to_lockfile();
         match (mode, existing) {
             (_, Some(existing)) if existing == text => Ok(Outcome::Unchanged),
             (Mode::Update, existing) => {

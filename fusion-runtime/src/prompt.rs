@@ -325,13 +325,10 @@ impl PromptSpec {
         F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
-        self.params = Params::new();
-        self.params.whole::<A>();
+        self.params = crate::spec::whole_params::<A>();
         let f = Arc::new(f);
-        self.with_call_handler::<T, E, _, _, _>(move |mut reader: ArgReader<'_>| {
-            let args = reader.whole::<A>();
-            reader.finish()?;
-            let args = args.ok_or_else(crate::args::kinds::missing_argument)?;
+        self.with_call_handler::<T, E, _, _, _>(move |reader: ArgReader<'_>| {
+            let args = crate::spec::read_whole::<A>(reader)?;
             let f = Arc::clone(&f);
             Ok(move |context: CallContext| async move { Ok(f(context, args).await) })
         })

@@ -146,11 +146,23 @@ impl Server {
 #[derive(Debug)]
 pub struct ToolResult {
     sealed: crate::envelope::Sealed,
+    data_text: crate::envelope::DataText,
 }
 
 impl ToolResult {
     pub(crate) fn new(sealed: crate::envelope::Sealed) -> Self {
-        ToolResult { sealed }
+        ToolResult {
+            sealed,
+            data_text: crate::envelope::DataText::default(),
+        }
+    }
+
+    /// The result as it is written for a client that reads its data block in `form` (see
+    /// [`DataText::for_protocol`](crate::envelope::DataText::for_protocol)).
+    #[must_use]
+    pub fn for_client(mut self, form: crate::envelope::DataText) -> Self {
+        self.data_text = form;
+        self
     }
 
     /// Whether the agent receives a failure (`isError: true`).
@@ -171,12 +183,18 @@ impl ToolResult {
 
     /// The protocol's result (rmcp's `CallToolResult`): what goes on the wire.
     pub fn into_protocol(self) -> rmcp::model::CallToolResult {
-        self.sealed.into_call_result()
+        crate::serve::reply::call_tool_result(self.sealed, self.data_text)
     }
 
-    /// The message and error body of a failure, as a protocol error carries them.
-    pub(crate) fn into_error(self) -> Option<(String, serde_json::Value)> {
-        self.sealed.into_error()
+    /// What sealing made of the call, for the transport to write.
+    pub(crate) fn into_sealed(self) -> crate::envelope::Sealed {
+        self.sealed
+    }
+
+    /// The form of the data block this result is written with (see
+    /// [`ToolResult::for_client`]).
+    pub(crate) fn data_text(&self) -> crate::envelope::DataText {
+        self.data_text
     }
 }
 
@@ -276,9 +294,21 @@ impl Server {
         &self.inner.version
     }
 
-    /// Instructions for the agent.
+    /// Instructions for the agent, as the author wrote them.
     pub fn instructions(&self) -> Option<&str> {
         self.inner.instructions.as_deref()
+    }
+
+    /// The instructions a client receives at the handshake: the author's, then, when the
+    /// server has tools, one paragraph on the envelope every tool answers with. Said once
+    /// here, so that no tool's output schema repeats it.
+    pub fn served_instructions(&self) -> Option<String> {
+        let note = (!self.inner.actions.is_empty()).then(crate::schema::envelope_note);
+        match (self.instructions(), note) {
+            (Some(own), Some(note)) => Some(format!("{own}\n\n{note}")),
+            (Some(own), None) => Some(own.to_owned()),
+            (None, note) => note.map(str::to_owned),
+        }
     }
 
     /// The exposition mode.

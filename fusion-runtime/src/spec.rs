@@ -338,15 +338,7 @@ impl ToolSpec {
         self.data_schema = Some(T::data_schema);
         self.paged = T::PAGED;
         self.presenter = P::info();
-        self.handler = Some(Arc::new(move |args: ArgReader<'_>| {
-            let run = read(args)?;
-            Ok(ReadyCall::new(
-                move |context: CallContext| -> HandlerFuture {
-                    let future = run(context);
-                    Box::pin(async move { crate::present::present::<P, T, E>(future.await?) })
-                },
-            ))
-        }));
+        self.handler = Some(presenting::<P, T, E, R, G, Fut>(read));
         self
     }
 
@@ -393,17 +385,54 @@ impl ToolSpec {
         F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
-        self.params = Params::new();
-        self.params.whole::<A>();
+        self.params = whole_params::<A>();
         let f = Arc::new(f);
-        self.with_call_handler::<P, T, E, _, _, _>(move |mut reader: ArgReader<'_>| {
-            let args = reader.whole::<A>();
-            reader.finish()?;
-            let args = args.ok_or_else(crate::args::kinds::missing_argument)?;
+        self.with_call_handler::<P, T, E, _, _, _>(move |reader: ArgReader<'_>| {
+            let args = read_whole::<A>(reader)?;
             let f = Arc::clone(&f);
             Ok(move |context: CallContext| async move { Ok(f(context, args).await) })
         })
     }
+}
+
+/// The handler of a result presented by `P`, a tool's or a resource's: `read` reads the
+/// arguments, and what it returns runs with the call's context.
+pub(crate) fn presenting<P, T, E, R, G, Fut>(read: R) -> Arc<dyn Handler>
+where
+    P: ?Sized + OutputPresenter,
+    T: ToolOutput<P>,
+    E: Into<ToolError> + 'static,
+    R: Fn(ArgReader<'_>) -> Result<G, ToolError> + Send + Sync + 'static,
+    G: FnOnce(CallContext) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Result<T, E>, ToolError>> + Send + 'static,
+{
+    Arc::new(move |args: ArgReader<'_>| {
+        let run = read(args)?;
+        Ok(ReadyCall::new(
+            move |context: CallContext| -> HandlerFuture {
+                let future = run(context);
+                Box::pin(async move { crate::present::present::<P, T, E>(future.await?) })
+            },
+        ))
+    })
+}
+
+/// The parameters of a handler that takes its arguments whole, as `A`: `A`'s fields.
+pub(crate) fn whole_params<A: DeserializeOwned + JsonSchema + 'static>() -> Params {
+    let mut params = Params::new();
+    params.whole::<A>();
+    params
+}
+
+/// Reads the arguments whole, as `A`, for a handler set by `handler(f)` (a tool's, a
+/// resource's or a prompt's): every argument must be one of `A`'s.
+#[inline]
+pub(crate) fn read_whole<A: DeserializeOwned + JsonSchema + 'static>(
+    mut reader: ArgReader<'_>,
+) -> Result<A, ToolError> {
+    let args = reader.whole::<A>();
+    reader.finish()?;
+    args.ok_or_else(crate::args::kinds::missing_argument)
 }
 
 /// The presenter side of a tool's output: [`Plain`] or a [`Presenter`].

@@ -38,6 +38,9 @@ pub use crate::envelope::Dropped;
 use crate::envelope::{Envelope, ErrorBody, Meta, Sealed, SuggestedCall, Truncated};
 use crate::server::{Server, UnknownTool};
 
+#[cfg(feature = "tokens")]
+pub use fusion_lock::tokens::{AnswerTokens, O200k, Tokenizer};
+
 type ContextSetup = Arc<dyn Fn(&mut CallContext) + Send + Sync>;
 
 /// Calls a server's tools in memory.
@@ -100,6 +103,23 @@ impl Tester {
         tools
     }
 
+    /// What each tool the tester's caller sees costs an agent in tokens before any call: its
+    /// definition as `tools/list` shows it (name, title, description, input and output
+    /// schemas, annotations), in listing order (feature `tokens`).
+    #[cfg(feature = "tokens")]
+    pub fn definition_tokens(&self, tokenizer: &dyn Tokenizer) -> Vec<(String, usize)> {
+        self.list_tools()
+            .iter()
+            .map(|tool| {
+                let listed = serde_json::to_value(tool).unwrap_or(Value::Null);
+                (
+                    tool.name.to_string(),
+                    fusion_lock::tokens::definition(&listed, tokenizer),
+                )
+            })
+            .collect()
+    }
+
     /// Calls the tool with canonical key `key` (`billing.get_invoice`) through its exposed
     /// name, adding the `action` discriminator in grouped exposition. An exposed name
     /// (`billing_get_invoice`) is called as it is, with `arguments` as given.
@@ -158,7 +178,10 @@ impl Tester {
             .call_sealed(name, arguments, self.context())
             .await?;
         let dropped = std::mem::take(&mut sealed.dropped);
-        let mut result = TestResult::new(sealed.into_call_result());
+        let mut result = TestResult::new(crate::serve::reply::call_tool_result(
+            sealed,
+            crate::envelope::DataText::default(),
+        ));
         result.dropped = dropped;
         Ok(result)
     }
@@ -246,6 +269,14 @@ impl TestResult {
     /// The whole result as JSON text, exactly as it would be sent.
     pub fn raw_text(&self) -> String {
         serde_json::to_string(&self.raw).unwrap_or_default()
+    }
+
+    /// What this answer costs an agent in tokens: its text blocks and its
+    /// `structuredContent`, apart (feature `tokens`).
+    #[cfg(feature = "tokens")]
+    pub fn tokens(&self, tokenizer: &dyn Tokenizer) -> AnswerTokens {
+        let raw = serde_json::to_value(&self.raw).unwrap_or(Value::Null);
+        fusion_lock::tokens::answer(&raw, tokenizer)
     }
 
     /// `isError`.

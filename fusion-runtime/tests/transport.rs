@@ -493,9 +493,15 @@ async fn one_page_by_default_and_get_tool() {
             (server.name.as_str(), server.version.as_str()),
             ("demo", "1.2.3")
         );
-        assert_eq!(
-            info.instructions.as_deref(),
-            Some("A server for transport tests.")
+        // The author's instructions, then the envelope every tool answers with, said once.
+        let instructions = info.instructions.as_deref().expect("instructions");
+        assert!(
+            instructions.starts_with("A server for transport tests.\n\n"),
+            "{instructions}"
+        );
+        assert!(
+            instructions.contains("structuredContent {ok: true, data, meta}"),
+            "{instructions}"
         );
         connected.close().await;
     })

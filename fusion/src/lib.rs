@@ -251,8 +251,8 @@ pub mod elicit {
 /// it back.
 pub mod envelope {
     pub use fusion_runtime::envelope::{
-        Const, CutReason, Dropped, Envelope, ErrorBody, Failure, Meta, Success, SuggestedCall,
-        Truncated,
+        Const, CutReason, DataText, Dropped, Envelope, ErrorBody, Failure, Meta, Success,
+        SuggestedCall, Truncated,
     };
 }
 
@@ -270,6 +270,9 @@ pub mod request_state {
 
 /// Testing a server in memory, with the agent's view of each result.
 pub mod testing {
+    /// Counting what an agent pays, in tokens (feature `tokens`).
+    #[cfg(feature = "tokens")]
+    pub use fusion_runtime::testing::{AnswerTokens, O200k, Tokenizer};
     pub use fusion_runtime::testing::{Dropped, ReceivedUiBlock, TestResult, Tester};
 }
 

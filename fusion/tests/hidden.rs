@@ -361,10 +361,16 @@ async fn nested_models_are_presented_by_their_own_presenters() {
     let contact_view = &output_schema["$defs"]["ContactView"];
     assert_eq!(contact_view["additionalProperties"], false);
     assert_eq!(contact_view["required"], json!(["name"]));
+    // The nested presenter's own rule follows each field it presents; its labels are the
+    // descriptions of the listed schema, not sent again with the answer.
+    assert_eq!(
+        contact_view["properties"]["name"]["description"],
+        "Contact name"
+    );
     let rules = acme.rules();
     for rule in [
-        "manager.name: Contact name",
-        "contacts.name: Contact name",
+        "In main_contact: Call contacts by their first name.",
+        "In contacts: Call contacts by their first name.",
         "In manager: Call contacts by their first name.",
     ] {
         assert!(
@@ -372,4 +378,8 @@ async fn nested_models_are_presented_by_their_own_presenters() {
             "{rule} missing: {rules:?}"
         );
     }
+    assert!(
+        !rules.iter().any(|rule| rule.ends_with(": Contact name")),
+        "{rules:?}"
+    );
 }

@@ -546,7 +546,17 @@ async fn raw_identifier_fields_are_plain_keys_in_and_out() {
         created.data(),
         &json!({"id": "R-1", "type": "regex", "match": "^a"})
     );
-    assert_eq!(created.rules()[1], "type: What kind of rule");
+    // The field's label is its description in the listed output schema, under its plain key;
+    // it is not sent again with the answer.
+    assert!(output.contains("What kind of rule"), "{output}");
+    assert!(
+        !created
+            .rules()
+            .iter()
+            .any(|rule| rule.contains("What kind of rule")),
+        "{:?}",
+        created.rules()
+    );
     let raw = tester
         .call("rules.create", json!({"r#type": "regex"}))
         .await;

@@ -510,5 +510,9 @@ fn a_page_is_advertised_as_a_list_within_the_agent_limit() {
     let output = Value::Object((**tool.definition().output_schema.as_ref().unwrap()).clone());
     let text = output.to_string();
     assert!(text.contains("\"maxItems\":3"), "{text}");
-    assert!(text.contains("nextCursor"), "{text}");
+    // How a cut page continues is the same for every tool: said once, in the instructions
+    // the client receives, not in each tool's output schema.
+    assert!(!text.contains("nextCursor"), "{text}");
+    let instructions = server.served_instructions().unwrap();
+    assert!(instructions.contains("nextCursor"), "{instructions}");
 }

@@ -8,38 +8,49 @@ use fusion::{Presenter, ServerBuilder, ToolError, presenter, tool};
 use serde_json::json;
 
 #[tokio::test]
-async fn rules_are_the_presented_labels_then_the_presenters_own() {
+async fn rules_are_the_presenters_own_and_the_labels_are_in_the_listing() {
     let tester = Tester::new(server());
     let result = tester
         .call("billing.get_invoice", json!({"id": "INV-1"}))
         .await;
+    // The labels of the presented fields are the descriptions of the tool's output schema,
+    // which the agent read in the listing: an answer does not send them again.
+    let listed = tester
+        .server()
+        .tool("billing_get_invoice")
+        .unwrap()
+        .definition()
+        .output_schema
+        .clone()
+        .unwrap();
+    let listed = serde_json::to_string(&listed).unwrap();
+    for label in [
+        "Invoice id, such as INV-7",
+        "Customer id",
+        "Total in integer cents",
+        "open, paid or voided",
+        "A note for <humans> & agents",
+    ] {
+        assert!(
+            listed.contains(&format!("\"description\":\"{label}\"")),
+            "{label}: {listed}"
+        );
+    }
     assert_eq!(
         result.rules(),
-        [
-            "id: Invoice id, such as INV-7",
-            "customer_id: Customer id",
-            "total_cents: Total in integer cents",
-            "status: open, paid or voided",
-            "memo: A note for <humans> & agents",
-            "Amounts are cents: divide by 100 for display.",
-        ]
-    );
-    // Escaped on the wire.
-    assert!(
-        result
-            .raw_text()
-            .contains("A note for &lt;humans&gt; &amp; agents")
+        ["Amounts are cents: divide by 100 for display."]
     );
     // Rules are attached only to the entity they describe.
     let health = tester.call("ops.health", json!({})).await;
     assert!(health.rules().is_empty());
+    // A presenter with labels only has nothing left to say.
     let summary = tester.call("billing.summaries", json!({})).await;
-    assert_eq!(
-        summary.rules(),
-        [
-            "id: Invoice id, such as INV-7",
-            "status: open, paid or voided"
-        ]
+    assert!(summary.rules().is_empty(), "{:?}", summary.rules());
+    assert!(
+        !summary
+            .texts()
+            .iter()
+            .any(|text| text.starts_with("<domain_rules>"))
     );
 }
 

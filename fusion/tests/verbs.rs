@@ -46,7 +46,11 @@ fn verbs_set_the_mcp_annotations() {
         (Some(false), Some(false), Some(false))
     );
     assert_eq!(server.action("ops.reindex").unwrap().verb(), Verb::Action);
-    assert_eq!(query.title.as_deref(), Some("Get invoice"));
+    // The title is the tool's own, which clients show first; the annotations do not repeat
+    // it (every listing would pay for it twice).
+    assert_eq!(query.title, None);
+    let tool = server.tool("billing_get_invoice").unwrap().definition();
+    assert_eq!(tool.title.as_deref(), Some("Get invoice"));
 }
 
 #[test]

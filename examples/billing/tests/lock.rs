@@ -26,9 +26,60 @@ fn server() -> fusion::Server {
     builder().build().expect("billing builds")
 }
 
+/// The reviewed surface, with a token budget: a tool's definition that grows more than 10 %
+/// fails the check until the lockfile is updated (and the growth reviewed).
 #[test]
 fn the_surface_is_the_reviewed_one() {
-    fusion::lock::check(&server(), "fusion.lock");
+    Check::new("fusion.lock")
+        .token_budget(fusion::lock::DEFAULT_THRESHOLD_PERCENT)
+        .assert(&server());
+}
+
+#[test]
+fn a_definition_that_blows_the_token_budget_is_risky() {
+    let reviewed = Lockfile::parse(REVIEWED).unwrap().surface;
+    let budget = reviewed
+        .tokens
+        .as_ref()
+        .expect("billing keeps a token budget");
+    assert_eq!(budget.tokenizer, "o200k_base");
+    let listed: u64 = budget.definitions.values().sum();
+    assert!(
+        listed <= 420 * budget.definitions.len() as u64,
+        "{listed} tokens for {} tools",
+        budget.definitions.len()
+    );
+    // As if the reviewed definition had been a fifth smaller: the code's is 25 % more.
+    let (_dir, path) = reviewed_with(|surface| {
+        let budget = surface.tokens.as_mut().unwrap();
+        let get = budget.definitions.get_mut("billing_get_invoice").unwrap();
+        *get = *get * 4 / 5;
+    });
+    let error = Check::new(&path)
+        .mode(Mode::Check)
+        .fail_on(Class::Risky)
+        .run(&server())
+        .expect_err("the check fails");
+    let LockError::Changed { diff, .. } = &error else {
+        panic!("not a change: {error}");
+    };
+    let changes: Vec<(Rule, &str)> = diff
+        .changes()
+        .iter()
+        .map(|change| (change.rule, change.subject.as_str()))
+        .collect();
+    assert_eq!(changes, [(Rule::TokensGrew, "billing_get_invoice")]);
+    assert!(
+        error.to_string().contains("over the 10 % threshold"),
+        "{error}"
+    );
+    // Within the threshold, the change is cosmetic: reviewed by updating the lockfile.
+    let (_dir, path) = reviewed_with(|surface| {
+        let budget = surface.tokens.as_mut().unwrap();
+        *budget.definitions.get_mut("billing_get_invoice").unwrap() -= 1;
+    });
+    let (rules, _) = failure(&path, Class::Cosmetic);
+    assert_eq!(rules, [(Rule::TokensChanged, "billing_get_invoice".into())]);
 }
 
 #[test]

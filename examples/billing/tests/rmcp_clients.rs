@@ -88,16 +88,42 @@ async fn ok(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> Value {
         envelope["meta"]["version"].is_string(),
         "{tool}: {envelope}"
     );
-    // The first text block is the data, as JSON, for clients that ignore structuredContent.
+    // The first text block is the data the model reads: a list of records as a table (its
+    // count and fields once, then a line per item), anything else as JSON.
     let first = text_blocks(&result)
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("{tool}: no text content"));
-    let shown: Value = fusion::serde_json::from_str(&first).expect("the first block is JSON data");
-    assert_eq!(
-        shown, envelope["data"],
-        "{tool}: content and envelope differ"
-    );
+    match envelope["data"].as_array().filter(|items| items.len() > 1) {
+        Some(items) => {
+            let fields: Vec<&String> = items[0].as_object().expect("records").keys().collect();
+            let header = format!(
+                "[{}]{{{}}}:",
+                items.len(),
+                fields
+                    .iter()
+                    .map(|field| field.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            assert!(first.starts_with(&header), "{tool}: {first}");
+            assert_eq!(first.lines().count(), items.len() + 1, "{tool}: {first}");
+            for item in items {
+                assert!(
+                    first.contains(item["id"].as_str().expect("an id")),
+                    "{tool}: {first}"
+                );
+            }
+        }
+        None => {
+            let shown: Value =
+                fusion::serde_json::from_str(&first).expect("the first block is JSON data");
+            assert_eq!(
+                shown, envelope["data"],
+                "{tool}: content and envelope differ"
+            );
+        }
+    }
     envelope["data"].clone()
 }
 
@@ -379,4 +405,45 @@ async fn wait_until_gone(pid: u32) {
         }
     }
     panic!("billing (pid {pid}) still runs 5 s after the client closed its stdin");
+}
+
+/// The data block per protocol era: a client from before `structuredContent` (2025-03-26)
+/// reads a list as the serialized JSON the specification asks for; a current one as a table.
+#[tokio::test]
+async fn a_client_before_structured_content_reads_the_data_as_json() {
+    within(async {
+        for (version, json_copy) in [
+            (rmcp::model::ProtocolVersion::V_2025_03_26, true),
+            (rmcp::model::ProtocolVersion::V_2025_11_25, false),
+        ] {
+            let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+            let mcp = billing_mcp();
+            tokio::spawn(async move {
+                if let Ok(running) = mcp.handler().serve(server_io).await {
+                    let _ = running.waiting().await;
+                }
+            });
+            let info = rmcp::model::ClientConfig::new(
+                Default::default(),
+                rmcp::model::Implementation::new("old-client", "1.0.0"),
+            )
+            .with_protocol_version(version.clone());
+            let client = info.serve(client_io).await.expect("client handshake");
+            let negotiated = client.peer().peer_info().expect("server info");
+            assert_eq!(negotiated.protocol_version, version);
+            let result = call(client.peer(), "billing_list_invoices", json!({"limit": 3}))
+                .await
+                .expect("tools/call");
+            let data = &result.structured_content.as_ref().expect("envelope")["data"];
+            let first = text_blocks(&result).remove(0);
+            if json_copy {
+                let shown: Value = fusion::serde_json::from_str(&first).expect("JSON data");
+                assert_eq!(&shown, data, "{version}");
+            } else {
+                assert!(first.starts_with("[3]{"), "{version}: {first}");
+            }
+            client.cancel().await.expect("client stops");
+        }
+    })
+    .await;
 }

@@ -28,9 +28,12 @@ async fn voiding_never_leaks_and_says_what_is_stale() {
     assert!(!voided.raw_text().contains("t_777"));
     assert_eq!(voided.invalidations(), ["billing.*"]);
     assert_eq!(
-        voided.rules()[0],
-        "id: Invoice id, such as INV-7",
-        "the labels of the presented fields come first"
+        voided.rules(),
+        [
+            "Amounts are integer cents: divide by 100 and show two decimals.",
+            "A voided invoice can no longer be paid or changed."
+        ],
+        "the presenter's own rules; its labels are in the listed output schema"
     );
     let kinds: Vec<String> = voided
         .ui_blocks()

@@ -29,6 +29,13 @@ pub(crate) fn table(surface: &Surface) -> String {
     if let Some(limit) = server.rate_limit {
         facts.push(format!("rate limit {}/{}", limit.max, millis(limit.per_ms)));
     }
+    if let Some(budget) = &surface.tokens {
+        let listed: u64 = budget.definitions.values().sum();
+        facts.push(format!(
+            "{listed} tokens listed ({}, risky past +{} %)",
+            budget.tokenizer, budget.threshold_percent
+        ));
+    }
     let mut counts = vec![counted(surface.actions.len(), "action")];
     if !surface.resources.is_empty() {
         counts.push(counted(surface.resources.len(), "resource"));
@@ -42,22 +49,24 @@ pub(crate) fn table(surface: &Surface) -> String {
         counts.join(", "),
         surface.digest()
     );
-    let mut rows = vec![
-        [
-            "ACTION",
-            "VERB",
-            "CALLED AS",
-            "HINTS",
-            "ARGUMENTS (* required)",
-            "EGRESS",
-            "INVALIDATES",
-            "GUARDS",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-    ];
+    let mut header = [
+        "ACTION",
+        "VERB",
+        "CALLED AS",
+        "HINTS",
+        "ARGUMENTS (* required)",
+        "EGRESS",
+        "INVALIDATES",
+        "GUARDS",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    if surface.tokens.is_some() {
+        header.push("TOKENS".to_owned());
+    }
+    let mut rows = vec![header];
     for (key, action) in &surface.actions {
-        rows.push(vec![
+        let mut row = vec![
             key.clone(),
             action.verb.as_str().to_owned(),
             action.exposure.to_string(),
@@ -66,7 +75,17 @@ pub(crate) fn table(surface: &Surface) -> String {
             egress(&action.egress, &action.output_schema),
             or_dash(action.state.invalidates.join(", ")),
             guards(action),
-        ]);
+        ];
+        if let Some(budget) = &surface.tokens {
+            row.push(or_dash(
+                budget
+                    .definitions
+                    .get(&action.exposure.tool)
+                    .map(u64::to_string)
+                    .unwrap_or_default(),
+            ));
+        }
+        rows.push(row);
     }
     text.push_str(&aligned(&rows));
     if !surface.resources.is_empty() {

@@ -9,6 +9,7 @@
 //! block.
 
 mod budget;
+mod render;
 mod seal;
 
 use std::fmt::Write as _;
@@ -18,13 +19,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::action::{ActionFacts, CacheHint, Verb};
-use crate::present::PresenterInfo;
 use crate::xml;
 
+pub use render::DataText;
 pub use seal::Dropped;
-#[cfg(feature = "gateway")]
-pub(crate) use seal::Reply;
-pub(crate) use seal::{Outcome, Sealed, seal_error, seal_success};
+pub(crate) use seal::{Outcome, Reply, Sealed, seal_error, seal_success};
 
 /// The `structuredContent` of every result of a Fusion tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,7 +252,7 @@ impl SealedParts {
             rules_block: action
                 .presenter
                 .as_ref()
-                .map(PresenterInfo::all_rules)
+                .map(|presenter| not_listed(presenter.all_rules(), &action.output_schema))
                 .filter(|rules| !rules.is_empty())
                 .map(|rules| rules_block(&rules)),
             invalidation_block: writes.then(|| {
@@ -284,6 +283,40 @@ impl SealedParts {
             invalidation_block: None,
         }
     }
+}
+
+/// The rules an answer still has to say: a field's label (`status: open, paid or voided`) that
+/// the tool's output schema already gives as the field's description was read with the
+/// listing, and is not sent again with every answer.
+fn not_listed(rules: Vec<String>, output_schema: &serde_json::Map<String, Value>) -> Vec<String> {
+    fn descriptions<'s>(schema: &'s Value, found: &mut std::collections::HashSet<&'s str>) {
+        match schema {
+            Value::Object(members) => {
+                if let Some(Value::String(description)) = members.get("description") {
+                    found.insert(description);
+                }
+                for member in members.values() {
+                    descriptions(member, found);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| descriptions(item, found)),
+            _ => {}
+        }
+    }
+    let mut listed = std::collections::HashSet::new();
+    for member in output_schema.values() {
+        descriptions(member, &mut listed);
+    }
+    rules
+        .into_iter()
+        .filter(|rule| {
+            let label = rule
+                .split_once(": ")
+                .filter(|(path, _)| !path.contains(' '))
+                .map(|(_, label)| label);
+            !label.is_some_and(|label| listed.contains(label))
+        })
+        .collect()
 }
 
 pub(crate) fn rules_block(rules: &[String]) -> String {

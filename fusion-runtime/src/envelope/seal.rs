@@ -1,5 +1,6 @@
-//! Sealing: a presentation or an error becomes the `CallToolResult` an agent receives. The only
-//! place an envelope is built, and the only place an error id is assigned.
+//! Sealing: a presentation or an error becomes the envelope an agent receives, typed until the
+//! transport writes it (`serve::reply`). The only place an envelope is built, and the only
+//! place an error id is assigned.
 
 use std::fmt::Write as _;
 
@@ -14,7 +15,7 @@ use crate::present::{Presentation, Suggestion, Truncation};
 use crate::xml;
 
 /// A sealed result, and what the report of the call needs to know about it. Typed until the
-/// transport turns it into the protocol's result ([`Sealed::into_call_result`]).
+/// transport turns it into the protocol's result (`serve::reply`).
 #[derive(Debug)]
 pub(crate) struct Sealed {
     pub(crate) reply: Reply,
@@ -102,36 +103,6 @@ impl Sealed {
                 ..
             } => globs,
             _ => &[],
-        }
-    }
-
-    /// The message and error body of a failure, as a protocol error carries them (its
-    /// `message` and `data`); `None` for anything else.
-    pub(crate) fn into_error(self) -> Option<(String, Value)> {
-        match self.reply {
-            Reply::Failure { envelope, .. } => {
-                Some((envelope.error.message.clone(), to_value(&envelope.error)))
-            }
-            Reply::Success { .. } | Reply::Passed(_) => None,
-        }
-    }
-
-    /// The protocol's result: the only place a sealed result becomes one.
-    pub(crate) fn into_call_result(self) -> CallToolResult {
-        match self.reply {
-            Reply::Success {
-                content, envelope, ..
-            } => {
-                let mut result = CallToolResult::success(content);
-                result.structured_content = Some(envelope);
-                result
-            }
-            Reply::Failure { block, envelope } => {
-                let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
-                result.structured_content = Some(to_value(&*envelope));
-                result
-            }
-            Reply::Passed(result) => result,
         }
     }
 }
@@ -612,14 +583,23 @@ pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolErr
     }
 }
 
-/// The `<tool_error>` block: the error body as the agent reads it.
+/// The `<tool_error>` block: the error body as the agent reads it (`structuredContent` keeps
+/// every field for programs).
 fn error_block(body: &ErrorBody) -> String {
     let mut block = format!("<tool_error code=\"{}\">", xml::escape_attr(&body.code));
     let _ = write!(block, "\n<message>{}</message>", xml::escape(&body.message));
     if let Some(recovery) = &body.recovery {
         let _ = write!(block, "\n<recovery>{}</recovery>", xml::escape(recovery));
     }
-    if !body.available_actions.is_empty() {
+    // The tools to call, unless the message or the recovery already names each of them.
+    let named = |action: &String| {
+        body.message.contains(action.as_str())
+            || body
+                .recovery
+                .as_ref()
+                .is_some_and(|recovery| recovery.contains(action.as_str()))
+    };
+    if !body.available_actions.iter().all(named) {
         let _ = write!(
             block,
             "\n<available_actions>{}</available_actions>",
@@ -647,6 +627,30 @@ fn error_block(body: &ErrorBody) -> String {
 mod tests {
     use super::*;
     use crate::envelope::Meta;
+
+    #[test]
+    fn the_error_block_names_the_tools_to_call_once() {
+        let body = |recovery: &str| ErrorBody {
+            code: "InvoiceNotFound".into(),
+            message: "Invoice INV-4 does not exist.".into(),
+            retryable: false,
+            recovery: Some(recovery.into()),
+            available_actions: vec!["billing_list_invoices".into()],
+            details: None,
+            retry_after_ms: None,
+            error_id: None,
+        };
+        let named = error_block(&body("Call `billing_list_invoices` to find ids."));
+        assert_eq!(
+            named,
+            "<tool_error code=\"InvoiceNotFound\">\n<message>Invoice INV-4 does not exist.</message>\n<recovery>Call `billing_list_invoices` to find ids.</recovery>\n</tool_error>"
+        );
+        let unnamed = error_block(&body("Look the id up first."));
+        assert!(
+            unnamed.contains("<available_actions>billing_list_invoices</available_actions>"),
+            "{unnamed}"
+        );
+    }
 
     #[test]
     fn into_value_writes_what_serde_writes() {

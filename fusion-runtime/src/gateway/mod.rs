@@ -91,6 +91,7 @@ mod child;
 mod config;
 mod events;
 mod failure;
+mod forward;
 mod http;
 mod passthrough;
 mod progress;

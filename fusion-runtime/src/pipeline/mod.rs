@@ -19,26 +19,38 @@
 //!
 //! Unset stages cost nothing: an action without middleware or guards goes from its arguments
 //! straight to its handler, and a span no subscriber wants is never entered.
+//!
+//! The path is written once, over a target: a built-in tool's action (here), a resource read
+//! and a prompt (`content.rs`) and a proxied tool (`gateway/forward.rs`) supply only what
+//! differs (who may call them, how their arguments are read, their guards, what runs).
+//! `Server::serve_target` runs stages 2 to 9 for all of them, its ending (audit, span,
+//! metrics) included. What is sealed stays typed until the transport writes it
+//! (`serve/reply.rs`).
 
-#[cfg(feature = "gateway")]
-mod proxied;
 pub(crate) mod report;
 mod running;
+mod target;
 
 pub(crate) use running::{CatchPanic, Running, catch_panic};
+pub(crate) use target::Target;
 
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
-use tracing::Instrument as _;
 
-use crate::action::ActionInfo;
+use std::sync::Arc;
+
+use crate::action::{ActionFacts, ActionInfo, Verb};
 use crate::args::ArgReader;
 use crate::context::CallContext;
 use crate::envelope::{Sealed, SealedParts, seal_error, seal_success};
 use crate::error::{ToolError, codes};
 use crate::guard::Turn;
+use crate::middleware::Middleware;
 use crate::present::Presentation;
-use crate::server::{CompiledAction, Dispatch, ExposedTool, Server, ToolResult, UnknownTool};
+use crate::server::{
+    CompiledAction, Dispatch, ExposedTool, Server, ServerInner, ToolResult, UnknownTool,
+};
+use crate::spec::ReadyCall;
 use report::Report;
 
 impl Server {
@@ -95,84 +107,20 @@ impl Server {
         let offset = action
             .pages_by_offset
             .then(|| args.get("offset").and_then(Value::as_u64).unwrap_or(0));
-        // 2–7.
-        let outcome = if report.span.is_disabled() {
-            self.run(action, args, context).await
-        } else {
-            let span = report.span.clone();
-            self.run(action, args, context).instrument(span).await
-        };
-        // 8. Seal.
-        let sealed = match outcome {
-            Ok(presentation) => seal_success(
-                &inner.names,
-                &action.facts,
-                &action.sealed,
-                presentation,
-                offset,
-            ),
-            Err(error) => seal_error(&inner.names, &action.sealed, error),
-        };
-        // 9. Report (a required audit record that is lost turns success into AUDIT_FAILED).
-        let sealed = report.audit(inner, action, sealed).await;
-        report.finish(
-            inner,
-            action.tool(),
-            Some(action.facts.key.as_str()),
-            &sealed.outcome,
-        );
+        // 2–9.
+        let sealed = self
+            .serve_target(action, report, args, context, |outcome| match outcome {
+                Ok(presentation) => seal_success(
+                    &inner.names,
+                    &action.facts,
+                    &action.sealed,
+                    presentation,
+                    offset,
+                ),
+                Err(error) => seal_error(&inner.names, &action.sealed, error),
+            })
+            .await;
         Ok(sealed)
-    }
-
-    /// Stages 2 to 7 of one action's call.
-    async fn run(
-        &self,
-        action: &CompiledAction,
-        args: JsonObject,
-        mut context: CallContext,
-    ) -> Result<Presentation, ToolError> {
-        // 2. Access and rate limits.
-        self.check_access(action.info(), &context)?;
-        self.check_rate(action, &context)?;
-        // 3. Arguments. The FIFO key is taken from the raw JSON and used only once the
-        // arguments are valid.
-        let key = action
-            .serial
-            .as_ref()
-            .and_then(|serial| serial.key_of(&args));
-        let ready = catch_panic("reading the arguments", || {
-            action
-                .handler
-                .read(ArgReader::new(args, &action.layout, action.tool()))
-        })??;
-        let rest = async move {
-            // 4–5. Middleware and guards, held until the handler is done. Boxed: their
-            // futures would otherwise make every call's future larger; a panic in one is
-            // caught here.
-            let _guards = if action.bare {
-                None
-            } else {
-                Some(
-                    CatchPanic::new(Box::pin(around(action, &mut context, key)), "a middleware")
-                        .await?,
-                )
-            };
-            // 6–7. Handler and presenter.
-            Running::new(ready, context).await
-        };
-        match action.facts.timeout {
-            None => rest.await,
-            // Dropping the call's future on expiry stops the handler where it waits.
-            Some(timeout) => tokio::time::timeout(timeout, rest)
-                .await
-                .unwrap_or_else(|_| Err(timed_out(timeout))),
-        }
-    }
-
-    /// The rate limits of the server and of the action, for the caller of `context` (by
-    /// verified subject; anonymous callers share one bucket).
-    fn check_rate(&self, action: &CompiledAction, context: &CallContext) -> Result<(), ToolError> {
-        self.check_rates(action.rate_limiter.as_ref(), context)
     }
 
     /// The rate limits of the server and, if any, of what is called.
@@ -418,35 +366,99 @@ fn resolve(tool: &ExposedTool, args: &mut JsonObject) -> Result<usize, Unresolve
 /// A held lock of the server's [`SerializationLock`](crate::SerializationLock); released on drop.
 type SharedTurn = Box<dyn Send + 'static>;
 
-/// Middleware, in order, then the guards: what is held while the handler runs.
-async fn around(
-    action: &CompiledAction,
-    context: &mut CallContext,
-    key: Option<String>,
-) -> Result<(Option<crate::guard::Slot>, Option<Turn>, Option<SharedTurn>), ToolError> {
-    crate::middleware::run_chain(&action.middleware, context, action.info()).await?;
-    let slot = match &action.concurrency {
-        Some(guard) => Some(guard.enter().await?),
-        None => None,
-    };
-    let shared_key = action.shared_lock.as_ref().map(|_| {
-        format!(
-            "{}/{}",
-            action.facts.key.as_str(),
-            key.as_deref().unwrap_or("*")
-        )
-    });
-    let turn = match &action.serial {
-        Some(guard) => Some(guard.turn(key).await),
-        None => None,
-    };
-    // Across replicas: the shared lock, once this process's FIFO turn has come, so that a
-    // process waits on it with at most one call per key.
-    let shared = match (&action.shared_lock, shared_key) {
-        (Some(lock), Some(key)) => Some(lock.acquire(&key).await?),
-        _ => None,
-    };
-    Ok((slot, turn, shared))
+/// A built-in tool's action: its own access decision, rate limit, middleware and guards, and
+/// a handler whose result its presenter shapes.
+impl Target for CompiledAction {
+    type Ready = ReadyCall;
+    type Output = Presentation;
+    /// Its concurrency slot, FIFO turn and shared lock.
+    type Held = (Option<crate::guard::Slot>, Option<Turn>, Option<SharedTurn>);
+
+    #[inline]
+    fn facts(&self) -> &ActionFacts {
+        &self.facts
+    }
+
+    #[inline]
+    fn name(&self) -> &str {
+        self.tool()
+    }
+
+    #[inline]
+    fn sealed(&self) -> &SealedParts {
+        &self.sealed
+    }
+
+    /// Reads are recorded only when the audit records reads.
+    #[inline]
+    fn records(&self, inner: &ServerInner) -> bool {
+        self.facts.verb != Verb::Query || inner.audit.as_ref().is_some_and(|audit| audit.reads)
+    }
+
+    #[inline]
+    fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {
+        server.check_access(self.info(), context)
+    }
+
+    #[inline]
+    fn rate_limiter(&self) -> Option<&crate::guard::RateLimiter> {
+        self.rate_limiter.as_ref()
+    }
+
+    #[inline]
+    fn turn_key(&self, args: &JsonObject) -> Option<String> {
+        self.serial.as_ref().and_then(|serial| serial.key_of(args))
+    }
+
+    #[inline]
+    fn read(&self, args: JsonObject) -> Result<ReadyCall, ToolError> {
+        self.handler
+            .read(ArgReader::new(args, &self.layout, self.tool()))
+    }
+
+    #[inline]
+    fn middleware(&self) -> &[Arc<dyn Middleware>] {
+        &self.middleware
+    }
+
+    #[inline]
+    fn bare(&self) -> bool {
+        self.bare
+    }
+
+    async fn guards(&self, key: Option<String>) -> Result<Self::Held, ToolError> {
+        let slot = match &self.concurrency {
+            Some(guard) => Some(guard.enter().await?),
+            None => None,
+        };
+        let shared_key = self.shared_lock.as_ref().map(|_| {
+            format!(
+                "{}/{}",
+                self.facts.key.as_str(),
+                key.as_deref().unwrap_or("*")
+            )
+        });
+        let turn = match &self.serial {
+            Some(guard) => Some(guard.turn(key).await),
+            None => None,
+        };
+        // Across replicas: the shared lock, once this process's FIFO turn has come, so that a
+        // process waits on it with at most one call per key.
+        let shared = match (&self.shared_lock, shared_key) {
+            (Some(lock), Some(key)) => Some(lock.acquire(&key).await?),
+            _ => None,
+        };
+        Ok((slot, turn, shared))
+    }
+
+    fn run(
+        &self,
+        ready: ReadyCall,
+        context: CallContext,
+    ) -> impl std::future::Future<Output = Result<Presentation, ToolError>> + Send {
+        // 6–7. Handler and presenter.
+        Running::new(ready, context)
+    }
 }
 
 /// A call stopped at its timeout: retryable, since the same call may be faster next time.

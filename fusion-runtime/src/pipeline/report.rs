@@ -7,10 +7,12 @@ use std::time::Instant;
 
 use rmcp::model::JsonObject;
 
+#[cfg(doc)]
+use super::target::Ending;
 use crate::action::{ActionFacts, Verb};
 use crate::audit::{self, AuditEntry, AuditError, AuditRecord, AuditSink};
 use crate::context::CallContext;
-use crate::envelope::{Outcome, Sealed, SealedParts, seal_error};
+use crate::envelope::Outcome;
 use crate::error::{ToolError, codes, panic_text};
 use crate::observe::{self, CallReport};
 use crate::server::{CompiledAction, ServerInner};
@@ -121,63 +123,34 @@ impl Report {
         self.measured.as_ref()?.audit.as_ref()
     }
 
-    /// Audits a successful write (unless the handler recorded it). Returns what the agent is
-    /// told: `sealed`, or `AUDIT_FAILED` when a required record could not be written. A sink
-    /// that blocks runs on the blocking pool, never on an async worker.
+    /// The audit record of a call of `key` that succeeded (`cut`: the egress budget dropped
+    /// part of its result), when `records` and its handler did not record it, written once.
+    /// Returns the error of a required record that could not be written: the call then fails
+    /// ([`Ending::unaudited`]). A sink that blocks runs on the blocking pool, never on an async
+    /// worker.
     pub(crate) async fn audit(
         &self,
         inner: &ServerInner,
-        action: &CompiledAction,
-        sealed: Sealed,
-    ) -> Sealed {
-        // Reads are recorded only when the audit records reads.
-        let records = action.facts.verb != Verb::Query
-            || inner.audit.as_ref().is_some_and(|audit| audit.reads);
-        self.audit_target(
-            inner,
-            action.facts.key.as_str(),
-            &action.sealed,
-            sealed,
-            records,
-        )
-        .await
-    }
-
-    /// [`Report::audit`] of any call target: the action `key`, whose failure is sealed with
-    /// `parts`, recorded by the sink when `records` (and its handler did not record it).
-    pub(crate) async fn audit_target(
-        &self,
-        inner: &ServerInner,
         key: &str,
-        parts: &SealedParts,
-        sealed: Sealed,
         records: bool,
-    ) -> Sealed {
+        cut: bool,
+    ) -> Option<AuditError> {
         let Some(Measured {
             started,
             audit: Some(entry),
         }) = &self.measured
         else {
-            return sealed;
+            return None;
         };
-        // Only successful writes, and only once.
-        let (Some(audit), Outcome::Ok { cut }) = (&inner.audit, &sealed.outcome) else {
-            return sealed;
-        };
+        let audit = inner.audit.as_ref()?;
         if !records || entry.is_recorded() {
-            return sealed;
+            return None;
         }
         let mut record = entry.record();
-        record.outcome = if *cut { "ok_truncated" } else { "ok" };
+        record.outcome = if cut { "ok_truncated" } else { "ok" };
         record.duration = started.elapsed();
-        let Err(error) = write(inner, audit, record, key).await else {
-            return sealed;
-        };
-        if audit.required {
-            seal_error(&inner.names, parts, audit_failed(error))
-        } else {
-            sealed
-        }
+        let error = write(inner, audit, record, key).await.err()?;
+        audit.required.then_some(error)
     }
 
     /// Starts the report of a resource read or a prompt (`method`, the record's `tool`): its
@@ -200,40 +173,6 @@ impl Report {
                 audit::arguments_digest_of(args),
             ))
         })
-    }
-
-    /// Audits a successful read of a resource or prompt, when the audit records reads. A
-    /// required record that is lost fails the read (nothing changed: it may be retried).
-    pub(crate) async fn audit_read(
-        &self,
-        inner: &ServerInner,
-        facts: &ActionFacts,
-    ) -> Result<(), ToolError> {
-        let (
-            Some(Measured {
-                started,
-                audit: Some(entry),
-            }),
-            Some(audit),
-        ) = (&self.measured, &inner.audit)
-        else {
-            return Ok(());
-        };
-        let mut record = entry.record();
-        record.outcome = "ok";
-        record.duration = started.elapsed();
-        match write(inner, audit, record, facts.key.as_str()).await {
-            Err(error) if audit.required => Err(ToolError::new(
-                codes::AUDIT_FAILED,
-                "The read could not be audited, so its result is withheld.",
-            )
-            .with_recovery(
-                "Nothing was changed: retry later, or report the errorId to the operator.",
-            )
-            .with_retryable(true)
-            .with_internal_source(Box::new(error))),
-            _ => Ok(()),
-        }
     }
 
     /// Records how the call ended.
@@ -324,7 +263,7 @@ fn record_with(sink: &dyn AuditSink, record: &AuditRecord) -> Result<(), AuditEr
 /// What the agent is told when the record its change requires was lost: the change stands, so
 /// retrying would repeat it.
 #[cold]
-fn audit_failed(error: AuditError) -> ToolError {
+pub(super) fn audit_failed(error: AuditError) -> ToolError {
     ToolError::new(
         codes::AUDIT_FAILED,
         "The change was made, but its audit record could not be written.",
@@ -333,6 +272,19 @@ fn audit_failed(error: AuditError) -> ToolError {
         "Do not retry: the change stands. Fetch the data again to see its state, and report \
          the errorId to the operator.",
     )
+    .with_internal_source(Box::new(error))
+}
+
+/// What the agent is told when the record a read requires was lost: nothing changed, so it may
+/// be retried.
+#[cold]
+pub(super) fn read_unaudited(error: AuditError) -> ToolError {
+    ToolError::new(
+        codes::AUDIT_FAILED,
+        "The read could not be audited, so its result is withheld.",
+    )
+    .with_recovery("Nothing was changed: retry later, or report the errorId to the operator.")
+    .with_retryable(true)
     .with_internal_source(Box::new(error))
 }
 

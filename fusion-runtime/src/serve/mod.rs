@@ -56,7 +56,8 @@
 //! hands off have files of their own: `options` (what an endpoint is configured with),
 //! `listing` (one paged listing for tools, resources, templates and prompts), `rounds` (the
 //! question rounds of elicitation), `subscriptions` (resource updates), `gateway` (what mounted
-//! upstreams add), and the transports (`stdio`, `streamable`, `sessions`, `connections`).
+//! upstreams add), `reply` (where a sealed result becomes the protocol's), and the transports
+//! (`stdio`, `streamable` with its `host_origin` guard, `sessions`, `connections`).
 //!
 //! Serving stays a module of `fusion-runtime` (behind its `stdio` and `http` features) rather
 //! than a crate of its own: it still reaches into the server through crate-private methods
@@ -85,6 +86,8 @@ pub mod auth;
 mod connections;
 #[cfg(feature = "gateway")]
 mod gateway;
+#[cfg(feature = "http")]
+mod host_origin;
 mod listing;
 #[cfg(feature = "stderr-log")]
 mod log;
@@ -93,6 +96,7 @@ pub mod oauth;
 mod options;
 #[cfg(feature = "http")]
 mod replica;
+pub(crate) mod reply;
 #[cfg(feature = "http")]
 mod resource_metadata;
 mod rounds;
@@ -125,6 +129,7 @@ pub use signal::shutdown_signal;
 pub use streamable::HttpOptions;
 
 use crate::context::{CallContext, RequestFacts};
+use crate::envelope::DataText;
 use crate::error::{ToolError, panicked};
 #[cfg(feature = "http")]
 use crate::principal::Principal;
@@ -234,7 +239,7 @@ impl Mcp {
             self.server.name(),
             self.server.version(),
         ));
-        if let Some(instructions) = self.server.instructions() {
+        if let Some(instructions) = self.server.served_instructions() {
             info = info.with_instructions(instructions);
         }
         McpHandler {
@@ -485,7 +490,8 @@ impl ServerHandler for McpHandler {
             )
             .map_err(|error| self.refuse_content(&request.uri, error))?;
         call.extensions_mut().insert(Arc::clone(&round));
-        let outcome = self.shared.server.read_resource(&request.uri, call).await;
+        let read = self.shared.server.read(&request.uri, call).await;
+        let outcome = reply::read_result(&request.uri, read);
         if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
             return Ok(ReadResourceResponse::InputRequired(input_required));
         }
@@ -526,11 +532,12 @@ impl ServerHandler for McpHandler {
             )
             .map_err(|error| self.refuse_content(&request.name, error))?;
         call.extensions_mut().insert(Arc::clone(&round));
-        let outcome = self
+        let got = self
             .shared
             .server
-            .get_prompt(&request.name, request.arguments, call)
+            .prompt(&request.name, request.arguments, call)
             .await;
+        let outcome = reply::prompt_result(&request.name, got);
         if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
             return Ok(GetPromptResponse::InputRequired(input_required));
         }
@@ -666,11 +673,14 @@ impl ServerHandler for McpHandler {
                     Err(error) => return Err(self.refuse_request(&name, error)?),
                 };
                 call.extensions_mut().insert(Arc::clone(&round));
+                // The data block as this client's protocol era reads it.
+                let form = DataText::for_protocol(call.protocol_version().as_ref());
                 let outcome = self
                     .shared
                     .server
                     .call_tool(&name, request.arguments, call)
-                    .await;
+                    .await
+                    .map(|result| result.for_client(form));
                 let failed = outcome.as_ref().is_ok_and(ToolResult::is_error);
                 if let Some(input_required) = self.close_round(&round, &binding, failed)? {
                     return Ok(CallToolResponse::InputRequired(input_required));
@@ -703,7 +713,11 @@ impl McpHandler {
                 if !result.is_error() {
                     self.notify_invalidated(result.invalidates());
                 }
-                Ok(CallToolResponse::Complete(result.into_protocol()))
+                let form = result.data_text();
+                Ok(CallToolResponse::Complete(reply::call_tool_result(
+                    result.into_sealed(),
+                    form,
+                )))
             }
             Err(unknown) => Err(unknown_tool(&unknown.0)),
         }

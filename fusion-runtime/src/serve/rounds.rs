@@ -167,7 +167,9 @@ impl McpHandler {
             .server
             .refuse_call(name, error)
             .map_err(|unknown| unknown_tool(&unknown.0))?;
-        Ok(invalid_params_with_body(result.into_error()))
+        Ok(invalid_params_with_body(super::reply::failure(
+            result.into_sealed(),
+        )))
     }
 }
 
@@ -176,7 +178,7 @@ impl McpHandler {
     /// naming the prompt or resource.
     pub(super) fn refuse_content(&self, name: &str, error: ToolError) -> ErrorData {
         let sealed = self.shared.server.seal_refusal(name, error);
-        invalid_params_with_body(sealed.into_error())
+        invalid_params_with_body(super::reply::failure(sealed))
     }
 }
 

@@ -1,0 +1,225 @@
+//! How the data of an answer reads in its text block: the copy the model reads (most clients
+//! put `content` in the model's context, and `structuredContent` in front of code).
+//!
+//! A page of uniform items is written as a table, TOON's tabular form: the item count and the
+//! field names once, then one line per item with the values in the same order,
+//!
+//! ```text
+//! [2]{id,customer_id,total_cents,status}:
+//! INV-1,C-1,12345,paid
+//! INV-2,C-2,900,open
+//! ```
+//!
+//! instead of JSON, which repeats every key in every item (about half the tokens of a list
+//! of small records). TOON is an established notation for exactly this (models read it as
+//! readily as CSV, and it says how many rows to expect); only its tabular form is used, and
+//! only where it is exact: every item an object with the same keys in the same order, every
+//! value a string, number, boolean or null. A string that would read as something else (one
+//! with a comma, a quote, a line break, leading or trailing spaces, or one that looks like a
+//! number, a boolean or null) is written as a JSON string. Anything else stays JSON, so the
+//! text is always exact; `structuredContent` carries the data as JSON in every case.
+//!
+//! Sealing writes the data block as JSON (the egress budget measures that, an upper bound of
+//! the table); the conversion to the protocol's result applies the [`DataText`] policy.
+
+use std::fmt::Write as _;
+
+use rmcp::model::{ContentBlock, ProtocolVersion};
+use serde_json::Value;
+
+/// What the data block of a success (its first text block) holds: the policy of the one copy
+/// of each answer the model reads.
+///
+/// The default, [`DataText::Compact`], is for clients that receive `structuredContent`
+/// (protocol 2025-06-18 and later): the program reads the data there, as JSON, and the model
+/// reads the text block, where a uniform list is a table ([`tabular`]) and anything else the
+/// JSON it was. The 2025-11-25 specification asks a server that returns structured content to
+/// also put "the serialized JSON in a TextContent block" *for backwards compatibility*: for
+/// clients that predate `structuredContent` and read only `content`. Those get
+/// [`DataText::Json`] ([`DataText::for_protocol`]), so that their programs can still parse it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DataText {
+    /// A uniform list as a table, anything else as JSON.
+    #[default]
+    Compact,
+    /// The data as JSON, the specification's backward-compatible copy.
+    Json,
+}
+
+impl DataText {
+    /// The form for a client on `version` (the default when unknown): JSON for the versions
+    /// before `structuredContent` (2024-11-05 and 2025-03-26).
+    pub fn for_protocol(version: Option<&ProtocolVersion>) -> Self {
+        match version {
+            Some(version) if *version < ProtocolVersion::V_2025_06_18 => DataText::Json,
+            _ => DataText::Compact,
+        }
+    }
+
+    /// Rewrites the data block of a success (`content[0]`, written as JSON by sealing) in
+    /// this form; `envelope` is its `structuredContent`, whose `data` it renders.
+    pub(crate) fn apply(self, content: &mut [ContentBlock], envelope: &Value) {
+        if self == DataText::Json {
+            return;
+        }
+        if let (Some(block), Some(table)) = (content.first_mut(), tabular(&envelope["data"])) {
+            *block = ContentBlock::text(table);
+        }
+    }
+}
+
+/// The text block's form of `data`: the tabular form for a uniform list of two items or
+/// more, `None` (JSON) for anything else.
+pub(crate) fn tabular(data: &Value) -> Option<String> {
+    let items = data.as_array().filter(|items| items.len() >= 2)?;
+    let first = items
+        .first()?
+        .as_object()
+        .filter(|first| !first.is_empty())?;
+    let keys: Vec<&String> = first.keys().collect();
+    if keys.iter().any(|key| !plain(key)) {
+        return None;
+    }
+    let mut text = format!("[{}]{{", items.len());
+    for (index, key) in keys.iter().enumerate() {
+        if index > 0 {
+            text.push(',');
+        }
+        text.push_str(key);
+    }
+    text.push_str("}:");
+    for item in items {
+        let item = item.as_object()?;
+        if item.len() != keys.len() {
+            return None;
+        }
+        text.push('\n');
+        for (index, (key, value)) in item.iter().enumerate() {
+            if key != keys[index] {
+                return None;
+            }
+            if index > 0 {
+                text.push(',');
+            }
+            cell(&mut text, value)?;
+        }
+    }
+    Some(text)
+}
+
+/// Writes one value, or `None` when it is not a primitive.
+fn cell(text: &mut String, value: &Value) -> Option<()> {
+    match value {
+        Value::String(string) if plain(string) => text.push_str(string),
+        Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null => {
+            let _ = write!(text, "{value}");
+        }
+        Value::Array(_) | Value::Object(_) => return None,
+    }
+    Some(())
+}
+
+/// Whether a string reads as itself unquoted: no delimiter, quote, brace, bracket, colon or
+/// control character, no spaces at its ends, and not a number, boolean or null.
+fn plain(string: &str) -> bool {
+    !string.is_empty()
+        && string.trim() == string
+        && !string.contains([',', '"', '\\', ':', '[', ']', '{', '}'])
+        && !string.chars().any(char::is_control)
+        && !matches!(string, "true" | "false" | "null")
+        && string.parse::<f64>().is_err()
+        && !string.starts_with('-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Reads the tabular form back, as a model or a TOON decoder would.
+    fn read_back(text: &str) -> Value {
+        let (header, rows) = text.split_once(":\n").unwrap();
+        let (count, keys) = header.split_once("]{").unwrap();
+        let count: usize = count.trim_start_matches('[').parse().unwrap();
+        let keys: Vec<&str> = keys.trim_end_matches('}').split(',').collect();
+        let mut items = Vec::new();
+        for row in rows.lines() {
+            let mut item = serde_json::Map::new();
+            let mut rest = row;
+            for key in &keys {
+                let (value, tail) = if rest.starts_with('"') {
+                    let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+                    let value = stream.next().unwrap().unwrap();
+                    let used = stream.byte_offset();
+                    (value, rest[used..].strip_prefix(',').unwrap_or(""))
+                } else {
+                    let (raw, tail) = rest.split_once(',').unwrap_or((rest, ""));
+                    let value = serde_json::from_str(raw).unwrap_or_else(|_| Value::from(raw));
+                    (value, tail)
+                };
+                item.insert((*key).to_owned(), value);
+                rest = tail;
+            }
+            items.push(Value::Object(item));
+        }
+        assert_eq!(items.len(), count);
+        Value::Array(items)
+    }
+
+    #[test]
+    fn a_uniform_list_is_a_table_that_reads_back_exactly() {
+        let data = json!([
+            {"id": "INV-1", "customer_id": "C-1", "total_cents": 12345, "status": "paid", "memo": null},
+            {"id": "INV-2", "customer_id": "C-2", "total_cents": -900, "status": "open", "memo": "a, \"b\"\nc"},
+            {"id": "42", "customer_id": " C-3", "total_cents": 1.5, "status": "true", "memo": "-x"},
+        ]);
+        let text = tabular(&data).unwrap();
+        assert!(
+            text.starts_with(
+                "[3]{customer_id,id,memo,status,total_cents}:\nC-1,INV-1,null,paid,12345\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(read_back(&text), data);
+    }
+
+    #[test]
+    fn clients_before_structured_content_get_the_json_copy() {
+        let data = json!([{"id": "INV-1"}, {"id": "INV-2"}]);
+        let envelope = json!({"ok": true, "data": data, "meta": {}});
+        let json_text = data.to_string();
+        for (version, expected) in [
+            (Some(ProtocolVersion::V_2024_11_05), json_text.clone()),
+            (Some(ProtocolVersion::V_2025_03_26), json_text.clone()),
+            (
+                Some(ProtocolVersion::V_2025_06_18),
+                "[2]{id}:\nINV-1\nINV-2".to_owned(),
+            ),
+            (
+                Some(ProtocolVersion::V_2026_07_28),
+                "[2]{id}:\nINV-1\nINV-2".to_owned(),
+            ),
+            (None, "[2]{id}:\nINV-1\nINV-2".to_owned()),
+        ] {
+            let mut content = vec![ContentBlock::text(json_text.clone())];
+            DataText::for_protocol(version.as_ref()).apply(&mut content, &envelope);
+            assert_eq!(content[0].as_text().unwrap().text, expected, "{version:?}");
+        }
+    }
+
+    #[test]
+    fn anything_but_a_uniform_list_of_flat_records_stays_json() {
+        for data in [
+            json!({"id": "INV-1"}),
+            json!([{"id": "INV-1"}]),
+            json!([1, 2]),
+            json!([{"id": "INV-1"}, {"id": "INV-2", "extra": 1}]),
+            json!([{"id": "INV-1", "n": 1}, {"id": "INV-2", "m": 1}]),
+            json!([{"id": "INV-1", "tags": []}, {"id": "INV-2", "tags": []}]),
+            json!([{"a,b": 1}, {"a,b": 2}]),
+            json!([{}, {}]),
+        ] {
+            assert_eq!(tabular(&data), None, "{data}");
+        }
+    }
+}
