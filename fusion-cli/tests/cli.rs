@@ -326,6 +326,71 @@ fn billings_committed_lockfile_verifies() {
     assert!(header.trim_end().ends_with("TOKENS"), "{header}");
 }
 
+#[test]
+fn show_lists_resources_and_prompts_and_marks_the_tools_that_ask_the_user() {
+    let files = Files::new();
+    let lock = files.lockfile("fusion.lock", |surface| {
+        void_invoice(surface).asks_user = true;
+        let resource = serde_json::json!({
+            "uri": "billing://invoices/{id}", "title": null, "description": "One invoice.",
+            "mime_type": "application/json", "cache": "immutable", "toolset": null,
+            "input_schema": {"type": "object"}, "output_schema": {"type": "object"},
+            "egress": {"presenter": null, "presenters": {}, "limit": null, "suggests": [], "ui_kinds": []}
+        });
+        surface.resources.insert(
+            "billing.invoice".into(),
+            serde_json::from_value(resource).unwrap(),
+        );
+        let prompt = serde_json::json!({
+            "name": "billing_dunning", "title": null, "description": "A reminder.",
+            "toolset": "collections",
+            "arguments": {"id": {"required": true, "description": null}, "tone": {"required": false, "description": null}},
+            "presenters": {}
+        });
+        surface
+            .prompts
+            .insert("billing.dunning".into(), serde_json::from_value(prompt).unwrap());
+    });
+    let shown = run(&["lock", "show", &lock]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let lines: Vec<&str> = shown.stdout.lines().collect();
+    assert!(
+        lines[1].starts_with("1 action, 1 resource, 1 prompt, surface sha256:"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[4].contains("asks-user"), "{}", lines[4]);
+    // The row under a table's header holds every cell.
+    let row_under = |header: &str, cells: &[&str]| {
+        let at = lines
+            .iter()
+            .position(|line| line.starts_with(header))
+            .unwrap_or_else(|| panic!("a {header} table:\n{}", shown.stdout));
+        for cell in cells {
+            assert!(lines[at + 1].contains(cell), "{cell} in {}", lines[at + 1]);
+        }
+    };
+    row_under(
+        "RESOURCE",
+        &[
+            "billing.invoice",
+            "billing://invoices/{id}",
+            "application/json",
+            "plain",
+            "immutable",
+        ],
+    );
+    row_under(
+        "PROMPT",
+        &[
+            "billing.dunning",
+            "billing_dunning",
+            "id*, tone",
+            "collections",
+        ],
+    );
+}
+
 /// The repository's shipped OpenAPI documents (fusion-openapi's test corpus).
 fn openapi_document(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -50,8 +50,8 @@ pub const SERVER: &str = "server";
 
 /// Compares the surface `old` (the reviewed one, say) with `new` (the code's).
 pub fn diff(old: &Surface, new: &Surface) -> Diff {
-    let old = old.normalized();
-    let new = new.normalized();
+    let old = without_inapplicable_limits(old.normalized());
+    let new = without_inapplicable_limits(new.normalized());
     let mut changes = Vec::new();
     server(&old.server, &new.server, &mut changes);
 
@@ -165,19 +165,46 @@ impl Diff {
         )
     }
 
-    /// The summary, then one line per change: its class, its subject and the reason.
+    /// The summary, then one line per change: its class, its subjects and the reason. One
+    /// change seen from many subjects (a presenter's new field, in every tool, resource and
+    /// prompt that presents it) is one line naming them all.
     pub fn to_text(&self) -> String {
         let mut text = self.summary();
         text.push('\n');
-        for change in &self.changes {
+        for group in self.grouped() {
             text.push_str(&format!(
                 "  {:<8}  {}: {}\n",
-                change.class(),
-                change.subject,
-                change.reason
+                group.class,
+                group.subjects.join(", "),
+                group.reason
             ));
         }
         text
+    }
+
+    /// The changes grouped by what changed: one entry per class and reason, naming every
+    /// subject it was found in, in the order of the changes.
+    pub fn grouped(&self) -> Vec<Grouped<'_>> {
+        let mut groups: Vec<Grouped<'_>> = Vec::new();
+        for change in &self.changes {
+            let class = change.class();
+            match groups
+                .iter_mut()
+                .find(|group| group.class == class && group.reason == change.reason)
+            {
+                Some(group) => {
+                    if !group.subjects.contains(&change.subject.as_str()) {
+                        group.subjects.push(&change.subject);
+                    }
+                }
+                None => groups.push(Grouped {
+                    class,
+                    reason: &change.reason,
+                    subjects: vec![&change.subject],
+                }),
+            }
+        }
+        groups
     }
 
     /// A Markdown table, for a pull request's comment.
@@ -187,12 +214,17 @@ impl Diff {
             return text;
         }
         text.push_str("\n| class | subject | change |\n|---|---|---|\n");
-        for change in &self.changes {
+        for group in self.grouped() {
+            let subjects: Vec<String> = group
+                .subjects
+                .iter()
+                .map(|subject| format!("`{subject}`"))
+                .collect();
             text.push_str(&format!(
-                "| {} | `{}` | {} |\n",
-                change.class(),
-                change.subject,
-                change.reason.replace('|', "\\|")
+                "| {} | {} | {} |\n",
+                group.class,
+                subjects.join(", "),
+                group.reason.replace('|', "\\|")
             ));
         }
         text
@@ -222,6 +254,31 @@ impl fmt::Display for Diff {
     }
 }
 
+/// One change as the text and Markdown show it: its class and reason, and every subject it was
+/// found in (see [`Diff::grouped`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grouped<'a> {
+    /// The class of the change.
+    pub class: Class,
+    /// What changed, on one line.
+    pub reason: &'a str,
+    /// The subjects it was found in: `server`, actions', resources' and prompts' keys.
+    pub subjects: Vec<&'a str>,
+}
+
+/// The surface with the agent limits that cut nothing left out: a presenter's limit applies to
+/// the lists it presents, not to a single item (or a prompt), so changing it changes nothing
+/// there.
+fn without_inapplicable_limits(mut surface: Surface) -> Surface {
+    for action in surface.actions.values_mut() {
+        action.egress.limit = action.egress.applied_limit(&action.output_schema);
+    }
+    for resource in surface.resources.values_mut() {
+        resource.egress.limit = resource.egress.applied_limit(&resource.output_schema);
+    }
+    surface
+}
+
 /// The changes of one subject.
 pub(crate) struct Changes<'a> {
     subject: &'a str,
@@ -243,6 +300,14 @@ impl<'a> Changes<'a> {
 
     fn found(&self) -> bool {
         self.out.iter().any(|change| change.subject == self.subject)
+    }
+
+    /// How many changes of this subject were found so far.
+    fn count(&self) -> usize {
+        self.out
+            .iter()
+            .filter(|change| change.subject == self.subject)
+            .count()
     }
 
     /// What no rule caught is a difference of form: an order that does not matter, a
@@ -444,6 +509,7 @@ fn action(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
         );
     });
     not_guarded(&old.not_guarded, &new.not_guarded, out);
+    asks_user(old.asks_user, new.asks_user, out);
     set_changes(&old.error_actions, &new.error_actions, |key, added| {
         if added {
             out.push(
@@ -487,6 +553,22 @@ fn not_guarded(
             Rule::NotGuardedWithdrawn,
             format!("`{path}` is no longer stated not to be a guarded field"),
         );
+    }
+}
+
+/// Whether the tool asks the user (elicitation): a client that cannot ask gets an error from a
+/// tool that now does.
+fn asks_user(old: bool, new: bool, out: &mut Changes<'_>) {
+    match (old, new) {
+        (false, true) => out.push(
+            Rule::AsksUserAdded,
+            "now asks the user while it runs (elicitation): a client that cannot ask gets ELICITATION_UNSUPPORTED".into(),
+        ),
+        (true, false) => out.push(
+            Rule::AsksUserRemoved,
+            "no longer asks the user while it runs".into(),
+        ),
+        _ => {}
     }
 }
 
@@ -649,7 +731,7 @@ impl<'a> Walk<'a, '_, '_> {
                 None => {
                     self.out.push(
                         Rule::PresenterFieldAdded,
-                        format!("egress widened: presenter `{now}` lets `{field_path}` out"),
+                        format!("egress widened: presenter `{now}` lets `{field}` out"),
                     );
                     self.covered.insert(Aspect::Added, &field_path);
                 }
@@ -658,7 +740,7 @@ impl<'a> Walk<'a, '_, '_> {
                         self.out.push(
                             Rule::LabelChanged,
                             format!(
-                                "label of `{field_path}` {}",
+                                "presenter `{now}`: label of `{field}` {}",
                                 reworded(Some(&before.label), Some(&presented.label))
                             ),
                         );
@@ -675,7 +757,7 @@ impl<'a> Walk<'a, '_, '_> {
                 let field_path = format!("{path}.{field}");
                 self.out.push(
                     Rule::OutputFieldRemoved,
-                    format!("presenter `{now}` no longer presents `{field_path}`"),
+                    format!("presenter `{now}` no longer presents `{field}`"),
                 );
                 self.covered.insert(Aspect::Removed, &field_path);
             }
@@ -929,7 +1011,13 @@ fn content(old: &Surface, new: &Surface, changes: &mut Vec<Change>) {
                 "its template's variables are read otherwise: URIs that worked may not".into(),
             );
         }
-        if was.output_schema != now.output_schema || was.egress != now.egress {
+        // A presenter's change is told as it is for the tools that present with it (and
+        // grouped with theirs); anything else a read shows, in one line.
+        let before = out.count();
+        content_presenters(&was.egress, &now.egress, &mut out);
+        if out.count() == before
+            && (was.output_schema != now.output_schema || was.egress != now.egress)
+        {
             out.push(
                 Rule::ContentEgressChanged,
                 "what a read shows changed (data schema, presenter fields, labels or rules)".into(),
@@ -1011,7 +1099,9 @@ fn content(old: &Surface, new: &Surface, changes: &mut Vec<Change>) {
                 }
             }
         }
-        if was.presenters != now.presenters {
+        let before = out.count();
+        prompt_presenters(&was.presenters, &now.presenters, &mut out);
+        if out.count() == before && was.presenters != now.presenters {
             out.push(
                 Rule::ContentEgressChanged,
                 "the presented data it carries changed (presenters, fields, labels or rules)"
@@ -1038,5 +1128,40 @@ fn content(old: &Surface, new: &Surface, changes: &mut Vec<Change>) {
             Changes::new(key, changes)
                 .push(Rule::PromptAdded, format!("new prompt `{}`", now.name));
         }
+    }
+}
+
+/// A resource's presenters, compared from its result's presenter down as a tool's are.
+fn content_presenters(old: &Egress, new: &Egress, out: &mut Changes<'_>) {
+    let (Some(was), Some(now)) = (&old.presenter, &new.presenter) else {
+        return;
+    };
+    let mut covered = Covered::default();
+    Walk {
+        old: &old.presenters,
+        new: &new.presenters,
+        visited: BTreeSet::new(),
+        covered: &mut covered,
+        out,
+    }
+    .presenter("data", was, now);
+}
+
+/// A prompt's presenters, each compared with the one of the same name.
+fn prompt_presenters(
+    old: &BTreeMap<String, PresenterEntry>,
+    new: &BTreeMap<String, PresenterEntry>,
+    out: &mut Changes<'_>,
+) {
+    let mut covered = Covered::default();
+    let mut walk = Walk {
+        old,
+        new,
+        visited: BTreeSet::new(),
+        covered: &mut covered,
+        out,
+    };
+    for name in old.keys().filter(|name| new.contains_key(*name)) {
+        walk.presenter(name, name, name);
     }
 }

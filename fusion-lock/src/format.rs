@@ -187,6 +187,22 @@ pub struct ActionEntry {
     /// server sets, for a reviewer to read.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub not_guarded: BTreeMap<String, String>,
+    /// Whether the handler may ask the user a question while it runs (it takes `Elicit`): a
+    /// client that cannot show one gets `ELICITATION_UNSUPPORTED` instead. Left out when false,
+    /// so that the lockfiles of tools that ask nothing read (and digest) as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asks_user: bool,
+}
+
+impl Egress {
+    /// The agent limit where it cuts something: when the data (`data_schema`) is a list. A
+    /// presenter's limit is recorded wherever the presenter is, but cuts nothing from a single
+    /// item.
+    pub fn applied_limit(&self, data_schema: &Value) -> Option<u64> {
+        let list = data_schema.get("type").and_then(Value::as_str) == Some("array")
+            || data_schema.get("items").is_some();
+        self.limit.filter(|_| list)
+    }
 }
 
 /// The verb of an action (SPEC T1).

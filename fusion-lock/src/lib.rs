@@ -38,7 +38,7 @@ mod schema;
 pub mod tokens;
 
 pub use budget::{DEFAULT_THRESHOLD_PERCENT, TokenBudget};
-pub use diff::{Change, Diff, SERVER, diff};
+pub use diff::{Change, Diff, Grouped, SERVER, diff};
 pub use format::{
     Access, ActionEntry, Annotations, Audit, Cache, Concurrency, DigestMismatch, Digests, Egress,
     Exposition, Exposure, FORMAT, Guards, Lockfile, LockfileError, PresentedField, PresenterEntry,
@@ -85,6 +85,7 @@ pub fn __example_lockfile() -> String {
         access: Access::default(),
         error_actions: Vec::new(),
         not_guarded: BTreeMap::new(),
+        asks_user: false,
     };
     Surface {
         server: ServerEntry {

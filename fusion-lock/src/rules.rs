@@ -180,6 +180,8 @@ rules! {
     ContentEgressChanged = "content-egress-changed", Risky, "what a resource or prompt shows changed (its data schema, its presenters' fields, labels or rules)";
     /// Another schema keyword changed.
     SchemaKeywordChanged = "schema-keyword-changed", Risky, "any other change of a schema (a `default`, an output constraint, …)";
+    /// The tool now asks the user while it runs.
+    AsksUserAdded = "asks-user-added", Risky, "a tool now asks the user while it runs (elicitation; a client that cannot ask gets an error)";
     /// An input named like a guarded field is stated not to be it.
     NotGuardedStated = "not-guarded-stated", Risky, "an input named like a guarded field stated not to be that field, or the reason changed (read the reason)";
     /// A tool's definition costs more tokens than the budget allows.
@@ -219,6 +221,8 @@ rules! {
     UiKindRemoved = "ui-kind-removed", Safe, "a presenter no longer renders a kind of UI block (or no UI blocks at all)";
     /// The agent is pointed at one tool less.
     SuggestionRemoved = "suggestion-removed", Safe, "a presenter or an error no longer points to a tool";
+    /// The tool no longer asks the user.
+    AsksUserRemoved = "asks-user-removed", Safe, "a tool no longer asks the user while it runs";
     /// A statement that an input is not a guarded field is gone.
     NotGuardedWithdrawn = "not-guarded-withdrawn", Safe, "a statement that an input is not a guarded field withdrawn";
     /// A token budget is recorded, or its threshold changed.

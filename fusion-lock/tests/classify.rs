@@ -911,12 +911,43 @@ const CASES: &[Case] = &[
         },
     },
     Case {
+        // A list read: an agent limit cuts it (on a single item it would cut nothing).
         what: "what a resource shows changed",
         expected: &[Rule::ContentEgressChanged],
         edit: |old, new| {
             with_content(old, new);
+            for surface in [old, &mut *new] {
+                surface
+                    .resources
+                    .get_mut("shop.item")
+                    .unwrap()
+                    .output_schema = json!({"type": "array", "items": {"type": "object"}});
+            }
             new.resources.get_mut("shop.item").unwrap().egress.limit = Some(5);
         },
+    },
+    Case {
+        what: "an agent limit on a tool that returns one item (it cuts nothing)",
+        expected: &[],
+        edit: |_, new| get(new, "shop.get_item").egress.limit = Some(20),
+    },
+    Case {
+        what: "an agent limit on a resource that reads one item",
+        expected: &[],
+        edit: |old, new| {
+            with_content(old, new);
+            new.resources.get_mut("shop.item").unwrap().egress.limit = Some(5);
+        },
+    },
+    Case {
+        what: "a tool that now asks the user",
+        expected: &[Rule::AsksUserAdded],
+        edit: |_, new| get(new, "shop.delete_item").asks_user = true,
+    },
+    Case {
+        what: "a tool that no longer asks the user",
+        expected: &[Rule::AsksUserRemoved],
+        edit: |old, _| get(old, "shop.delete_item").asks_user = true,
     },
     Case {
         what: "an optional prompt argument added",
@@ -1125,5 +1156,62 @@ fn recursive_definitions_are_compared_once() {
     assert!(
         changes.changes()[0].reason.contains("output `data.label`"),
         "{changes}"
+    );
+}
+
+#[test]
+fn a_presenter_change_is_one_line_naming_everything_that_presents_with_it() {
+    let (mut old, mut new) = (base(), base());
+    with_content(&mut old, &mut new);
+    for surface in [&mut old, &mut new] {
+        let presenters = get(surface, "shop.get_item").egress.presenters.clone();
+        surface
+            .resources
+            .get_mut("shop.item")
+            .unwrap()
+            .egress
+            .presenters = presenters.clone();
+        surface.prompts.get_mut("shop.review").unwrap().presenters = presenters;
+    }
+    let price = fusion_lock::PresentedField {
+        label: "Price in cents".into(),
+        presenter: None,
+    };
+    let mut widened = get(&mut new, "shop.get_item").egress.presenters.clone();
+    let view = widened.get_mut("ItemView").unwrap();
+    view.fields.insert("price".into(), price);
+    for action in ["shop.get_item", "shop.list_items"] {
+        get(&mut new, action).egress.presenters = widened.clone();
+    }
+    new.resources
+        .get_mut("shop.item")
+        .unwrap()
+        .egress
+        .presenters = widened.clone();
+    new.prompts.get_mut("shop.review").unwrap().presenters = widened;
+
+    let changes = diff(&old, &new);
+    assert_eq!(
+        changes
+            .changes()
+            .iter()
+            .map(|change| change.rule)
+            .collect::<Vec<_>>(),
+        [Rule::PresenterFieldAdded; 4],
+        "{changes}"
+    );
+    let text = changes.to_text();
+    assert_eq!(
+        text,
+        "4 changes: 4 risky\n  risky     shop.get_item, shop.item, shop.list_items, shop.review: \
+         egress widened: presenter `ItemView` lets `price` out\n"
+    );
+    assert_eq!(changes.grouped().len(), 1);
+    assert!(
+        changes
+            .to_markdown()
+            .contains("| `shop.get_item`, `shop.item`, `shop.list_items`, `shop.review` |"),
+        "{}",
+        changes.to_markdown()
     );
 }

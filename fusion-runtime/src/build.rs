@@ -879,6 +879,7 @@ fn compile_action(
     };
     params.check_context(&parts, problems, key.as_str());
     let audit_entry = params.takes_context::<AuditEntry>();
+    let asks_user = params.takes_context::<crate::elicit::Elicit>();
 
     let mut input_schema = params.input_schema(problems);
     let scan = crate::guarded::scan(
@@ -970,6 +971,7 @@ fn compile_action(
         sealed: SealedParts::new(&facts),
         bare: chain.is_empty() && concurrency.is_none() && serial.is_none(),
         audit_entry,
+        asks_user,
         facts,
         handler,
         layout,

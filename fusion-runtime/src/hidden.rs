@@ -170,22 +170,16 @@ impl<T: JsonSchema> JsonSchema for Hidden<T> {
     }
 }
 
-// `Serialize` and `Display` in name only, as for models: the bounds never hold, so any use is
-// reported with the messages below rather than with advice to derive or implement the trait.
+// `Serialize` in name only, as for models: the bound never holds, so any use is reported with
+// the message below rather than with advice to derive or implement the trait. `Display` is left
+// out on purpose: a `Display` in name only made the compiler add that `Display` *is* implemented
+// for `Hidden<T>` under its headline; without one, formatting a hidden value is refused with the
+// standard library's own message, which says nothing else (and no other crate may add one).
 impl<'a, T> serde::Serialize for Hidden<T>
 where
     crate::wire::TheWire: crate::wire::CarriesHiddenValue<'a, T>,
 {
     fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
-        crate::wire::unreachable_impl()
-    }
-}
-
-impl<'a, T> fmt::Display for Hidden<T>
-where
-    crate::wire::TheWire: crate::wire::FormatsHiddenValue<'a, T>,
-{
-    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
         crate::wire::unreachable_impl()
     }
 }

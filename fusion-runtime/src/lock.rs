@@ -192,6 +192,7 @@ fn action_entry(server: &Server, action: &CompiledAction) -> ActionEntry {
             .map(|&key| key.to_owned())
             .collect(),
         not_guarded: facts.not_guarded.clone(),
+        asks_user: action.asks_user,
     }
 }
 

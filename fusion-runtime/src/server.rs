@@ -243,6 +243,9 @@ pub(crate) struct CompiledAction {
     pub(crate) bare: bool,
     /// The handler takes an [`AuditEntry`](crate::audit::AuditEntry): each call gets one.
     pub(crate) audit_entry: bool,
+    /// The handler takes an [`Elicit`](crate::elicit::Elicit): it may ask the user (recorded in
+    /// the lockfile).
+    pub(crate) asks_user: bool,
     pub(crate) sealed: SealedParts,
 }
 

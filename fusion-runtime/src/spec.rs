@@ -457,6 +457,9 @@ pub trait OutputPresenter {
     fn info() -> Option<PresenterInfo>;
 }
 
+// Not recommended: under "`X` is not a presenter", "`OutputPresenter` is implemented for
+// `Plain`" would only name an internal type.
+#[diagnostic::do_not_recommend]
 impl OutputPresenter for Plain {
     fn info() -> Option<PresenterInfo> {
         None

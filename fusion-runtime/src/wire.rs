@@ -1,7 +1,7 @@
 //! Where models and hidden values would meet serde, and never do (SPEC M2).
 //!
 //! `#[model]` implements `Serialize`, `Deserialize` and `JsonSchema` for a model, and this crate
-//! implements `Serialize` and `Display` for [`Hidden<T>`](crate::Hidden), under bounds of
+//! implements `Serialize`, the comparisons and `Hash` for [`Hidden<T>`](crate::Hidden), under bounds of
 //! [`TheWire`] that never hold. The types then have those traits in name only: no other impl of
 //! them can be written (it would conflict), and every attempt to use one is reported with the
 //! messages of the traits below instead of advice to derive or implement the trait.
@@ -52,15 +52,6 @@ pub trait DescribesRawModel<'a, M>: sealed::Never<'a> {}
     note = "leave the field out of what is sent; if the value must leave (a deliberate export), read it with `.expose()` and say why in a comment"
 )]
 pub trait CarriesHiddenValue<'a, T>: sealed::Never<'a> {}
-
-/// Never implemented: how formatting a hidden value is reported.
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "a hidden value is never formatted: `Hidden<{T}>` has no `Display`",
-    label = "this would format a hidden value",
-    note = "its `Debug` prints `[hidden]`; to use the value itself, read it with `.expose()`, deliberately"
-)]
-pub trait FormatsHiddenValue<'a, T>: sealed::Never<'a> {}
 
 /// The body of the impls whose bounds never hold: never reached (used by generated code).
 #[doc(hidden)]

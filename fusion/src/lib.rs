@@ -330,6 +330,33 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
+/// The rules Fusion enforces when a connector compiles, as the traits and the type a compiler
+/// error names when code breaks one: "the trait `rules::CarriesHiddenValue<'_, String>` is
+/// not implemented for `rules::TheWire`" reads "the wire does not carry a hidden `String`".
+///
+/// None of them is for use in code, and none is implemented where its rule is broken; they are
+/// public so that an error names them here rather than in Fusion's internals.
+pub mod rules {
+    pub use crate::__private::HandlerReturn;
+    pub use fusion_runtime::args::kinds::{
+        ArgumentNameIsFree, HiddenValuesStayOutOfMessages, ModelsAreNeverParameters,
+        ModelsStayOutOfMessages, ToolParameter,
+    };
+    pub use fusion_runtime::hidden::HiddenValue;
+    pub use fusion_runtime::model::kinds::MarkedHidden;
+    pub use fusion_runtime::model::{
+        ModelsNeverImplementDeserialize, ModelsNeverImplementSerialize,
+        SerializableTypesAreNeverModels,
+    };
+    pub use fusion_runtime::resource::NotAVariable;
+    pub use fusion_runtime::spec::OutputPresenter;
+    pub use fusion_runtime::upstream::kinds::ArgumentIsNotGuarded;
+    pub use fusion_runtime::wire::{
+        AcceptsRawModel, CarriesHiddenValue, CarriesRawModel, ComparedOnlyWithMatches,
+        DescribesRawModel, HashedOnlyWithKeyedDigest, NeverOrderedUseMatches, TheWire,
+    };
+}
+
 /// Used by generated code. Not public API.
 #[doc(hidden)]
 pub mod __private {

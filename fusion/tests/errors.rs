@@ -258,3 +258,31 @@ async fn an_available_action_naming_no_tool_is_dropped() {
         json!(["billing_broken"])
     );
 }
+
+#[test]
+fn a_message_formats_its_fields_with_their_format_specs_in_display_and_in_the_error() {
+    #[derive(Debug, fusion::ToolError)]
+    enum QuotaError {
+        #[tool_error(code = "OverQuota", message = "Account {0:>6} used {1:?} calls.")]
+        Over(String, u32),
+        #[tool_error(
+            code = "Closed",
+            message = "Account {account} closed after {calls} calls."
+        )]
+        Closed { account: String, calls: u32 },
+    }
+    let over = QuotaError::Over("A-1".into(), 7);
+    assert_eq!(over.to_string(), "Account    A-1 used 7 calls.");
+    assert_eq!(
+        fusion::ToolError::from(over).message(),
+        "Account    A-1 used 7 calls."
+    );
+    let closed = QuotaError::Closed {
+        account: "A-2".into(),
+        calls: 3,
+    };
+    assert_eq!(closed.to_string(), "Account A-2 closed after 3 calls.");
+    let error = fusion::ToolError::from(closed);
+    assert_eq!(error.code(), "Closed");
+    assert_eq!(error.message(), "Account A-2 closed after 3 calls.");
+}

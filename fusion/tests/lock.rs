@@ -187,6 +187,17 @@ async fn delete_item_for_admins(id: String) -> Result<String, ToolError> {
     Ok(id)
 }
 
+// Asks for a confirmation first (the same description, for a single change).
+/// Deletes an item.
+#[tool(mutation, name = "shop.delete_item", invalidates = "shop.*")]
+async fn delete_item_after_asking(
+    id: String,
+    confirm: fusion::Elicit,
+) -> Result<String, ToolError> {
+    let _ = confirm.supported();
+    Ok(id)
+}
+
 /// The shop with these two tools.
 fn shop<Get: Tool, Delete: Tool>() -> Server {
     ServerBuilder::new("shop", "1.0.0")
@@ -228,7 +239,7 @@ fn changes(before: &Server, after: &Server) -> Vec<Rule> {
 #[test]
 fn real_code_changes_get_their_class() {
     let reviewed = shop::<get_item, delete_item>();
-    let cases: [(&str, Server, &[Rule]); 9] = [
+    let cases: [(&str, Server, &[Rule]); 10] = [
         (
             "a field removed from the presenter",
             shop::<get_item_without_name, delete_item>(),
@@ -283,6 +294,11 @@ fn real_code_changes_get_their_class() {
             "a title reworded",
             shop::<get_item_retitled, delete_item>(),
             &[Rule::TitleChanged],
+        ),
+        (
+            "the tool asks the user first",
+            shop::<get_item, delete_item_after_asking>(),
+            &[Rule::AsksUserAdded],
         ),
     ];
     // And back: a token with fewer scopes can call it again.
@@ -343,6 +359,9 @@ fn the_surface_holds_what_the_code_declares() {
     assert_eq!(delete.guards.serialization, Serialization::PerAction);
     assert_eq!(delete.state.invalidates, ["shop.*"]);
     assert_eq!(delete.annotations.destructive, Some(true));
+    assert!(!delete.asks_user && !get.asks_user);
+    let asking = fusion::lock::surface(&shop::<get_item, delete_item_after_asking>());
+    assert!(asking.actions["shop.delete_item"].asks_user);
 }
 
 /// Lists items.

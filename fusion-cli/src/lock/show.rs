@@ -1,9 +1,12 @@
-//! `lock show`: a surface as a table a person reads, one action per row.
+//! `lock show`: a surface as tables a person reads: one row per action, then per resource and
+//! per prompt.
 
-use fusion_lock::{ActionEntry, Audit, Exposition, Serialization, Surface};
+use fusion_lock::{
+    ActionEntry, Audit, Egress, Exposition, PromptEntry, ResourceEntry, Serialization, Surface,
+};
 use serde_json::Value;
 
-/// The server's facts, then one row per action.
+/// The server's facts, then one row per action, per resource and per prompt.
 pub(crate) fn table(surface: &Surface) -> String {
     let server = &surface.server;
     let mut facts = vec![
@@ -33,11 +36,17 @@ pub(crate) fn table(surface: &Surface) -> String {
             budget.tokenizer, budget.threshold_percent
         ));
     }
-    let actions = surface.actions.len();
+    let mut counts = vec![counted(surface.actions.len(), "action")];
+    if !surface.resources.is_empty() {
+        counts.push(counted(surface.resources.len(), "resource"));
+    }
+    if !surface.prompts.is_empty() {
+        counts.push(counted(surface.prompts.len(), "prompt"));
+    }
     let mut text = format!(
-        "{}\n{actions} action{}, surface {}\n\n",
+        "{}\n{}, surface {}\n\n",
         facts.join(" · "),
-        if actions == 1 { "" } else { "s" },
+        counts.join(", "),
         surface.digest()
     );
     let mut header = [
@@ -63,7 +72,7 @@ pub(crate) fn table(surface: &Surface) -> String {
             action.exposure.to_string(),
             hints(action),
             arguments(&action.input_schema),
-            egress(action),
+            egress(&action.egress, &action.output_schema),
             or_dash(action.state.invalidates.join(", ")),
             guards(action),
         ];
@@ -79,7 +88,87 @@ pub(crate) fn table(surface: &Surface) -> String {
         rows.push(row);
     }
     text.push_str(&aligned(&rows));
+    if !surface.resources.is_empty() {
+        text.push('\n');
+        text.push_str(&resources(&surface.resources));
+    }
+    if !surface.prompts.is_empty() {
+        text.push('\n');
+        text.push_str(&prompts(&surface.prompts));
+    }
     text
+}
+
+/// `1 action`, `3 resources`.
+fn counted(count: usize, what: &str) -> String {
+    format!("{count} {what}{}", if count == 1 { "" } else { "s" })
+}
+
+/// One row per resource: where it is read, what it holds and what a read shows.
+fn resources(resources: &std::collections::BTreeMap<String, ResourceEntry>) -> String {
+    let mut rows = vec![
+        ["RESOURCE", "URI", "MIME TYPE", "EGRESS", "CACHE", "TOOLSET"]
+            .map(str::to_owned)
+            .to_vec(),
+    ];
+    for (key, resource) in resources {
+        rows.push(vec![
+            key.clone(),
+            resource.uri.clone(),
+            resource.mime_type.clone(),
+            egress(&resource.egress, &resource.output_schema),
+            resource
+                .cache
+                .map_or_else(|| "-".to_owned(), |cache| cache_name(cache).to_owned()),
+            or_dash(resource.toolset.clone().unwrap_or_default()),
+        ]);
+    }
+    aligned(&rows)
+}
+
+/// One row per prompt: the name a client gets it by, its arguments and the presenters whose
+/// data it may carry.
+fn prompts(prompts: &std::collections::BTreeMap<String, PromptEntry>) -> String {
+    let mut rows = vec![
+        [
+            "PROMPT",
+            "NAME",
+            "ARGUMENTS (* required)",
+            "PRESENTS",
+            "TOOLSET",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    ];
+    for (key, prompt) in prompts {
+        let arguments: Vec<String> = prompt
+            .arguments
+            .iter()
+            .map(|(name, argument)| {
+                if argument.required {
+                    format!("{name}*")
+                } else {
+                    name.clone()
+                }
+            })
+            .collect();
+        let presenters: Vec<&str> = prompt.presenters.keys().map(String::as_str).collect();
+        rows.push(vec![
+            key.clone(),
+            prompt.name.clone(),
+            or_dash(arguments.join(", ")),
+            or_dash(presenters.join(", ")),
+            or_dash(prompt.toolset.clone().unwrap_or_default()),
+        ]);
+    }
+    aligned(&rows)
+}
+
+fn cache_name(cache: fusion_lock::Cache) -> &'static str {
+    match cache {
+        fusion_lock::Cache::Immutable => "immutable",
+        fusion_lock::Cache::Volatile => "volatile",
+    }
 }
 
 fn hints(action: &ActionEntry) -> String {
@@ -98,10 +187,10 @@ fn hints(action: &ActionEntry) -> String {
         hints.push("closed-world");
     }
     if let Some(cache) = action.state.cache {
-        hints.push(match cache {
-            fusion_lock::Cache::Immutable => "immutable",
-            fusion_lock::Cache::Volatile => "volatile",
-        });
+        hints.push(cache_name(cache));
+    }
+    if action.asks_user {
+        hints.push("asks-user");
     }
     or_dash(hints.join(" "))
 }
@@ -130,8 +219,9 @@ fn arguments(schema: &Value) -> String {
     or_dash(names.join(", "))
 }
 
-fn egress(action: &ActionEntry) -> String {
-    let egress = &action.egress;
+/// The presenter and its fields; its agent limit only where the result is a list (a limit cuts
+/// nothing from a single item).
+fn egress(egress: &Egress, data_schema: &Value) -> String {
     let Some(name) = &egress.presenter else {
         return "plain".into();
     };
@@ -151,7 +241,7 @@ fn egress(action: &ActionEntry) -> String {
         })
         .unwrap_or_default();
     let mut text = format!("{name}({fields})");
-    if let Some(limit) = egress.limit {
+    if let Some(limit) = egress.applied_limit(data_schema) {
         text.push_str(&format!(" limit {limit}"));
     }
     if !egress.ui_kinds.is_empty() {

@@ -207,19 +207,16 @@ pub(super) fn model(model: &Model) -> TokenStream {
 
 /// The marker of a guarded or hidden field, `{Model}_{field}`: a tool's plain argument that
 /// takes the field's name is reported with this type's name.
-fn reserved_marker(model: &Model, field: &ModelField) -> Ident {
-    // Spanned on the field, where rustc shows the marker when it names it in an error.
-    format_ident!(
-        "{}_{}",
-        model.item.ident,
-        field.name(),
-        span = field.ident.span()
-    )
+fn reserved_marker(field: &ModelField) -> Ident {
+    // Named and spanned as the field itself: an error reads "a field that an agent never sets:
+    // `owner_id`" and shows the field's declaration where it names the marker. The module
+    // (`Contact_never_set_by_an_agent::owner_id`) tells two models' fields apart.
+    field.ident.clone()
 }
 
 /// The module holding the markers of the model's guarded and hidden fields.
 fn reserved_module(model: &Model) -> Ident {
-    format_ident!("__fusion_never_set_by_agents_{}", model.item.ident)
+    format_ident!("{}_never_set_by_an_agent", model.item.ident)
 }
 
 fn generate_reserved_markers(model: &Model) -> TokenStream {
@@ -229,7 +226,7 @@ fn generate_reserved_markers(model: &Model) -> TokenStream {
         .iter()
         .filter(|field| field.guarded || field.hidden)
         .map(|field| {
-            let marker = reserved_marker(model, field);
+            let marker = reserved_marker(field);
             quote_spanned! {field.ident.span()=>
                 #[doc(hidden)]
                 #[derive(::core::fmt::Debug)]
@@ -311,7 +308,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
         .filter(|field| reserved_hashes.insert(name_hash(&field.name())))
         .map(|field| {
             let hash = proc_macro2::Literal::u64_suffixed(name_hash(&field.name()));
-            let marker = reserved_marker(model, field);
+            let marker = reserved_marker(field);
             quote! {
                 #[automatically_derived]
                 impl #private::kinds::ReservesName<#hash> for #input_ident {
@@ -460,7 +457,7 @@ fn from_upstream(model: &Model) -> TokenStream {
     let mut reserved_hashes = std::collections::HashSet::new();
     let mut guarded_names = Vec::new();
     for field in model.fields.iter().filter(|field| field.guarded) {
-        let marker = reserved_marker(model, field);
+        let marker = reserved_marker(field);
         let mut names = vec![field.name()];
         if field.wire_name() != field.name() {
             names.push(field.wire_name());

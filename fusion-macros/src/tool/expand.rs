@@ -211,9 +211,10 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
         {
             let other_ty = &other.ty;
             name_checks.push(quote_spanned! {span=>
-                #probe.must_not_take(
-                    (&&#private::kinds::ReservedProbe::<#other_ty, #hash>::NEW).__fusion_reserved(),
-                );
+                {
+                    let clash = (&&#private::kinds::ReservedProbe::<#other_ty, #hash>::NEW).__fusion_reserved();
+                    #probe.must_not_take(clash);
+                }
             });
         }
     }

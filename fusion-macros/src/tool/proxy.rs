@@ -334,9 +334,10 @@ pub(super) fn name_checks(
         for name in names {
             let hash = proc_macro2::Literal::u64_suffixed(name_hash(&name));
             checks.push(quote_spanned! {span=>
-                (&&&&&#private::kinds::Probe::<#ty>::NEW).__fusion_param().must_not_send(
-                    (&&#private::kinds::ReservedProbe::<<#presenter as #private::Presenter>::Model, #hash>::NEW).__fusion_reserved(),
-                );
+                {
+                    let clash = (&&#private::kinds::ReservedProbe::<<#presenter as #private::Presenter>::Model, #hash>::NEW).__fusion_reserved();
+                    (&&&&&#private::kinds::Probe::<#ty>::NEW).__fusion_param().must_not_send(clash);
+                }
             });
         }
     }

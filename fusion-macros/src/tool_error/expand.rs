@@ -36,7 +36,7 @@ pub(super) fn tool_error(checked: &Checked<'_>) -> TokenStream {
         .map(|&(variant, args)| conversion_arm(&private, ident, variant, args));
     let display_arms = variants
         .iter()
-        .map(|&(variant, args)| display_arm(ident, variant, args));
+        .map(|&(variant, args)| display_arm(&private, ident, variant, args));
     let actions: Vec<&LitStr> = variants
         .iter()
         .flat_map(|(_, args)| &args.actions.0)
@@ -107,6 +107,21 @@ pub(super) fn source_conversions<'a>(
             })
         })
         .collect()
+}
+
+/// Each field rebound as the message formats it: itself, or a stand-in for a model or a hidden
+/// value, which the message check refuses (one error for the mistake, not one more per
+/// `format!`). `by_ref`: the fields are bound by reference already (in `Display`).
+fn message_values(private: &TokenStream, names: &[Ident], by_ref: bool) -> TokenStream {
+    let borrow = (!by_ref).then(|| quote!(&));
+    quote! {
+        #[allow(unused_imports)]
+        use #private::kinds::{ViaHiddenValue as _, ViaModelValue as _, ViaPlainValue as _};
+        #(
+            #[allow(unused_variables)]
+            let #names = (&&&#private::kinds::MessageValue(#borrow #names)).__fusion_message_value();
+        )*
+    }
 }
 
 /// The names of the arguments a format string refers to: `0` in `{0}` or `{0:?}`, `id` in
@@ -229,13 +244,22 @@ fn conversion_arm(
         let millis = proc_macro2::Literal::u64_suffixed(window.millis);
         quote!(.with_retry_after(::core::time::Duration::from_millis(#millis)))
     });
+    let values = message_values(private, &names, false);
     quote! {
-        #pattern => #private::ToolError::new(#code, ::std::format!(#message))
-            #recovery #actions #retryable #retry_after,
+        #pattern => {
+            #values
+            #private::ToolError::new(#code, ::std::format!(#message))
+                #recovery #actions #retryable #retry_after
+        }
     }
 }
 
-fn display_arm(enum_ident: &Ident, variant: &Variant<'_>, args: &VariantArgs) -> TokenStream {
+fn display_arm(
+    private: &TokenStream,
+    enum_ident: &Ident,
+    variant: &Variant<'_>,
+    args: &VariantArgs,
+) -> TokenStream {
     let (pattern, names) = pattern(enum_ident, variant);
     if args.internal.is_present() || args.transparent.is_present() {
         let source = names
@@ -245,7 +269,8 @@ fn display_arm(enum_ident: &Ident, variant: &Variant<'_>, args: &VariantArgs) ->
         return quote!(#pattern => ::core::fmt::Display::fmt(#source, f),);
     }
     let message = message(args).unwrap_or_else(|| LitStr::new("", Span::call_site()));
-    quote!(#pattern => f.write_fmt(::core::format_args!(#message)),)
+    let values = message_values(private, &names, true);
+    quote!(#pattern => { #values f.write_fmt(::core::format_args!(#message)) })
 }
 
 #[cfg(test)]

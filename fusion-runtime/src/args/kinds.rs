@@ -205,74 +205,60 @@ impl<Q, const H: u64> ReservedProbe<Q, H> {
     pub const NEW: Self = ReservedProbe(PhantomData);
 }
 
-pub struct NameClash<F>(PhantomData<fn() -> F>);
-pub struct NoClash;
+/// What a name check found: the marker of the field whose name an argument took, or [`Free`].
+/// A plain type parameter rather than an associated type: a bound on a projection made rustc
+/// add a note naming the probe's generated type.
+pub struct Taken<F>(PhantomData<fn() -> F>);
 
-pub trait ViaReserved {
-    type Clash;
-    fn __fusion_reserved(&self) -> Self::Clash;
+pub trait ViaReserved<F> {
+    fn __fusion_reserved(&self) -> Taken<F>;
 }
-impl<Q: ReservesName<H>, const H: u64> ViaReserved for &ReservedProbe<Q, H> {
-    type Clash = NameClash<Q::Field>;
-    fn __fusion_reserved(&self) -> Self::Clash {
-        NameClash(PhantomData)
+impl<Q: ReservesName<H>, const H: u64> ViaReserved<Q::Field> for &ReservedProbe<Q, H> {
+    fn __fusion_reserved(&self) -> Taken<Q::Field> {
+        Taken(PhantomData)
     }
 }
 
 pub trait ViaUnreserved {
-    type Clash;
-    fn __fusion_reserved(&self) -> Self::Clash;
+    fn __fusion_reserved(&self) -> Taken<Free>;
 }
 impl<Q, const H: u64> ViaUnreserved for ReservedProbe<Q, H> {
-    type Clash = NoClash;
-    fn __fusion_reserved(&self) -> NoClash {
-        NoClash
+    fn __fusion_reserved(&self) -> Taken<Free> {
+        Taken(PhantomData)
     }
-}
-
-/// What a name check found: the field whose name an argument took, or [`Free`].
-pub trait Clash {
-    type Field;
-}
-impl Clash for NoClash {
-    type Field = Free;
-}
-impl<F> Clash for NameClash<F> {
-    type Field = F;
 }
 
 /// No field's name was taken.
 pub struct Free;
 
-/// Implemented only by [`Free`]: a guarded or hidden field's marker (named
-/// `{Model}_{field}`) in an error is how a plain argument that takes its name is reported.
+/// Implemented only by [`Free`]: a guarded or hidden field's marker (named after
+/// the field) in an error is how a plain argument that takes its name is reported.
 #[diagnostic::on_unimplemented(
     message = "this argument has the name of a field that an agent never sets: `{Self}`",
     label = "rename this argument",
     note = "the tool takes a profile of a model whose field of this name is guarded or hidden: the profile leaves that field out on purpose, so no other argument may bring it in"
 )]
 pub trait ArgumentNameIsFree {}
+// Not recommended: under the headline, "the trait is implemented for `Free`" would only
+// name an internal type.
+#[diagnostic::do_not_recommend]
 impl ArgumentNameIsFree for Free {}
 
 // Only a plain argument has a name an agent sends; other kinds take any name.
 impl<T> FieldParam<T> {
-    pub fn must_not_take<C: Clash>(&self, _clash: C)
-    where
-        C::Field: ArgumentNameIsFree,
-    {
-    }
+    pub fn must_not_take<F: ArgumentNameIsFree>(&self, _taken: Taken<F>) {}
 }
 impl<T> ContextParam<T> {
-    pub fn must_not_take<C>(&self, _clash: C) {}
+    pub fn must_not_take<F>(&self, _taken: Taken<F>) {}
 }
 impl<T> GroupParam<T> {
-    pub fn must_not_take<C>(&self, _clash: C) {}
+    pub fn must_not_take<F>(&self, _taken: Taken<F>) {}
 }
 impl<T> ModelParam<T> {
-    pub fn must_not_take<C>(&self, _clash: C) {}
+    pub fn must_not_take<F>(&self, _taken: Taken<F>) {}
 }
 impl<T> UnusableParam<T> {
-    pub fn must_not_take<C>(&self, _clash: C) {}
+    pub fn must_not_take<F>(&self, _taken: Taken<F>) {}
 }
 
 /// A value formatted into an agent-facing error message (by `derive(ToolError)`): neither a
@@ -344,6 +330,47 @@ impl<T> HiddenInMessage<T> {
 }
 impl PlainInMessage {
     pub fn check(self) {}
+}
+
+/// A value as `derive(ToolError)` formats it into a message: the value itself, or, for a model
+/// or a hidden value (refused by [`MessageArg`]'s check), a stand-in, so that the one mistake
+/// is reported once, by that check, and not again by `format!`.
+pub struct MessageValue<'v, T: ?Sized>(pub &'v T);
+
+/// What a message shows in place of a value it may not format; only in code that does not
+/// compile (the check refuses it), so never shown.
+#[derive(Debug)]
+pub struct Withheld;
+
+impl std::fmt::Display for Withheld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[withheld]")
+    }
+}
+
+pub trait ViaModelValue {
+    fn __fusion_message_value(&self) -> Withheld;
+}
+impl<T: Model> ViaModelValue for &&MessageValue<'_, T> {
+    fn __fusion_message_value(&self) -> Withheld {
+        Withheld
+    }
+}
+pub trait ViaHiddenValue {
+    fn __fusion_message_value(&self) -> Withheld;
+}
+impl<T: crate::hidden::HiddenValue> ViaHiddenValue for &MessageValue<'_, T> {
+    fn __fusion_message_value(&self) -> Withheld {
+        Withheld
+    }
+}
+pub trait ViaPlainValue<'v, T: ?Sized> {
+    fn __fusion_message_value(&self) -> &'v T;
+}
+impl<'v, T: ?Sized> ViaPlainValue<'v, T> for MessageValue<'v, T> {
+    fn __fusion_message_value(&self) -> &'v T {
+        self.0
+    }
 }
 
 /// The actions a handler's error type may offer, when it is an [`ErrorCatalog`]; none

@@ -621,6 +621,9 @@ where
 
 /// A result with media attached ([`WithMedia`]): presented as the
 /// value alone, the media sent after its text blocks.
+// Not recommended (here and on the shapes below): under a missing `returns =`, a list of
+// the shapes a presenter can return would bury the note that says to add one.
+#[diagnostic::do_not_recommend]
 impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
     const PAGED: bool = T::PAGED;
 
@@ -638,6 +641,7 @@ impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
 /// The usual "find" shape: `None` is a successful result whose data is `null` (the agent is
 /// told nothing matched), not an error. Map it to an error yourself (`.ok_or(...)`) when
 /// absence is one.
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Option<M>
 where
     M: Model,
@@ -656,6 +660,7 @@ where
 }
 
 /// The "find" shape with the model shared with the store.
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Option<Arc<M>>
 where
     M: Model,
@@ -692,6 +697,7 @@ fn nothing_found<P: Presenter>() -> Presentation {
     presentation
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Vec<M>
 where
     M: Model,
@@ -710,6 +716,7 @@ where
 }
 
 /// Models shared with the store: presented without copying them.
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Vec<Arc<M>>
 where
     M: Model,
@@ -727,6 +734,7 @@ where
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Page<M>
 where
     M: Model,
@@ -744,6 +752,7 @@ where
 }
 
 /// A page of models shared with the store.
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Page<Arc<M>>
 where
     M: Model,

@@ -66,6 +66,9 @@ where
 {
 }
 
+// Not recommended (here and on the shapes below): under a missing `returns =`, a list of
+// the shapes a presenter can return would bury the note that says to add one.
+#[diagnostic::do_not_recommend]
 impl<M, P> ResourceOutput<P> for Option<M>
 where
     M: Model,
@@ -73,6 +76,7 @@ where
 {
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ResourceOutput<P> for Vec<M>
 where
     M: Model,
@@ -80,6 +84,7 @@ where
 {
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ResourceOutput<P> for Page<M>
 where
     M: Model,
@@ -94,6 +99,7 @@ where
 {
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ResourceOutput<P> for Option<std::sync::Arc<M>>
 where
     M: Model,
@@ -101,6 +107,7 @@ where
 {
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ResourceOutput<P> for Vec<std::sync::Arc<M>>
 where
     M: Model,
@@ -108,6 +115,7 @@ where
 {
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ResourceOutput<P> for Page<std::sync::Arc<M>>
 where
     M: Model,

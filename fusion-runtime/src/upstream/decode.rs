@@ -295,29 +295,27 @@ pub mod kinds {
         note = "the tool returns a model whose field of this name is guarded: an argument of an HTTP proxy tool with that name would let an agent set it upstream; take it from the server's context instead (middleware, `Provided`)"
     )]
     pub trait ArgumentIsNotGuarded {}
+    // Not recommended: it would only name an internal type under the headline.
+    #[diagnostic::do_not_recommend]
     impl ArgumentIsNotGuarded for crate::args::kinds::Free {}
 
     use crate::args::kinds::{
-        Clash, ContextParam, FieldParam, GroupParam, ModelParam, UnusableParam,
+        ContextParam, FieldParam, GroupParam, ModelParam, Taken, UnusableParam,
     };
 
     impl<T> FieldParam<T> {
-        pub fn must_not_send<C: Clash>(&self, _clash: C)
-        where
-            C::Field: ArgumentIsNotGuarded,
-        {
-        }
+        pub fn must_not_send<F: ArgumentIsNotGuarded>(&self, _taken: Taken<F>) {}
     }
     impl<T> ContextParam<T> {
-        pub fn must_not_send<C>(&self, _clash: C) {}
+        pub fn must_not_send<F>(&self, _taken: Taken<F>) {}
     }
     impl<T> GroupParam<T> {
-        pub fn must_not_send<C>(&self, _clash: C) {}
+        pub fn must_not_send<F>(&self, _taken: Taken<F>) {}
     }
     impl<T> ModelParam<T> {
-        pub fn must_not_send<C>(&self, _clash: C) {}
+        pub fn must_not_send<F>(&self, _taken: Taken<F>) {}
     }
     impl<T> UnusableParam<T> {
-        pub fn must_not_send<C>(&self, _clash: C) {}
+        pub fn must_not_send<F>(&self, _taken: Taken<F>) {}
     }
 }
