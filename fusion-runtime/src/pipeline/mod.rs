@@ -27,6 +27,7 @@
 //! metrics) included. What is sealed stays typed until the transport writes it
 //! (`serve/reply.rs`).
 
+#[cfg(feature = "gateway")]
 mod proxied;
 pub(crate) mod report;
 mod running;
