@@ -4,22 +4,17 @@
 //! dispatch tables and the parts of each response that never change. Any problem fails the
 //! build (fail closed), all of them listed.
 
-use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rmcp::model::{JsonObject, ToolAnnotations};
-use serde_json::Value;
-
 use crate::access::AccessPolicy;
-use crate::action::{ActionFacts, Exposition, Exposure, Names, Verb};
-use crate::audit::{AuditEntry, AuditSink};
+use crate::action::{Exposition, Names};
+use crate::audit::AuditSink;
 use crate::context::{ServerParts, StateMap};
-use crate::envelope::SealedParts;
 use crate::error::BuildError;
 use crate::expose::expose;
-use crate::guard::{ConcurrencyGuard, RateLimit, RateLimiter, SerialGuard, Serialization};
-use crate::guarded::{GuardedInput, GuardedNames, InputSurface};
+use crate::guard::{RateLimit, RateLimiter};
+use crate::guarded::{GuardedInput, GuardedNames};
 use crate::key::ToolKey;
 use crate::key::check_exposed_name;
 use crate::keyed::DigestKey;
@@ -30,9 +25,11 @@ use crate::present::PresenterInfo;
 use crate::prompt::{Prompt, PromptSpec};
 use crate::resource::{Resource, ResourceSpec};
 use crate::router::Router;
-use crate::schema;
-use crate::server::{Audit, CompiledAction, Server, ServerInner};
+use crate::server::{Audit, Server, ServerInner};
 use crate::spec::{Tool, ToolSpec};
+
+mod compile;
+use compile::{CompileContext, compile_action, exposure_of};
 
 impl Server {
     /// Starts a server description.
@@ -726,307 +723,4 @@ impl ServerBuilder {
         }
         Ok(server)
     }
-}
-
-/// What compiling an action needs to know about the rest of the server.
-struct CompileContext<'a> {
-    all_keys: &'a [ToolKey],
-    /// The keys of the resources and prompts.
-    content_keys: &'a [ToolKey],
-    state: &'a StateMap,
-    server_middleware: &'a [Arc<dyn Middleware>],
-    server_version: &'a str,
-    max_bytes: Option<usize>,
-    default_timeout: Option<std::time::Duration>,
-    serialization_lock: Option<&'a Arc<dyn crate::guard::SerializationLock>>,
-    /// The guarded fields of every model the server knows.
-    guarded: &'a Arc<GuardedNames>,
-}
-
-/// How an action is exposed: in grouped exposition, a namespaced key is an action of its
-/// namespace's tool and a bare key a tool of its own.
-fn exposure_of(key: &ToolKey, exposition: Exposition) -> Exposure {
-    match (exposition, key.namespace()) {
-        (Exposition::Grouped, Some(namespace)) => Exposure::Grouped {
-            tool: Arc::from(namespace),
-            action: Arc::from(key.action()),
-        },
-        (Exposition::Grouped, None) => Exposure::Tool(Arc::from(key.action())),
-        (Exposition::Flat, _) => Exposure::Tool(Arc::from(key.flat_name())),
-    }
-}
-
-/// Checks one tool against its verb and the rest of the server, and precomputes its parts.
-fn compile_action(
-    key: ToolKey,
-    exposure: Exposure,
-    spec: ToolSpec,
-    context: &CompileContext<'_>,
-    problems: &mut Vec<String>,
-    guarded_inputs: &mut Vec<GuardedInput>,
-) -> Option<CompiledAction> {
-    let all_keys = context.all_keys;
-    let before = problems.len();
-    let ToolSpec {
-        key: _,
-        verb,
-        description,
-        title,
-        tags,
-        scopes,
-        invalidates,
-        cache,
-        idempotent,
-        destructive,
-        open_world,
-        version,
-        params,
-        data_schema,
-        paged,
-        presenter,
-        error_actions,
-        handler,
-        middleware,
-        concurrency,
-        serialization,
-        max_bytes,
-        toolset,
-        timeout,
-        ask_timeout,
-        rate_limit,
-        problems: declared,
-    } = spec;
-    for problem in declared {
-        problems.push(format!("tool `{key}`: {problem}"));
-    }
-    let Some(handler) = handler else {
-        problems.push(format!("tool `{key}` has no handler"));
-        return None;
-    };
-    let Some(data_schema) = data_schema else {
-        problems.push(format!("tool `{key}` has no output"));
-        return None;
-    };
-    if description.trim().is_empty() {
-        problems.push(format!("tool `{key}` has no description for the agent"));
-    }
-    if cache.is_some() && verb != Verb::Query {
-        problems.push(format!(
-            "tool `{key}` is a {}: only queries declare `cache`",
-            verb.as_str()
-        ));
-    }
-    if !invalidates.is_empty() && verb == Verb::Query {
-        problems.push(format!(
-            "tool `{key}` is a query: a read cannot invalidate anything"
-        ));
-    }
-    for scope in &scopes {
-        if !crate::scopes::is_scope_token(scope) {
-            problems.push(format!(
-                "tool `{key}` requires scope `{scope}`, which is not an OAuth scope token (printable ASCII without spaces, `\"` or `\\`)"
-            ));
-        }
-    }
-    let mut globs = Vec::new();
-    for glob in invalidates {
-        match glob {
-            Ok(glob)
-                if all_keys
-                    .iter()
-                    .chain(context.content_keys)
-                    .any(|other| glob.matches(other.as_str())) =>
-            {
-                globs.push(glob)
-            }
-            Ok(glob) => problems.push(format!(
-                "tool `{key}` invalidates `{glob}`, which matches no tool, resource or prompt of this server"
-            )),
-            Err(problem) => problems.push(format!("tool `{key}`: {problem}")),
-        }
-    }
-    let mut check_action = |origin: &str, action: &str| {
-        if !all_keys.iter().any(|other| other.as_str() == action) {
-            problems.push(format!(
-                "tool `{key}`: {origin} names `{action}`, which is not a tool of this server"
-            ));
-        }
-    };
-    if let Some(presenter) = &presenter {
-        for action in presenter.actions {
-            check_action(
-                &format!("presenter `{}` suggests an action that", presenter.name),
-                action,
-            );
-        }
-    }
-    for action in error_actions {
-        check_action("an error's available actions", action);
-    }
-    // The chain, composed once: server middleware first, then the router's and the tool's.
-    let chain: Vec<Arc<dyn Middleware>> = context
-        .server_middleware
-        .iter()
-        .cloned()
-        .chain(middleware)
-        .collect();
-    let parts = ServerParts {
-        state: context.state.clone(),
-        provided: chain
-            .iter()
-            .flat_map(|middleware| middleware.provides())
-            .collect::<Vec<TypeId>>(),
-    };
-    params.check_context(&parts, problems, key.as_str());
-    let audit_entry = params.takes_context::<AuditEntry>();
-    let asks_user = params.takes_context::<crate::elicit::Elicit>();
-
-    let mut input_schema = params.input_schema(problems);
-    let scan = crate::guarded::scan(
-        &mut input_schema,
-        context.guarded,
-        InputSurface::ToolArgument,
-        key.as_str(),
-        &|name| params.reserved_by_a_group(name),
-    );
-    scan.report(problems);
-    guarded_inputs.extend(scan.found);
-    let not_guarded = scan.stated;
-    if let Serialization::PerArgument(argument) = &serialization
-        && !input_schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .is_some_and(|properties| properties.contains_key(argument))
-    {
-        problems.push(format!(
-            "tool `{key}` is serialized by argument `{argument}`, which it does not take"
-        ));
-    }
-    let mut output_generator = schema::output_generator();
-    let data = data_schema(&mut output_generator);
-    let output_schema = schema::envelope(data.clone(), &mut output_generator);
-    if problems.len() > before {
-        return None;
-    }
-    // An integer `offset` argument pages the results: a cut collection (agent limit or egress
-    // budget) or a page tells the agent the offset of the next items; a page's next cursor is
-    // given back through a string `cursor` argument.
-    let max_bytes = max_bytes.or(context.max_bytes);
-    let can_cut = paged
-        || max_bytes.is_some()
-        || presenter
-            .as_ref()
-            .is_some_and(|presenter| presenter.limit.is_some());
-    let pages_by_offset = can_cut && takes(&input_schema, "offset", "integer");
-    let takes_cursor = paged && takes(&input_schema, "cursor", "string");
-    let input_schema = Arc::new(input_schema);
-    let mut layout = match params.layout(Arc::new(Value::Object((*input_schema).clone()))) {
-        Ok(layout) => layout,
-        Err(problem) => {
-            problems.push(format!("tool `{key}`: {problem}"));
-            return None;
-        }
-    };
-    layout.refuse_undeclared_guarded(context.guarded);
-    let annotations = annotations(verb, idempotent, destructive, open_world);
-    let version = version.map_or_else(
-        || context.server_version.to_owned(),
-        |version| version.into_owned(),
-    );
-    let destructive_write = verb != Verb::Query && annotations.destructive_hint == Some(true);
-    let serial = match &serialization {
-        Serialization::ByVerb if destructive_write => Some(SerialGuard::per_action()),
-        Serialization::ByVerb | Serialization::Off => None,
-        Serialization::PerAction => Some(SerialGuard::per_action()),
-        Serialization::PerArgument(argument) => Some(SerialGuard::per_argument(argument.clone())),
-    };
-    let facts = ActionFacts {
-        key,
-        verb,
-        description: description.into_owned(),
-        title: title.map(|title| title.into_owned()),
-        tags: tags.into_iter().map(|tag| tag.into_owned()).collect(),
-        scopes: scopes.into_iter().map(|scope| scope.into_owned()).collect(),
-        invalidates: globs,
-        cache,
-        annotations,
-        version,
-        input_schema,
-        output_schema: Arc::new(output_schema),
-        data_schema: data.to_value(),
-        presenter,
-        error_actions,
-        concurrency,
-        serialization,
-        max_bytes,
-        timeout: timeout.or(context.default_timeout),
-        rate_limit,
-        toolset: toolset.map(|toolset| toolset.into_owned()),
-        exposure,
-        takes_cursor,
-        surface: crate::action::Surface::Tool,
-        not_guarded,
-    };
-    Some(CompiledAction {
-        sealed: SealedParts::new(&facts),
-        bare: chain.is_empty() && concurrency.is_none() && serial.is_none(),
-        audit_entry,
-        asks_user,
-        facts,
-        handler,
-        layout,
-        middleware: chain.into(),
-        concurrency: concurrency.map(ConcurrencyGuard::new),
-        shared_lock: serial
-            .as_ref()
-            .and(context.serialization_lock.map(Arc::clone)),
-        serial,
-        ask_timeout,
-        rate_limiter: rate_limit.map(RateLimiter::new),
-        pages_by_offset,
-    })
-}
-
-/// Whether an input schema has a property `name` of JSON type `kind` (or an optional one).
-fn takes(input_schema: &JsonObject, name: &str, kind: &str) -> bool {
-    let Some(property) = input_schema
-        .get("properties")
-        .and_then(|properties| properties.get(name))
-    else {
-        return false;
-    };
-    match property.get("type") {
-        Some(Value::String(given)) => given == kind,
-        Some(Value::Array(given)) => given.iter().any(|given| given == kind),
-        _ => false,
-    }
-}
-
-/// The hints of an action. Its title is the tool's own (`Tool::title`, which clients show
-/// first), not repeated here, where every listing would pay for it twice.
-fn annotations(
-    verb: Verb,
-    idempotent: bool,
-    destructive: Option<bool>,
-    open_world: Option<bool>,
-) -> ToolAnnotations {
-    let mut annotations = ToolAnnotations::new();
-    annotations = match verb {
-        Verb::Query => annotations
-            .read_only(true)
-            .destructive(false)
-            .idempotent(true),
-        Verb::Mutation => annotations
-            .read_only(false)
-            .destructive(destructive.unwrap_or(true))
-            .idempotent(idempotent),
-        Verb::Action => annotations
-            .read_only(false)
-            .destructive(destructive.unwrap_or(false))
-            .idempotent(idempotent),
-    };
-    if let Some(open_world) = open_world {
-        annotations = annotations.open_world(open_world);
-    }
-    annotations
 }

@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
-    InputRequest, ListRootsRequest, ListRootsResult, SamplingMessage,
+    InputRequest, ListRootsRequest, ListRootsResult,
 };
 use rmcp::service::{ElicitationMode, Peer, RoleServer};
 use schemars::JsonSchema;
@@ -51,6 +51,11 @@ use crate::context::Waiting;
 use crate::context::{CallContext, FromContext};
 use crate::error::ToolError;
 use crate::guarded::{GuardedNames, InputSurface, UndeclaredKeys};
+
+mod roots;
+mod sampling;
+pub use roots::{Root, Roots};
+pub use sampling::{Sample, Sampled, SamplingRequest};
 
 /// The code of a call whose client cannot be asked for elicitation.
 pub const ELICITATION_UNSUPPORTED: &str = "ELICITATION_UNSUPPORTED";
@@ -719,239 +724,6 @@ fn form_field(schema: Value, definitions: &Value) -> Value {
         object.insert("items".into(), form_field(items, definitions));
     }
     Value::Object(object)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Sampling
-
-/// What to ask the client's model: messages, an optional system prompt and a token budget.
-#[derive(Debug, Clone)]
-pub struct SamplingRequest {
-    messages: Vec<SamplingMessage>,
-    system_prompt: Option<String>,
-    max_tokens: u32,
-}
-
-impl SamplingRequest {
-    /// An empty conversation whose answer may take up to `max_tokens` tokens.
-    pub fn new(max_tokens: u32) -> Self {
-        SamplingRequest {
-            messages: Vec::new(),
-            system_prompt: None,
-            max_tokens,
-        }
-    }
-
-    /// Adds a user message.
-    #[must_use]
-    pub fn user(mut self, text: impl Into<String>) -> Self {
-        self.messages.push(SamplingMessage::user_text(text));
-        self
-    }
-
-    /// Adds an assistant message.
-    #[must_use]
-    pub fn assistant(mut self, text: impl Into<String>) -> Self {
-        self.messages.push(SamplingMessage::assistant_text(text));
-        self
-    }
-
-    /// Sets the system prompt.
-    #[must_use]
-    pub fn system(mut self, text: impl Into<String>) -> Self {
-        self.system_prompt = Some(text.into());
-        self
-    }
-
-    fn into_params(self) -> CreateMessageRequestParams {
-        let mut params = CreateMessageRequestParams::new(self.messages, self.max_tokens);
-        if let Some(system) = self.system_prompt {
-            params = params.with_system_prompt(system);
-        }
-        params
-    }
-}
-
-/// What the client's model answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Sampled {
-    /// The model that wrote it.
-    pub model: String,
-    /// The text of its message (its text blocks, joined).
-    pub text: String,
-    /// Why it stopped (`endTurn`, `maxTokens`…), when said.
-    pub stop_reason: Option<String>,
-}
-
-/// Asks the client's model to write (sampling, see the [module docs](self)).
-#[derive(Clone)]
-pub struct Sample {
-    round: Option<Arc<Round>>,
-    key: Option<String>,
-    waiting: Waiting,
-}
-
-impl std::fmt::Debug for Sample {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sample")
-            .field("key", &self.key)
-            .finish_non_exhaustive()
-    }
-}
-
-impl FromContext for Sample {
-    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
-        Ok(Sample {
-            round: round_of(context),
-            key: None,
-            waiting: context.request.waiting.clone(),
-        })
-    }
-}
-
-impl Sample {
-    /// Whether the client can be asked (it declared the `sampling` capability).
-    pub fn supported(&self) -> bool {
-        self.round
-            .as_ref()
-            .is_some_and(|round| round.supports(Need::Sampling))
-    }
-
-    /// The same, asking its next request under `key` in `inputRequests` (2026-07-28).
-    #[must_use]
-    pub fn named(&self, key: impl Into<String>) -> Sample {
-        Sample {
-            round: self.round.clone(),
-            key: Some(key.into()),
-            waiting: self.waiting.clone(),
-        }
-    }
-
-    /// Asks the client's model to answer `request`.
-    pub fn create(
-        &self,
-        request: SamplingRequest,
-    ) -> impl Future<Output = Result<Sampled, ToolError>> + Send + 'static {
-        let this = self.clone();
-        async move { this.create_now(request).await }
-    }
-
-    async fn create_now(&self, request: SamplingRequest) -> Result<Sampled, ToolError> {
-        let answer = ask_through(
-            self.round.as_ref(),
-            self.key.as_deref(),
-            Outgoing::Sample(request.into_params()),
-            &self.waiting,
-        )
-        .await?;
-        let result: CreateMessageResult = answer_of(Need::Sampling, answer)?;
-        let text = result
-            .message
-            .content
-            .iter()
-            .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
-            .collect::<Vec<_>>()
-            .join("\n");
-        Ok(Sampled {
-            model: result.model,
-            text,
-            stop_reason: result.stop_reason,
-        })
-    }
-
-    /// Asks the client's model one question (a user message) and returns the text it wrote.
-    pub fn text(
-        &self,
-        prompt: impl Into<String>,
-        max_tokens: u32,
-    ) -> impl Future<Output = Result<String, ToolError>> + Send + 'static {
-        let answer = self.create(SamplingRequest::new(max_tokens).user(prompt));
-        async move { answer.await.map(|sampled| sampled.text) }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Roots
-
-/// One root the client works in (a directory, a repository).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Root {
-    /// Its URI (`file:///home/ann/project`).
-    pub uri: String,
-    /// A name for people, when given.
-    pub name: Option<String>,
-}
-
-/// Asks the client for its roots (see the [module docs](self)).
-#[derive(Clone)]
-pub struct Roots {
-    round: Option<Arc<Round>>,
-    key: Option<String>,
-    waiting: Waiting,
-}
-
-impl std::fmt::Debug for Roots {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Roots")
-            .field("key", &self.key)
-            .finish_non_exhaustive()
-    }
-}
-
-impl FromContext for Roots {
-    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
-        Ok(Roots {
-            round: round_of(context),
-            key: None,
-            waiting: context.request.waiting.clone(),
-        })
-    }
-}
-
-impl Roots {
-    /// Whether the client can be asked (it declared the `roots` capability).
-    pub fn supported(&self) -> bool {
-        self.round
-            .as_ref()
-            .is_some_and(|round| round.supports(Need::Roots))
-    }
-
-    /// The same, asking under `key` in `inputRequests` (2026-07-28).
-    #[must_use]
-    pub fn named(&self, key: impl Into<String>) -> Roots {
-        Roots {
-            round: self.round.clone(),
-            key: Some(key.into()),
-            waiting: self.waiting.clone(),
-        }
-    }
-
-    /// The client's roots.
-    pub fn list(&self) -> impl Future<Output = Result<Vec<Root>, ToolError>> + Send + 'static {
-        let this = self.clone();
-        async move { this.list_now().await }
-    }
-
-    async fn list_now(&self) -> Result<Vec<Root>, ToolError> {
-        let answer = ask_through(
-            self.round.as_ref(),
-            self.key.as_deref(),
-            Outgoing::Roots,
-            &self.waiting,
-        )
-        .await?;
-        let result: ListRootsResult = answer_of(Need::Roots, answer)?;
-        Ok(result
-            .roots
-            .into_iter()
-            .map(|root| Root {
-                uri: root.uri,
-                name: root.name,
-            })
-            .collect())
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
