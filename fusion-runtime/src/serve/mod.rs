@@ -325,6 +325,7 @@ impl McpHandler {
     }
 
     /// A handler for another connection: the same server, a state of its own.
+    #[cfg(feature = "http")]
     pub(crate) fn for_new_session(&self) -> McpHandler {
         McpHandler {
             shared: Arc::clone(&self.shared),
