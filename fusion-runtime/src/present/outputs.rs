@@ -47,6 +47,7 @@ where
 /// A model shared with the store (`Arc<Model>`): presented from the shared value, so a handler
 /// that keeps its records behind `Arc`s answers a get without copying the record and its hidden
 /// fields.
+#[diagnostic::do_not_recommend]
 impl<M, P> ToolOutput<P> for Arc<M>
 where
     M: Model,

@@ -92,6 +92,7 @@ where
 {
 }
 
+#[diagnostic::do_not_recommend]
 impl<M, P> ResourceOutput<P> for std::sync::Arc<M>
 where
     M: Model,
