@@ -13,12 +13,15 @@ use crate::error::{ToolError, codes, panicked};
 use crate::present::Presentation;
 use crate::spec::ReadyCall;
 
+/// A handler's future, once started.
+type Started<T> = Pin<Box<dyn Future<Output = Result<T, ToolError>> + Send>>;
+
 /// A running handler (a tool's or a prompt's): a panic becomes an `INTERNAL_ERROR` and the
 /// server keeps serving; a cancelled request drops the handler's future and yields `CANCELLED`.
 /// One future doing both, polled directly: the cancellation is only armed once the handler has
 /// had to wait (cheaper than racing the two, which builds the cancellation's future per call).
 pub(crate) struct Running<T: Ran = Presentation> {
-    handler: Option<Pin<Box<dyn Future<Output = Result<T, ToolError>> + Send>>>,
+    handler: Option<Started<T>>,
     early: Option<ToolError>,
     cancellation: CancellationToken,
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
@@ -49,7 +52,7 @@ impl<T: Ran> Running<T> {
     /// Starts the handler `start` gives for `context`.
     pub(crate) fn start(
         context: CallContext,
-        start: impl FnOnce(CallContext) -> Pin<Box<dyn Future<Output = Result<T, ToolError>> + Send>>,
+        start: impl FnOnce(CallContext) -> Started<T>,
     ) -> Self {
         let cancellation = context.cancellation.clone();
         let (handler, early) = match std::panic::catch_unwind(AssertUnwindSafe(|| start(context))) {
