@@ -528,6 +528,11 @@ fn the_base_url_comes_from_the_server_template_and_credentials_from_the_environm
     );
     assert!(main.contains("API_SERVER_"), "{main}");
     assert!(readme.contains("API_SERVER_<VARIABLE>"), "{readme}");
+    // The README names the tools as agents call them, not only by their keys.
+    assert!(
+        readme.contains("agents call them `shapes_<tool>`"),
+        "{readme}"
+    );
     // A token scheme (here OAuth client credentials) is preferred to the API key header:
     // API_TOKEN is a bearer token, from the environment; no argument carries it.
     assert!(main.contains("Err(_) => upstream.bearer(token),"), "{main}");

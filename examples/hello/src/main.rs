@@ -60,7 +60,7 @@ async fn get_note(notes: State<Notes>, id: String) -> Result<Arc<Note>, ToolErro
     let found = notes.lock().iter().find(|note| note.id == id).cloned();
     found.ok_or_else(|| {
         ToolError::new("NO_SUCH_NOTE", format!("No note has the id {id}."))
-            .with_recovery("Call notes.list to see the notes and their ids.")
+            .with_recovery("Call `notes.list` to see the notes and their ids.")
     })
 }
 
@@ -69,7 +69,7 @@ async fn get_note(notes: State<Notes>, id: String) -> Result<Arc<Note>, ToolErro
 async fn add_note(notes: State<Notes>, text: String) -> Result<Arc<Note>, ToolError> {
     if text.trim().is_empty() {
         return Err(ToolError::new("EMPTY_NOTE", "A note needs some text.")
-            .with_recovery("Call notes.add again with the note's text."));
+            .with_recovery("Call `notes.add` again with the note's text."));
     }
     let mut notes = notes.lock();
     let note = Arc::new(Note {

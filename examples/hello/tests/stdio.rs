@@ -68,9 +68,12 @@ async fn notes_over_stdio_never_carry_their_author_and_sigterm_stops_the_server(
     assert!(!wire.contains(AUTHOR), "the author leaked: {wire}");
     let (missing, wire) = call(client.peer(), "notes_get", json!({"id": "N-9"})).await;
     assert_eq!(missing.is_error, Some(true), "{wire}");
+    let error = &missing.structured_content.unwrap()["error"];
+    assert_eq!(error["code"], "NO_SUCH_NOTE");
+    // The recovery names the tool as the agent calls it.
     assert_eq!(
-        missing.structured_content.unwrap()["error"]["code"],
-        "NO_SUCH_NOTE"
+        error["recovery"],
+        "Call `notes_list` to see the notes and their ids."
     );
 
     let (listed, wire) = call(client.peer(), "notes_list", json!({"containing": "milk"})).await;
@@ -80,9 +83,11 @@ async fn notes_over_stdio_never_carry_their_author_and_sigterm_stops_the_server(
 
     let (empty, wire) = call(client.peer(), "notes_add", json!({"text": "  "})).await;
     assert_eq!(empty.is_error, Some(true), "{wire}");
+    let error = &empty.structured_content.unwrap()["error"];
+    assert_eq!(error["code"], "EMPTY_NOTE");
     assert_eq!(
-        empty.structured_content.unwrap()["error"]["code"],
-        "EMPTY_NOTE"
+        error["recovery"],
+        "Call `notes_add` again with the note's text."
     );
 
     // SIGTERM with the client still connected: the server stops by itself, successfully.

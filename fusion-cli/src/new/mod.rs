@@ -20,7 +20,9 @@ use crate::db;
 /// Create a connector crate.
 #[derive(Debug, Args)]
 pub(crate) struct NewCommand {
-    /// The crate's name (letters, digits, `-`, `_`); also the prefix of its tools.
+    /// The crate's name (letters, digits, `-`, `_`); also the prefix of its tools, except with
+    /// `--openapi`, whose tools take theirs from the document's title (the generated README
+    /// names it; `cargo fusion openapi --overlay` with `namespace:` sets another).
     name: String,
     /// Where to write it (default: `./NAME`). It must not exist yet, or be empty.
     #[arg(long, value_name = "DIR")]
