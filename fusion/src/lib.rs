@@ -144,6 +144,12 @@ pub use fusion_runtime::{
     Middleware, Params, Principal, Progress, Provided, RateLimit, Router, Serialization,
     SerializationLock, ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes, echo,
 };
+/// Long-running calls as tasks (the MCP tasks extension): `#[tool(task = "optional")]`, and
+/// where tasks are kept.
+pub use fusion_runtime::task::{
+    MemoryTaskStore, StoreFuture, TaskOptions, TaskOwner, TaskRecord, TaskState, TaskStore,
+    TaskStoreError, TaskSupport,
+};
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{
     ActionInfo, Exposition, Exposure, Glob, Server, ServerBuilder, Surface, ToolInfo, ToolKey,
@@ -395,7 +401,7 @@ pub mod __private {
         ArgumentGroup, CacheHint, CallContext, Concurrency, ErrorCatalog, FieldInfo, Fillable,
         Model, ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter,
         PresenterInfo, Prompt, PromptSpec, RateLimit, Resource, ResourceSpec, Serialization,
-        Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
+        Suggestion, TaskSupport, Tool, ToolError, ToolSpec, UiBlock, Verb,
     };
 
     /// A tool handler's return value taken apart. Implemented for `Result` only, and used by
