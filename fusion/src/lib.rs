@@ -138,17 +138,17 @@ pub use fusion_runtime::elicit::{Answer, Elicit, Roots, Sample, Sampled, Samplin
 pub use fusion_runtime::logging::{Log, LogLevel};
 /// Content that is not text: images, sounds, embedded resources, bytes.
 pub use fusion_runtime::media::{Blob, Media, WithMedia};
-/// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
-pub use fusion_runtime::{
-    AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
-    Middleware, Params, Principal, Progress, Provided, RateLimit, Router, Serialization,
-    SerializationLock, ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes, echo,
-};
 /// Long-running calls as tasks (the MCP tasks extension): `#[tool(task = "optional")]`, and
 /// where tasks are kept.
 pub use fusion_runtime::task::{
     MemoryTaskStore, StoreFuture, TaskOptions, TaskOwner, TaskRecord, TaskState, TaskStore,
     TaskStoreError, TaskSupport,
+};
+/// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
+pub use fusion_runtime::{
+    AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
+    Middleware, Params, Principal, Progress, Provided, RateLimit, Router, Serialization,
+    SerializationLock, ServerParts, State, Tool, ToolError, ToolSpec, Verb, codes, echo,
 };
 /// Building and reading back a server (SPEC T2, T4).
 pub use fusion_runtime::{

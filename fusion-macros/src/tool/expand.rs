@@ -119,8 +119,12 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
         options.push(quote!(.with_ask_timeout(::core::time::Duration::from_millis(#millis))));
     }
     match &tool.args.task {
-        Some(TaskArg::Optional) => options.push(quote!(.with_task(#private::TaskSupport::Optional))),
-        Some(TaskArg::Required) => options.push(quote!(.with_task(#private::TaskSupport::Required))),
+        Some(TaskArg::Optional) => {
+            options.push(quote!(.with_task(#private::TaskSupport::Optional)))
+        }
+        Some(TaskArg::Required) => {
+            options.push(quote!(.with_task(#private::TaskSupport::Required)))
+        }
         None => {}
     }
     if let Some(rate) = &tool.args.rate_limit {

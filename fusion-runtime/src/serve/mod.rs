@@ -183,7 +183,11 @@ impl Mcp {
     /// its replicas share lets any of them answer for a task. The default keeps them in memory,
     /// for an hour.
     #[must_use]
-    pub fn tasks(mut self, store: Arc<dyn crate::task::TaskStore>, options: crate::task::TaskOptions) -> Self {
+    pub fn tasks(
+        mut self,
+        store: Arc<dyn crate::task::TaskStore>,
+        options: crate::task::TaskOptions,
+    ) -> Self {
         self.tasks = Arc::new(tasks::Tasks::new(store, options));
         self
     }
@@ -247,10 +251,10 @@ impl Mcp {
         // Tools that may run as tasks: the extension is declared (and `tasks/*` answered).
         let has_tasks = server.has_tasks();
         if has_tasks {
-            capabilities
-                .extensions
-                .get_or_insert_default()
-                .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), Default::default());
+            capabilities.extensions.get_or_insert_default().insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                Default::default(),
+            );
         }
         // Without an access policy every caller sees the same listings: computed once here.
         let listings = if server.has_access_policy() {
@@ -709,7 +713,12 @@ impl ServerHandler for McpHandler {
         let outcome = match self.call_context(context) {
             Ok(call) if matches!(mode, tasks::Mode::Task) => {
                 return self
-                    .start_task(name.into_owned(), request.arguments, call, asking.capabilities)
+                    .start_task(
+                        name.into_owned(),
+                        request.arguments,
+                        call,
+                        asking.capabilities,
+                    )
                     .await;
             }
             Ok(mut call) => {

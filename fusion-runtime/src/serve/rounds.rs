@@ -187,11 +187,15 @@ pub(super) fn answer(
         else {
             continue;
         };
-        if !crate::elicit::Need::of_method(&question.method).is_some_and(|need| need.accepts(&answer))
+        if !crate::elicit::Need::of_method(&question.method)
+            .is_some_and(|need| need.accepts(&answer))
         {
             return Err(ToolError::new(
                 crate::error::codes::VALIDATION_ERROR,
-                format!("inputResponses.{key} is not a result of {}.", question.method),
+                format!(
+                    "inputResponses.{key} is not a result of {}.",
+                    question.method
+                ),
             )
             .with_recovery("Answer each inputRequest with the result of its method."));
         }

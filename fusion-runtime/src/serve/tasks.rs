@@ -11,13 +11,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use rmcp::ErrorData;
+use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
-    ErrorCode, GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload,
-    TaskStatus, UpdateTaskParams,
+    ErrorCode, GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
-use rmcp::RoleServer;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -147,7 +147,7 @@ impl McpHandler {
             asked: BTreeMap::new(),
             open: JsonObject::new(),
         };
-        self.run_task(record.id.clone(), parked, call, capabilities);
+        self.run_task(&record, parked, call, capabilities);
         Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(
             &record,
         ))))
@@ -157,7 +157,7 @@ impl McpHandler {
     /// then settles the task with what it gave.
     fn run_task(
         &self,
-        id: String,
+        record: &TaskRecord,
         parked: Parked,
         mut call: CallContext,
         capabilities: Option<ClientCapabilities>,
@@ -172,8 +172,16 @@ impl McpHandler {
         call.extensions_mut().insert(Arc::clone(&round));
         let form = crate::envelope::DataText::for_protocol(call.protocol_version().as_ref());
         let change = self.change_of(&call, parked.arguments.as_ref());
+        let id = record.id.clone();
         locked(&self.tasks().live).insert(id.clone(), Live::Running(cancel.clone()));
         let handler = self.clone();
+        let watching = tokio::spawn(watch(
+            Arc::clone(&self.tasks().store),
+            record.owner.clone(),
+            id.clone(),
+            self.tasks().options.poll_interval,
+            cancel.clone(),
+        ));
         tokio::spawn(async move {
             let outcome = handler
                 .shared
@@ -181,17 +189,14 @@ impl McpHandler {
                 .call_tool(&parked.tool, parked.arguments.clone(), call)
                 .await
                 .map(|result| result.for_client(form));
+            watching.abort();
             if let Ok(result) = &outcome
                 && !result.is_error()
             {
                 handler.notify_invalidated(result.invalidates(), change.as_ref());
             }
             let state = handler.ended(&id, parked, &round, outcome, &cancel);
-            let settled = handler
-                .tasks()
-                .store
-                .settle(&id, &state, now_ms())
-                .await;
+            let settled = handler.tasks().store.settle(&id, &state, now_ms()).await;
             if let Err(error) = settled {
                 tracing::error!(task = %id, %error, "a task's end could not be stored");
             }
@@ -237,12 +242,8 @@ impl McpHandler {
             // An internal failure (a panic, a lost dependency) is the protocol's, not the tool's
             // answer: its message names only the error id its cause is logged under.
             Ok(result) if result.outcome() == codes::INTERNAL_ERROR => {
-                let message = match result.into_protocol().structured_content {
-                    Some(body) => body
-                        .pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("Internal error.")
-                        .to_owned(),
+                let message = match result.into_sealed().outcome.error_id() {
+                    Some(error_id) => format!("Internal error (errorId {error_id})."),
                     None => "Internal error.".to_owned(),
                 };
                 TaskState::Failed(error_object(&ErrorData::internal_error(message, None)))
@@ -374,7 +375,7 @@ impl McpHandler {
             .settle(&record.id, &TaskState::Working, now)
             .await
             .map_err(store_failed)?;
-        self.run_task(record.id, parked, call, capabilities);
+        self.run_task(&record, parked, call, capabilities);
         Ok(())
     }
 }
@@ -395,7 +396,9 @@ impl Server {
                 .and_then(Value::as_str)
                 .and_then(|action| actions.get(action).copied()),
         };
-        action.map_or(TaskSupport::Forbidden, |index| inner.actions[index].facts.task)
+        action.map_or(TaskSupport::Forbidden, |index| {
+            inner.actions[index].facts.task
+        })
     }
 
     /// Whether any of its tools may run as a task.
@@ -404,6 +407,33 @@ impl Server {
             .actions
             .iter()
             .any(|action| action.facts.task != TaskSupport::Forbidden)
+    }
+}
+
+/// Stops a running task (through `cancel`) once its store says it is done or gone: it was
+/// cancelled through another replica, or expired. Polls at the task's poll interval until the
+/// task ends here.
+async fn watch(
+    store: Arc<dyn TaskStore>,
+    owner: TaskOwner,
+    id: String,
+    every: std::time::Duration,
+    cancel: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        match store.get(&owner, &id, now_ms()).await {
+            Ok(Some(task)) if !task.state.is_terminal() => {}
+            // A store that fails now may answer at the next poll.
+            Err(_) => {}
+            Ok(_) => {
+                cancel.cancel();
+                return;
+            }
+        }
     }
 }
 

@@ -110,9 +110,16 @@ mod tests {
         let alice = owner("acme", "alice");
         let task = record(alice.clone(), 10_000);
         store.create(&task).await.unwrap();
-        assert_eq!(store.get(&alice, &task.id, 10_500).await.unwrap(), Some(task.clone()));
+        assert_eq!(
+            store.get(&alice, &task.id, 10_500).await.unwrap(),
+            Some(task.clone())
+        );
         // The same subject in another tenant, another subject in the same tenant, nobody.
-        for other in [owner("globex", "alice"), owner("acme", "bob"), TaskOwner::default()] {
+        for other in [
+            owner("globex", "alice"),
+            owner("acme", "bob"),
+            TaskOwner::default(),
+        ] {
             assert_eq!(store.get(&other, &task.id, 10_500).await.unwrap(), None);
             assert!(store.list(&other, 10_500).await.unwrap().is_empty());
         }
@@ -126,11 +133,19 @@ mod tests {
         let (old, new) = (record(alice.clone(), 10_000), record(alice.clone(), 10_100));
         store.create(&old).await.unwrap();
         store.create(&new).await.unwrap();
-        assert!(store.settle(&old.id, &TaskState::Cancelled, 10_200).await.unwrap());
+        assert!(
+            store
+                .settle(&old.id, &TaskState::Cancelled, 10_200)
+                .await
+                .unwrap()
+        );
         let late = TaskState::Completed(Default::default());
         assert!(!store.settle(&old.id, &late, 10_300).await.unwrap());
         let kept = store.get(&alice, &old.id, 10_400).await.unwrap().unwrap();
-        assert_eq!((kept.state, kept.updated_ms), (TaskState::Cancelled, 10_200));
+        assert_eq!(
+            (kept.state, kept.updated_ms),
+            (TaskState::Cancelled, 10_200)
+        );
         let listed: Vec<String> = store
             .list(&alice, 10_400)
             .await

@@ -191,8 +191,7 @@ impl std::error::Error for TaskStoreError {
 }
 
 /// What a store's methods return.
-pub type StoreFuture<'a, T> =
-    Pin<Box<dyn Future<Output = Result<T, TaskStoreError>> + Send + 'a>>;
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, TaskStoreError>> + Send + 'a>>;
 
 /// Where tasks and their results are kept: in memory ([`MemoryTaskStore`], the default) or in
 /// a database that every replica of a server shares.
@@ -215,8 +214,12 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Moves task `id` to `state` at `now_ms`, unless it is terminal already (a cancel is not
     /// undone by the result that arrives after it). Returns whether it moved.
-    fn settle<'a>(&'a self, id: &'a str, state: &'a TaskState, now_ms: u64)
-    -> StoreFuture<'a, bool>;
+    fn settle<'a>(
+        &'a self,
+        id: &'a str,
+        state: &'a TaskState,
+        now_ms: u64,
+    ) -> StoreFuture<'a, bool>;
 
     /// The tasks of `owner` that have not expired at `now_ms`, newest first.
     fn list<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, Vec<TaskRecord>>;
@@ -256,7 +259,9 @@ pub(crate) fn new_task_id() -> String {
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 /// `ms` since the Unix epoch as an ISO 8601 UTC timestamp, `2026-12-04T11:36:00.123Z`.
@@ -296,7 +301,10 @@ mod tests {
     fn timestamps_are_iso_8601_utc() {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
         // 2000-02-29 (a leap day of a century year) and a time of day.
-        assert_eq!(iso8601(951_782_400_000 + 3_723_004), "2000-02-29T01:02:03.004Z");
+        assert_eq!(
+            iso8601(951_782_400_000 + 3_723_004),
+            "2000-02-29T01:02:03.004Z"
+        );
         assert_eq!(iso8601(1_798_761_599_999), "2026-12-31T23:59:59.999Z");
         assert_eq!(iso8601(1_709_251_200_000), "2024-03-01T00:00:00.000Z");
     }
