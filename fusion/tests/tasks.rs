@@ -79,8 +79,25 @@ async fn ping() -> Result<String, ToolError> {
     Ok("pong".to_owned())
 }
 
+/// The audit trail: each record's action and outcome.
+#[derive(Default)]
+struct Trail(std::sync::Mutex<Vec<(String, &'static str)>>);
+
+impl fusion::AuditSink for Trail {
+    fn record(&self, record: &fusion::AuditRecord) -> Result<(), fusion::audit::AuditError> {
+        let mut trail = self.0.lock().unwrap();
+        trail.push((record.action.clone(), record.outcome));
+        Ok(())
+    }
+}
+
 fn server(finished: &Arc<Finished>) -> fusion::Server {
+    audited(finished, &Arc::default())
+}
+
+fn audited(finished: &Arc<Finished>, trail: &Arc<Trail>) -> fusion::Server {
     ServerBuilder::new("jobs", "1.0.0")
+        .audit(Arc::clone(trail))
         .state_arc(Arc::clone(finished))
         .tool::<export>()
         .tool::<reindex>()
@@ -479,4 +496,34 @@ async fn a_task_started_on_one_replica_is_read_and_cancelled_through_another() {
         get(&on_one, &id).await.unwrap().task.status(),
         TaskStatus::Cancelled
     );
+}
+
+#[tokio::test]
+async fn starting_cancelling_and_finishing_a_task_are_audited_like_its_write() {
+    let (finished, trail) = (Arc::new(Finished::default()), Arc::new(Trail::default()));
+    let mcp = Mcp::new(audited(&finished, &trail));
+    let session = connect(&mcp, Some(alice()), true).await;
+    let reindex = start(&session, "jobs_reindex", json!({})).await;
+    settled(&session, &reindex).await;
+    let purge = start(&session, "jobs_purge", json!({ "what": "drafts" })).await;
+    settled(&session, &purge).await;
+    session
+        .peer()
+        .cancel_task(CancelTaskParams::new(&purge))
+        .await
+        .unwrap();
+    // A query's task is not audited, as its call is not.
+    let export = start(&session, "jobs_export", json!({ "rows": 1, "millis": 0 })).await;
+    settled(&session, &export).await;
+    let recorded = trail.0.lock().unwrap().clone();
+    let expected: Vec<(String, &str)> = [
+        ("jobs.reindex", "task_started"),
+        ("jobs.reindex", "ok"),
+        ("jobs.purge", "task_started"),
+        ("jobs.purge", "task_cancelled"),
+    ]
+    .into_iter()
+    .map(|(action, outcome)| (action.to_owned(), outcome))
+    .collect();
+    assert_eq!(recorded, expected);
 }

@@ -141,6 +141,10 @@ impl McpHandler {
             poll_interval_ms: millis(tasks.options.poll_interval),
         };
         tasks.store.create(&record).await.map_err(store_failed)?;
+        self.shared
+            .server
+            .audit_task(&tool, arguments.as_ref(), &record.id, &call, "task_started")
+            .await;
         let parked = Parked {
             tool,
             arguments,
@@ -306,16 +310,22 @@ impl McpHandler {
         params: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (record, _) = self.owned_task(&params.task_id, context).await?;
+        let (record, call) = self.owned_task(&params.task_id, context).await?;
         if record.state.is_terminal() {
             return Ok(());
         }
         let tasks = self.tasks();
-        tasks
+        let cancelled = tasks
             .store
             .settle(&record.id, &TaskState::Cancelled, now_ms())
             .await
             .map_err(store_failed)?;
+        if cancelled {
+            self.shared
+                .server
+                .audit_task(&record.tool, None, &record.id, &call, "task_cancelled")
+                .await;
+        }
         if let Some(Live::Running(cancel)) = locked(&tasks.live).remove(&record.id) {
             cancel.cancel();
         }
@@ -381,24 +391,69 @@ impl McpHandler {
 }
 
 impl Server {
-    /// Whether `tools/call` of `name` with `arguments` may run as a task (a grouped tool's
-    /// action is named by its `action` argument).
-    pub(crate) fn task_support(&self, name: &str, arguments: Option<&JsonObject>) -> TaskSupport {
+    /// The action `tools/call` of `name` with `arguments` runs, if it is built in (a grouped
+    /// tool's action is named by its `action` argument).
+    fn action_of(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Option<&crate::server::CompiledAction> {
         use crate::server::Dispatch;
         let inner = &*self.inner;
-        let Some(tool) = inner.by_name.get(name).map(|&index| &inner.tools[index]) else {
-            return TaskSupport::Forbidden;
-        };
-        let action = match &tool.dispatch {
-            Dispatch::Single(index) => Some(*index),
-            Dispatch::Grouped { actions, .. } => arguments
+        let tool = &inner.tools[*inner.by_name.get(name)?];
+        let index = match &tool.dispatch {
+            Dispatch::Single(index) => *index,
+            Dispatch::Grouped { actions, .. } => *arguments
                 .and_then(|arguments| arguments.get("action"))
                 .and_then(Value::as_str)
-                .and_then(|action| actions.get(action).copied()),
+                .and_then(|action| actions.get(action))?,
         };
-        action.map_or(TaskSupport::Forbidden, |index| {
-            inner.actions[index].facts.task
-        })
+        Some(&inner.actions[index])
+    }
+
+    /// Whether `tools/call` of `name` with `arguments` may run as a task.
+    pub(crate) fn task_support(&self, name: &str, arguments: Option<&JsonObject>) -> TaskSupport {
+        self.action_of(name, arguments)
+            .map_or(TaskSupport::Forbidden, |action| action.facts.task)
+    }
+
+    /// Records that task `id` of a call of `tool` (with `arguments`) by the caller of `call`
+    /// started or was cancelled (`outcome`), when the server audits that action's calls: its
+    /// end is the call's own record. The digest is of the task's id (`{"taskId": …}`), which
+    /// the record of its `tasks/cancel` shares; the call's arguments are the end's to prove.
+    pub(crate) async fn audit_task(
+        &self,
+        tool: &str,
+        arguments: Option<&JsonObject>,
+        id: &str,
+        call: &CallContext,
+        outcome: &'static str,
+    ) {
+        let inner = &*self.inner;
+        let Some(audit) = &inner.audit else { return };
+        let action = self.action_of(tool, arguments);
+        let audited = action
+            .is_some_and(|action| audit.reads || action.facts.verb != crate::action::Verb::Query);
+        if !audited {
+            return;
+        }
+        let key = action.map_or(tool, |action| action.facts.key.as_str());
+        let principal = call.principal();
+        let mut asked = JsonObject::new();
+        asked.insert("taskId".to_owned(), Value::from(id));
+        let record = crate::audit::AuditRecord {
+            at: std::time::SystemTime::now(),
+            tool: tool.to_owned(),
+            action: key.to_owned(),
+            principal: principal.map(|principal| principal.subject.clone()),
+            tenant: principal.and_then(|principal| principal.tenant.clone()),
+            arguments_digest: crate::audit::arguments_digest_of(&asked),
+            outcome,
+            duration: std::time::Duration::ZERO,
+        };
+        // A lost record is logged in full and counted; the task goes on (its end is the
+        // record a required audit holds the call to).
+        let _ = crate::pipeline::report::write(inner, audit, record, key).await;
     }
 
     /// Whether any of its tools may run as a task.
