@@ -759,7 +759,7 @@ async fn a_foreign_host_or_origin_is_forbidden_before_authentication() {
                 .as_array()
                 .unwrap()
                 .len(),
-            8
+            9
         );
 
         served.stop().await.expect("clean stop");

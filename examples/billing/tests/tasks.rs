@@ -109,9 +109,15 @@ async fn an_export_runs_as_a_task_that_only_its_owner_reaches() {
     for token in [READER, OTHER] {
         let other = client(&url, token).await;
         let read = get(&other, &id).await;
-        assert!(read.as_ref().is_err_and(is_unknown_task), "{token}: {read:?}");
+        assert!(
+            read.as_ref().is_err_and(is_unknown_task),
+            "{token}: {read:?}"
+        );
         let cancel = other.peer().cancel_task(CancelTaskParams::new(&id)).await;
-        assert!(cancel.as_ref().is_err_and(is_unknown_task), "{token}: {cancel:?}");
+        assert!(
+            cancel.as_ref().is_err_and(is_unknown_task),
+            "{token}: {cancel:?}"
+        );
     }
 
     let mut done = None;
@@ -132,7 +138,10 @@ async fn an_export_runs_as_a_task_that_only_its_owner_reaches() {
     // The seed's 1000 invoices, a header, and no hidden column.
     assert_eq!(data["rows"], 1000, "{data}");
     assert_eq!(csv.lines().count(), 1001);
-    assert_eq!(csv.lines().next(), Some("id,customer_id,status,total_cents"));
+    assert_eq!(
+        csv.lines().next(),
+        Some("id,customer_id,status,total_cents")
+    );
     let text = fusion::serde_json::Value::Object(result.clone()).to_string();
     assert!(
         !text.contains("whsec_") && !text.contains("webhook_secret") && !text.contains("t_777,"),

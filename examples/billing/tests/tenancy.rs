@@ -335,7 +335,13 @@ async fn grouped_a_read_only_token_sees_and_hears_of_reads_only() {
     let tools = reader.tools().await;
     assert_eq!(tools.len(), 1);
     let billing = &tools[0];
-    let reads = json!(["get_invoice", "list_invoices", "invoice_stats", "statuses", "export_invoices"]);
+    let reads = json!([
+        "get_invoice",
+        "list_invoices",
+        "invoice_stats",
+        "statuses",
+        "export_invoices"
+    ]);
     assert_eq!(
         billing["inputSchema"]["properties"]["action"]["enum"],
         reads
@@ -379,7 +385,7 @@ async fn grouped_a_read_only_token_sees_and_hears_of_reads_only() {
             .as_array()
             .unwrap()
             .len(),
-        8
+        9
     );
     assert_eq!(tools[0]["annotations"]["readOnlyHint"], false);
 }
