@@ -432,6 +432,8 @@ fn quick(ttl_ms: u64, max_result_bytes: usize) -> TaskOptions {
         ttl: Duration::from_millis(ttl_ms),
         poll_interval: Duration::from_millis(50),
         max_result_bytes,
+        // Renewed every 50 ms: a task outliving it is still vouched for.
+        lease: Duration::from_millis(300),
     }
 }
 
@@ -526,4 +528,56 @@ async fn starting_cancelling_and_finishing_a_task_are_audited_like_its_write() {
     .map(|(action, outcome)| (action.to_owned(), outcome))
     .collect();
     assert_eq!(recorded, expected);
+}
+
+#[tokio::test]
+async fn a_task_whose_replica_stopped_is_reported_failed_and_a_live_one_is_not() {
+    let finished = Arc::new(Finished::default());
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    // What a replica that died leaves in the shared store: a task it ran, whose lease it no
+    // longer renews.
+    let orphan = fusion::TaskRecord {
+        id: "a".repeat(64),
+        owner: fusion::TaskOwner {
+            tenant: Some("acme".to_owned()),
+            subject: Some("alice".to_owned()),
+        },
+        tool: "jobs_export".to_owned(),
+        state: fusion::TaskState::Working,
+        status_message: None,
+        created_ms: now - 2000,
+        updated_ms: now - 2000,
+        ttl_ms: 60_000,
+        poll_interval_ms: 50,
+        lease_ms: now - 1000,
+    };
+    store.create(&orphan).await.unwrap();
+    let mcp = Mcp::new(server(&finished)).tasks(Arc::clone(&store), quick(5000, 1 << 20));
+    let session = connect(&mcp, Some(alice()), true).await;
+    let lost = get(&session, &orphan.id).await.unwrap();
+    let TaskPayload::Failed { error } = &lost.task.payload else {
+        panic!("an abandoned task is failed: {lost:?}");
+    };
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped before it finished"),
+        "{error:?}"
+    );
+    // A task running twice its lease on a live replica is renewed, and completes.
+    let id = start(&session, "jobs_export", json!({ "rows": 1, "millis": 700 })).await;
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    assert_eq!(
+        get(&session, &id).await.unwrap().task.status(),
+        TaskStatus::Working
+    );
+    assert_eq!(
+        settled(&session, &id).await.task.status(),
+        TaskStatus::Completed
+    );
 }

@@ -73,6 +73,8 @@ struct Parked {
     asked: BTreeMap<String, Asked>,
     /// The questions not answered yet, as `inputRequests`.
     open: JsonObject,
+    /// Stops the watch that renews its lease (while it runs and while it waits).
+    watch: CancellationToken,
 }
 
 /// How a call of a tool that may run as a task is answered.
@@ -139,6 +141,7 @@ impl McpHandler {
             updated_ms: now,
             ttl_ms: millis(tasks.options.ttl),
             poll_interval_ms: millis(tasks.options.poll_interval),
+            lease_ms: now.saturating_add(millis(tasks.options.lease)),
         };
         tasks.store.create(&record).await.map_err(store_failed)?;
         self.shared
@@ -150,6 +153,7 @@ impl McpHandler {
             arguments,
             asked: BTreeMap::new(),
             open: JsonObject::new(),
+            watch: CancellationToken::new(),
         };
         self.run_task(&record, parked, call, capabilities);
         Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(
@@ -162,11 +166,12 @@ impl McpHandler {
     fn run_task(
         &self,
         record: &TaskRecord,
-        parked: Parked,
+        mut parked: Parked,
         mut call: CallContext,
         capabilities: Option<ClientCapabilities>,
     ) {
         let cancel = CancellationToken::new();
+        parked.watch = cancel.clone();
         // The request that started the task ends now: the task stops when it is cancelled.
         call.cancellation = cancel.clone();
         let round = Arc::new(Round::new(
@@ -179,11 +184,10 @@ impl McpHandler {
         let id = record.id.clone();
         locked(&self.tasks().live).insert(id.clone(), Live::Running(cancel.clone()));
         let handler = self.clone();
-        let watching = tokio::spawn(watch(
+        tokio::spawn(watch(
             Arc::clone(&self.tasks().store),
-            record.owner.clone(),
             id.clone(),
-            self.tasks().options.poll_interval,
+            self.tasks().options.clone(),
             cancel.clone(),
         ));
         tokio::spawn(async move {
@@ -193,7 +197,6 @@ impl McpHandler {
                 .call_tool(&parked.tool, parked.arguments.clone(), call)
                 .await
                 .map(|result| result.for_client(form));
-            watching.abort();
             if let Ok(result) = &outcome
                 && !result.is_error()
             {
@@ -203,6 +206,10 @@ impl McpHandler {
             let settled = handler.tasks().store.settle(&id, &state, now_ms()).await;
             if let Err(error) = settled {
                 tracing::error!(task = %id, %error, "a task's end could not be stored");
+            }
+            // A parked task's lease is renewed while it waits; a done one's no more.
+            if !matches!(state, TaskState::InputRequired(_)) {
+                cancel.cancel();
             }
         });
     }
@@ -288,10 +295,31 @@ impl McpHandler {
             .get(&owner, id, now_ms())
             .await
             .map_err(store_failed)?;
-        match found {
-            Some(record) => Ok((record, call)),
-            None => Err(unknown_task(id)),
+        let Some(mut record) = found else {
+            return Err(unknown_task(id));
+        };
+        let now = now_ms();
+        if record.abandoned(now) {
+            // Its replica stopped (or lost its store) before it finished: it never will.
+            let lost = TaskState::Failed(error_object(&ErrorData::internal_error(
+                "The server instance running this task stopped before it finished: start the \
+                 call again.",
+                None,
+            )));
+            self.tasks()
+                .store
+                .settle(&record.id, &lost, now)
+                .await
+                .map_err(store_failed)?;
+            record = self
+                .tasks()
+                .store
+                .get(&record.owner, id, now)
+                .await
+                .map_err(store_failed)?
+                .ok_or_else(|| unknown_task(id))?;
         }
+        Ok((record, call))
     }
 
     pub(super) async fn read_task(
@@ -326,8 +354,10 @@ impl McpHandler {
                 .audit_task(&record.tool, None, &record.id, &call, "task_cancelled")
                 .await;
         }
-        if let Some(Live::Running(cancel)) = locked(&tasks.live).remove(&record.id) {
-            cancel.cancel();
+        match locked(&tasks.live).remove(&record.id) {
+            Some(Live::Running(cancel)) => cancel.cancel(),
+            Some(Live::Parked(parked)) => parked.watch.cancel(),
+            None => {}
         }
         Ok(())
     }
@@ -385,6 +415,8 @@ impl McpHandler {
             .settle(&record.id, &TaskState::Working, now)
             .await
             .map_err(store_failed)?;
+        // The run renews the lease from here.
+        parked.watch.cancel();
         self.run_task(&record, parked, call, capabilities);
         Ok(())
     }
@@ -465,26 +497,30 @@ impl Server {
     }
 }
 
-/// Stops a running task (through `cancel`) once its store says it is done or gone: it was
-/// cancelled through another replica, or expired. Polls at the task's poll interval until the
-/// task ends here.
+/// Renews the lease of task `id` while this replica runs it or holds it parked, and stops it
+/// (through `cancel`) once its store says it is done or gone: cancelled through another
+/// replica, or expired. Ends when `cancel` is cancelled.
 async fn watch(
     store: Arc<dyn TaskStore>,
-    owner: TaskOwner,
     id: String,
-    every: std::time::Duration,
+    options: TaskOptions,
     cancel: CancellationToken,
 ) {
+    let every = options.poll_interval.min(options.lease / 3);
     loop {
         tokio::select! {
             () = cancel.cancelled() => return,
             () = tokio::time::sleep(every) => {}
         }
-        match store.get(&owner, &id, now_ms()).await {
-            Ok(Some(task)) if !task.state.is_terminal() => {}
-            // A store that fails now may answer at the next poll.
-            Err(_) => {}
-            Ok(_) => {
+        let now = now_ms();
+        match store
+            .renew(&id, now.saturating_add(millis(options.lease)), now)
+            .await
+        {
+            Ok(true) => {}
+            // A store that fails now may answer at the next renewal, within the lease.
+            Err(error) => tracing::warn!(task = %id, %error, "a task's lease was not renewed"),
+            Ok(false) => {
                 cancel.cancel();
                 return;
             }

@@ -66,6 +66,17 @@ impl TaskStore for MemoryTaskStore {
         Box::pin(std::future::ready(Ok(moved)))
     }
 
+    fn renew<'a>(&'a self, id: &'a str, lease_ms: u64, now_ms: u64) -> StoreFuture<'a, bool> {
+        let running = match self.tasks().get_mut(id) {
+            Some(task) if !task.state.is_terminal() && !task.expired(now_ms) => {
+                task.lease_ms = lease_ms;
+                true
+            }
+            _ => false,
+        };
+        Box::pin(std::future::ready(Ok(running)))
+    }
+
     fn list<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, Vec<TaskRecord>> {
         let mut own: Vec<TaskRecord> = self
             .tasks()
@@ -101,6 +112,7 @@ mod tests {
             updated_ms: created_ms,
             ttl_ms: 1000,
             poll_interval_ms: 100,
+            lease_ms: created_ms + 500,
         }
     }
 

@@ -139,12 +139,21 @@ pub struct TaskRecord {
     pub ttl_ms: u64,
     /// How often the client is asked to poll it, in milliseconds.
     pub poll_interval_ms: u64,
+    /// Until when the replica that runs it vouches for it, in milliseconds since the Unix
+    /// epoch: it renews this while the task runs or waits for answers. A task that is not done
+    /// once its lease ran out lost its replica, and is reported failed.
+    pub lease_ms: u64,
 }
 
 impl TaskRecord {
     /// Whether its time to live has run out at `now_ms`.
     pub fn expired(&self, now_ms: u64) -> bool {
         now_ms >= self.created_ms.saturating_add(self.ttl_ms)
+    }
+
+    /// Whether it is not done and its replica stopped renewing its lease before `now_ms`.
+    pub fn abandoned(&self, now_ms: u64) -> bool {
+        !self.state.is_terminal() && now_ms > self.lease_ms
     }
 }
 
@@ -223,6 +232,10 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// The tasks of `owner` that have not expired at `now_ms`, newest first.
     fn list<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, Vec<TaskRecord>>;
+
+    /// Renews the lease of task `id` until `lease_ms`, if it is not done. Returns whether it
+    /// is still there and not done (its runner stops otherwise).
+    fn renew<'a>(&'a self, id: &'a str, lease_ms: u64, now_ms: u64) -> StoreFuture<'a, bool>;
 }
 
 /// How tasks are kept and polled.
@@ -234,6 +247,10 @@ pub struct TaskOptions {
     pub poll_interval: Duration,
     /// The largest result kept, in bytes of JSON (default: 4 MiB); a larger one fails its task.
     pub max_result_bytes: usize,
+    /// How long a replica vouches for a task it runs without renewing (default: 30 s; it renews
+    /// at every poll interval, or three times a lease if that is shorter). A task whose
+    /// replica stopped is reported failed once its lease ran out.
+    pub lease: Duration,
 }
 
 impl Default for TaskOptions {
@@ -242,6 +259,7 @@ impl Default for TaskOptions {
             ttl: Duration::from_secs(3600),
             poll_interval: Duration::from_secs(1),
             max_result_bytes: 4 * 1024 * 1024,
+            lease: Duration::from_secs(30),
         }
     }
 }
