@@ -138,6 +138,9 @@ pub use fusion_runtime::elicit::{Answer, Elicit, Roots, Sample, Sampled, Samplin
 pub use fusion_runtime::logging::{Log, LogLevel};
 /// Content that is not text: images, sounds, embedded resources, bytes.
 pub use fusion_runtime::media::{Blob, Media, WithMedia};
+/// Tasks in SQLite, which outlive the process (feature `tasks-sqlite`).
+#[cfg(feature = "tasks-sqlite")]
+pub use fusion_runtime::task::SqliteTaskStore;
 /// Long-running calls as tasks (the MCP tasks extension): `#[tool(task = "optional")]`, and
 /// where tasks are kept.
 pub use fusion_runtime::task::{

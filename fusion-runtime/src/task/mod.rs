@@ -20,6 +20,8 @@
 //! what a store sees and keeps, in plain JSON, with no protocol types.
 
 mod memory;
+#[cfg(feature = "tasks-sqlite")]
+mod sqlite;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,6 +30,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value};
 
 pub use memory::MemoryTaskStore;
+#[cfg(feature = "tasks-sqlite")]
+pub use sqlite::SqliteTaskStore;
 
 use crate::context::CallContext;
 
