@@ -2,7 +2,8 @@
 //! rmcp's own stateless (2026-07-28) client declaring the tasks extension: the export answers
 //! with a task id at once, its CSV carries no hidden column, and only the token that started
 //! it reaches it: a read-only token of the same tenant and another tenant's token are told
-//! that no such task exists.
+//! that no such task exists. The binary keeps its tasks in its SQLite database: a finished
+//! export is still there after a restart.
 #![cfg(unix)]
 
 mod support;
@@ -84,6 +85,11 @@ async fn client(url: &str, token: &str) -> Client {
         .expect("server/discover over HTTP")
 }
 
+/// A stateless client of the anonymous demo tenant (`--allow-anonymous`).
+async fn anonymous_client(url: &str) -> Client {
+    client(url, "unused-without-authentication").await
+}
+
 async fn start_export(client: &Client) -> String {
     let call = CallToolRequestParams::new("billing_export_invoices");
     match client.peer().call_tool_once(call).await {
@@ -94,6 +100,18 @@ async fn start_export(client: &Client) -> String {
 
 async fn get(client: &Client, id: &str) -> Result<GetTaskResult, ServiceError> {
     client.peer().get_task(GetTaskParams::new(id)).await
+}
+
+/// Polls task `id` until it leaves `working` (at most 10 s).
+async fn settled(client: &Client, id: &str) -> GetTaskResult {
+    for _ in 0..500 {
+        let got = get(client, id).await.expect("the owner reads its task");
+        if got.task.status() != TaskStatus::Working {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("task {id} is still working after 10 s");
 }
 
 fn is_unknown_task(error: &ServiceError) -> bool {
@@ -120,16 +138,7 @@ async fn an_export_runs_as_a_task_that_only_its_owner_reaches() {
         );
     }
 
-    let mut done = None;
-    for _ in 0..500 {
-        let got = get(&writer, &id).await.expect("the owner reads its task");
-        if got.task.status() != TaskStatus::Working {
-            done = Some(got);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let done = done.expect("the export finished within 10 s");
+    let done = settled(&writer, &id).await;
     let TaskPayload::Completed { result } = &done.task.payload else {
         panic!("the export completed: {done:?}");
     };
@@ -158,4 +167,28 @@ async fn an_export_runs_as_a_task_that_only_its_owner_reaches() {
     let status = get(&writer, &cancelled).await.unwrap().task.status();
     assert_eq!(status, TaskStatus::Cancelled);
     options.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_export_outlives_a_restart_of_the_binary() {
+    let data = tempfile::tempdir().expect("a data directory");
+    let dir = data.path().to_str().expect("a UTF-8 path").to_owned();
+    let spawn = || {
+        let dir = dir.clone();
+        tokio::task::spawn_blocking(move || {
+            support::BillingHttp::spawn_exactly(&["--data-dir", &dir, "--allow-anonymous"])
+        })
+    };
+    let (id, before) = {
+        let server = spawn().await.unwrap();
+        let client = anonymous_client(server.url()).await;
+        let id = start_export(&client).await;
+        let done = settled(&client, &id).await;
+        assert_eq!(done.task.status(), TaskStatus::Completed);
+        (id, done)
+    };
+    let server = spawn().await.unwrap();
+    let client = anonymous_client(server.url()).await;
+    let after = get(&client, &id).await.expect("the task is still there");
+    assert_eq!(after.task, before.task);
 }
