@@ -92,34 +92,12 @@ impl TaskStore for MemoryTaskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::new_task_id;
-
-    fn owner(tenant: &str, subject: &str) -> TaskOwner {
-        TaskOwner {
-            tenant: Some(tenant.to_owned()),
-            subject: Some(subject.to_owned()),
-        }
-    }
-
-    fn record(owner: TaskOwner, created_ms: u64) -> TaskRecord {
-        TaskRecord {
-            id: new_task_id(),
-            owner,
-            tool: "export".to_owned(),
-            state: TaskState::Working,
-            status_message: None,
-            created_ms,
-            updated_ms: created_ms,
-            ttl_ms: 1000,
-            poll_interval_ms: 100,
-            lease_ms: created_ms + 500,
-        }
-    }
+    use crate::task::fixtures::{owner, record};
 
     #[tokio::test]
     async fn a_task_is_found_only_by_its_owner_and_only_within_its_ttl() {
         let store = MemoryTaskStore::new();
-        let alice = owner("acme", "alice");
+        let alice = owner(Some("acme"), Some("alice"));
         let task = record(alice.clone(), 10_000);
         store.create(&task).await.unwrap();
         assert_eq!(
@@ -128,8 +106,8 @@ mod tests {
         );
         // The same subject in another tenant, another subject in the same tenant, nobody.
         for other in [
-            owner("globex", "alice"),
-            owner("acme", "bob"),
+            owner(Some("globex"), Some("alice")),
+            owner(Some("acme"), Some("bob")),
             TaskOwner::default(),
         ] {
             assert_eq!(store.get(&other, &task.id, 10_500).await.unwrap(), None);
@@ -141,7 +119,7 @@ mod tests {
     #[tokio::test]
     async fn a_terminal_task_does_not_move_and_lists_are_newest_first() {
         let store = MemoryTaskStore::new();
-        let alice = owner("acme", "alice");
+        let alice = owner(Some("acme"), Some("alice"));
         let (old, new) = (record(alice.clone(), 10_000), record(alice.clone(), 10_100));
         store.create(&old).await.unwrap();
         store.create(&new).await.unwrap();

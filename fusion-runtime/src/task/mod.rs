@@ -315,6 +315,35 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (year, month, day)
 }
 
+/// What the stores' tests make their tasks of.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::{TaskOwner, TaskRecord, TaskState, new_task_id};
+
+    pub(crate) fn owner(tenant: Option<&str>, subject: Option<&str>) -> TaskOwner {
+        TaskOwner {
+            tenant: tenant.map(str::to_owned),
+            subject: subject.map(str::to_owned),
+        }
+    }
+
+    /// A working task of `owner` created at `created_ms`, kept 1 s, its lease 0.5 s.
+    pub(crate) fn record(owner: TaskOwner, created_ms: u64) -> TaskRecord {
+        TaskRecord {
+            id: new_task_id(),
+            owner,
+            tool: "export".to_owned(),
+            state: TaskState::Working,
+            status_message: None,
+            created_ms,
+            updated_ms: created_ms,
+            ttl_ms: 1000,
+            poll_interval_ms: 100,
+            lease_ms: created_ms + 500,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -242,29 +242,8 @@ impl TaskStore for SqliteTaskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task::fixtures::{owner, record};
     use crate::task::new_task_id;
-
-    fn owner(tenant: Option<&str>, subject: Option<&str>) -> TaskOwner {
-        TaskOwner {
-            tenant: tenant.map(str::to_owned),
-            subject: subject.map(str::to_owned),
-        }
-    }
-
-    fn record(owner: TaskOwner, created_ms: u64) -> TaskRecord {
-        TaskRecord {
-            id: new_task_id(),
-            owner,
-            tool: "export".to_owned(),
-            state: TaskState::Working,
-            status_message: None,
-            created_ms,
-            updated_ms: created_ms,
-            ttl_ms: 1000,
-            poll_interval_ms: 100,
-            lease_ms: created_ms + 500,
-        }
-    }
 
     #[tokio::test]
     async fn tasks_survive_a_reopened_database_and_reach_only_their_owner() {
