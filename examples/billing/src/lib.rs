@@ -8,6 +8,7 @@
 
 pub mod model;
 pub mod pg;
+mod pg_tasks;
 pub mod store;
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use fusion::{
 
 pub use model::{Invoice, Status};
 pub use pg::{PgAuditSink, PgLock, PgStore};
+pub use pg_tasks::PgTaskStore;
 pub use store::{Created, NewInvoice, Store, StoreError, VoidOutcome};
 
 /// Where the invoices live: the embedded SQLite [`Store`] (one process) or a [`PgStore`]

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use billing::{Invoices, PgAuditSink, PgLock, PgStore, Store, WRITE_SCOPE, local_principal};
+use billing::{
+    Invoices, PgAuditSink, PgLock, PgStore, PgTaskStore, Store, WRITE_SCOPE, local_principal,
+};
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use fusion::Exposition;
 use fusion::audit::{AuditSink, SqliteAuditSink, TracingAuditSink};
@@ -175,8 +177,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             builder = builder.enable_toolsets(toolsets);
         }
         let server = builder.build()?;
+        // The replicas' tasks live in the database they share: any of them answers for one.
+        let tasks: Arc<dyn TaskStore> = Arc::new(PgTaskStore::new(store.clone()));
         let ready = Readiness::new(Some(store));
-        let result = serve(server, None, &args, ready).await;
+        let result = serve(server, Some(tasks), &args, ready).await;
         tracing::info!(stats = ?stats.snapshot(), "billing stopped");
         return result;
     }
