@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::canonical;
 use crate::format::{
     ActionEntry, Audit, Cache, Egress, Exposure, Guards, PresenterEntry, RateLimit, Serialization,
-    ServerEntry, Surface,
+    ServerEntry, Surface, TaskSupport,
 };
 use crate::rules::{Class, Rule};
 use crate::schema::{self, Aspect, Covered, Side};
@@ -510,6 +510,7 @@ fn action(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
     });
     not_guarded(&old.not_guarded, &new.not_guarded, out);
     asks_user(old.asks_user, new.asks_user, out);
+    task(old.task, new.task, out);
     set_changes(&old.error_actions, &new.error_actions, |key, added| {
         if added {
             out.push(
@@ -570,6 +571,26 @@ fn asks_user(old: bool, new: bool, out: &mut Changes<'_>) {
         ),
         _ => {}
     }
+}
+
+/// Whether the tool runs as a task: a client with the tasks extension gets a task id where it got
+/// the result; one without it is refused a tool that now runs only as a task.
+fn task(old: Option<TaskSupport>, new: Option<TaskSupport>, out: &mut Changes<'_>) {
+    let named = |support: Option<TaskSupport>| match support {
+        None => "never",
+        Some(TaskSupport::Optional) => "optional",
+        Some(TaskSupport::Required) => "required",
+    };
+    let rule = match (old, new) {
+        (was, now) if was == now => return,
+        (_, Some(TaskSupport::Required)) => Rule::TaskRequired,
+        (None, Some(TaskSupport::Optional)) => Rule::TaskOffered,
+        _ => Rule::TaskRelaxed,
+    };
+    out.push(
+        rule,
+        format!("runs as a task: {} (was {})", named(new), named(old)),
+    );
 }
 
 fn toolset(toolset: Option<&str>) -> String {

@@ -192,6 +192,21 @@ pub struct ActionEntry {
     /// so that the lockfiles of tools that ask nothing read (and digest) as before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub asks_user: bool,
+    /// Whether it runs as a task (the MCP tasks extension) for a client that declared it, or
+    /// only as one. Left out when it never does, so that other tools' entries read (and
+    /// digest) as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskSupport>,
+}
+
+/// How a tool runs as a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSupport {
+    /// As a task for a client that declared the tasks extension, answered at once otherwise.
+    Optional,
+    /// Only as a task: a client without the extension is refused.
+    Required,
 }
 
 impl Egress {

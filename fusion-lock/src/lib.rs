@@ -43,7 +43,7 @@ pub use format::{
     Access, ActionEntry, Annotations, Audit, Cache, Concurrency, DigestMismatch, Digests, Egress,
     Exposition, Exposure, FORMAT, Guards, Lockfile, LockfileError, PresentedField, PresenterEntry,
     PromptArgumentEntry, PromptEntry, RateLimit, ResourceEntry, Serialization, ServerEntry,
-    StateSync, Surface, Verb,
+    StateSync, Surface, TaskSupport, Verb,
 };
 pub use rules::{Class, Rule};
 
@@ -86,6 +86,7 @@ pub fn __example_lockfile() -> String {
         error_actions: Vec::new(),
         not_guarded: BTreeMap::new(),
         asks_user: false,
+        task: None,
     };
     Surface {
         server: ServerEntry {

@@ -131,6 +131,8 @@ rules! {
     PromptRemoved = "prompt-removed", Breaking, "a prompt removed or renamed";
     /// A prompt's argument must now be given, or is gone.
     PromptArgumentBroken = "prompt-argument-broken", Breaking, "a prompt argument added as required, made required, or removed";
+    /// The tool runs only as a task.
+    TaskRequired = "task-required", Breaking, "a tool now runs only as a task (a client without the tasks extension is refused)";
     /// Calling needs a scope it did not.
     ScopeAdded = "scope-added", Breaking, "a required OAuth scope added (tokens that could call it no longer can)";
 
@@ -182,6 +184,8 @@ rules! {
     SchemaKeywordChanged = "schema-keyword-changed", Risky, "any other change of a schema (a `default`, an output constraint, …)";
     /// The tool now asks the user while it runs.
     AsksUserAdded = "asks-user-added", Risky, "a tool now asks the user while it runs (elicitation; a client that cannot ask gets an error)";
+    /// The tool may run as a task.
+    TaskOffered = "task-offered", Risky, "a tool now runs as a task for a client with the tasks extension (it gets a task id, not the result)";
     /// An input named like a guarded field is stated not to be it.
     NotGuardedStated = "not-guarded-stated", Risky, "an input named like a guarded field stated not to be that field, or the reason changed (read the reason)";
     /// A tool's definition costs more tokens than the budget allows.
@@ -223,6 +227,8 @@ rules! {
     SuggestionRemoved = "suggestion-removed", Safe, "a presenter or an error no longer points to a tool";
     /// The tool no longer asks the user.
     AsksUserRemoved = "asks-user-removed", Safe, "a tool no longer asks the user while it runs";
+    /// The tool no longer runs as a task, or no longer only as one.
+    TaskRelaxed = "task-relaxed", Safe, "a tool no longer runs as a task, or no longer only as one";
     /// A statement that an input is not a guarded field is gone.
     NotGuardedWithdrawn = "not-guarded-withdrawn", Safe, "a statement that an input is not a guarded field withdrawn";
     /// A token budget is recorded, or its threshold changed.

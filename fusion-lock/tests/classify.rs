@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use fusion_lock::{Class, Rule, Serialization, Surface, diff};
+use fusion_lock::{Class, Rule, Serialization, Surface, TaskSupport, diff};
 use serde_json::{Value, json};
 
 fn base() -> Surface {
@@ -948,6 +948,24 @@ const CASES: &[Case] = &[
         what: "a tool that no longer asks the user",
         expected: &[Rule::AsksUserRemoved],
         edit: |old, _| get(old, "shop.delete_item").asks_user = true,
+    },
+    Case {
+        what: "a tool that now runs as a task for clients that can have one",
+        expected: &[Rule::TaskOffered],
+        edit: |_, new| get(new, "shop.delete_item").task = Some(TaskSupport::Optional),
+    },
+    Case {
+        what: "a tool that now runs only as a task",
+        expected: &[Rule::TaskRequired],
+        edit: |old, new| {
+            get(old, "shop.delete_item").task = Some(TaskSupport::Optional);
+            get(new, "shop.delete_item").task = Some(TaskSupport::Required);
+        },
+    },
+    Case {
+        what: "a tool that no longer runs only as a task",
+        expected: &[Rule::TaskRelaxed],
+        edit: |old, _| get(old, "shop.delete_item").task = Some(TaskSupport::Required),
     },
     Case {
         what: "an optional prompt argument added",

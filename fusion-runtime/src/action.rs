@@ -175,6 +175,8 @@ pub struct ActionFacts {
     /// The arguments named like a guarded field that the author stated are not it, by path,
     /// with the reason (recorded in the lockfile).
     pub(crate) not_guarded: std::collections::BTreeMap<String, String>,
+    /// Whether it may run as a task.
+    pub(crate) task: crate::task::TaskSupport,
 }
 
 impl ActionFacts {
@@ -220,6 +222,7 @@ impl ActionFacts {
             exposure: Exposure::Tool(Arc::from(name)),
             takes_cursor: false,
             not_guarded: Default::default(),
+            task: crate::task::TaskSupport::Forbidden,
             surface,
         }
     }
@@ -319,6 +322,11 @@ impl<'s> ActionInfo<'s> {
     /// How long a call may take, if limited.
     pub fn timeout(&self) -> Option<std::time::Duration> {
         self.0.timeout
+    }
+
+    /// Whether it may run as a task.
+    pub fn task(&self) -> crate::task::TaskSupport {
+        self.0.task
     }
 
     /// How often each caller may call it, if limited (the server's own limit applies too).

@@ -56,6 +56,7 @@ pub mod scopes;
 pub mod serve;
 pub mod server;
 pub mod spec;
+pub mod task;
 mod tenancy;
 pub mod testing;
 pub mod upstream;
@@ -93,6 +94,7 @@ pub use resource::{Resource, ResourceInfo, ResourceOutput, ResourceSpec};
 pub use router::Router;
 pub use server::{Server, ToolInfo, ToolResult, UnknownTool};
 pub use spec::{Tool, ToolSpec};
+pub use task::{MemoryTaskStore, TaskOptions, TaskStore, TaskSupport};
 #[cfg(feature = "http-client")]
 pub use upstream::HttpUpstream;
 pub use upstream::{FromUpstream, HttpRoute, UpstreamRequest};

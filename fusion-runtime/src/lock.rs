@@ -193,6 +193,11 @@ fn action_entry(server: &Server, action: &CompiledAction) -> ActionEntry {
             .collect(),
         not_guarded: facts.not_guarded.clone(),
         asks_user: action.asks_user,
+        task: match facts.task {
+            crate::task::TaskSupport::Forbidden => None,
+            crate::task::TaskSupport::Optional => Some(fusion_lock::TaskSupport::Optional),
+            crate::task::TaskSupport::Required => Some(fusion_lock::TaskSupport::Required),
+        },
     }
 }
 

@@ -103,6 +103,7 @@ pub struct ToolSpec {
     pub(crate) timeout: Option<std::time::Duration>,
     pub(crate) ask_timeout: Option<std::time::Duration>,
     pub(crate) rate_limit: Option<crate::guard::RateLimit>,
+    pub(crate) task: crate::task::TaskSupport,
     /// What was wrong with the declaration itself (an HTTP route that does not parse…),
     /// reported when the server is built.
     pub(crate) problems: Vec<String>,
@@ -154,6 +155,7 @@ impl ToolSpec {
             timeout: None,
             ask_timeout: None,
             rate_limit: None,
+            task: crate::task::TaskSupport::Forbidden,
             problems: Vec::new(),
         }
     }
@@ -307,6 +309,13 @@ impl ToolSpec {
     #[must_use]
     pub fn with_rate_limit(mut self, limit: crate::guard::RateLimit) -> Self {
         self.rate_limit = Some(limit);
+        self
+    }
+
+    /// Whether the tool may run as a task (see the [task module](crate::task)).
+    #[must_use]
+    pub fn with_task(mut self, support: crate::task::TaskSupport) -> Self {
+        self.task = support;
         self
     }
 

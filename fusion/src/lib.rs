@@ -138,6 +138,15 @@ pub use fusion_runtime::elicit::{Answer, Elicit, Roots, Sample, Sampled, Samplin
 pub use fusion_runtime::logging::{Log, LogLevel};
 /// Content that is not text: images, sounds, embedded resources, bytes.
 pub use fusion_runtime::media::{Blob, Media, WithMedia};
+/// Tasks in SQLite, which outlive the process (feature `tasks-sqlite`).
+#[cfg(feature = "tasks-sqlite")]
+pub use fusion_runtime::task::SqliteTaskStore;
+/// Long-running calls as tasks (the MCP tasks extension): `#[tool(task = "optional")]`, and
+/// where tasks are kept.
+pub use fusion_runtime::task::{
+    MemoryTaskStore, StoreFuture, TaskOptions, TaskOwner, TaskRecord, TaskState, TaskStore,
+    TaskStoreError, TaskSupport,
+};
 /// Tools, their calls and their errors (SPEC T1–T5, E1–E2).
 pub use fusion_runtime::{
     AccessPolicy, BuildError, CacheHint, CallContext, Concurrency, ErrorCatalog, Ext, FromContext,
@@ -395,7 +404,7 @@ pub mod __private {
         ArgumentGroup, CacheHint, CallContext, Concurrency, ErrorCatalog, FieldInfo, Fillable,
         Model, ModelFields, Nested, NestedPresenter, Params, Plain, Presented, Presenter,
         PresenterInfo, Prompt, PromptSpec, RateLimit, Resource, ResourceSpec, Serialization,
-        Suggestion, Tool, ToolError, ToolSpec, UiBlock, Verb,
+        Suggestion, TaskSupport, Tool, ToolError, ToolSpec, UiBlock, Verb,
     };
 
     /// A tool handler's return value taken apart. Implemented for `Result` only, and used by

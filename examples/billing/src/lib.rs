@@ -8,6 +8,7 @@
 
 pub mod model;
 pub mod pg;
+mod pg_tasks;
 pub mod store;
 
 use std::sync::Arc;
@@ -17,12 +18,14 @@ use fusion::complete::CompletionRequest;
 use fusion::serde_json::json;
 use fusion::{
     AccessPolicy, ActionInfo, CallContext, Create, Elicit, Filter, Page, Presented, Principal,
-    PromptInfo, PromptMessages, Provided, ResourceInfo, Router, Server, ServerBuilder, State,
-    Suggestion, ToolError, UiBlock, Update, Verb, blocking, presenter, prompt, resource, tool,
+    Progress, PromptInfo, PromptMessages, Provided, ResourceInfo, Router, Server, ServerBuilder,
+    State, Suggestion, ToolError, UiBlock, Update, Verb, blocking, presenter, prompt, resource,
+    tool,
 };
 
 pub use model::{Invoice, Status};
 pub use pg::{PgAuditSink, PgLock, PgStore};
+pub use pg_tasks::PgTaskStore;
 pub use store::{Created, NewInvoice, Store, StoreError, VoidOutcome};
 
 /// Where the invoices live: the embedded SQLite [`Store`] (one process) or a [`PgStore`]
@@ -718,6 +721,70 @@ pub async fn statuses() -> Result<StatusGuide, ToolError> {
     })
 }
 
+/// A CSV export of a tenant's invoices.
+#[fusion::data(serialize, schema)]
+#[derive(Debug)]
+pub struct InvoiceExport {
+    /// How many invoices it holds.
+    pub rows: u64,
+    /// `id,customer_id,status,total_cents`, one invoice per line after the header, oldest
+    /// first. Hidden columns are never exported.
+    pub csv: String,
+}
+
+/// How many invoices the export reads at a time (one progress step each).
+const EXPORT_BATCH: usize = 100;
+
+/// Exports every invoice of the tenant as CSV. Long-running: a client that supports tasks gets
+/// a task id at once and polls for the file; it can cancel the export between two batches.
+#[tool(query, name = "billing.export_invoices", task = "optional", title = "Export invoices",
+       tags = ["reports"], toolset = "reports", timeout = "10m", concurrency(max = 4, queue = 16))]
+pub async fn export_invoices(
+    store: State<Invoices>,
+    tenant: Tenant,
+    progress: Progress,
+) -> Result<InvoiceExport, BillingError> {
+    let mut csv = String::from("id,customer_id,status,total_cents\n");
+    let mut rows = 0u64;
+    loop {
+        let (batch, total) = store
+            .page(&tenant.0, None, rows as usize, EXPORT_BATCH)
+            .await?;
+        for invoice in &batch {
+            csv.push_str(&format!(
+                "{},{},{},{}\n",
+                csv_field(&invoice.id),
+                csv_field(&invoice.customer_id),
+                invoice.status.as_str(),
+                invoice.total_cents
+            ));
+        }
+        rows += batch.len() as u64;
+        progress
+            .report(
+                rows as f64,
+                Some(total as f64),
+                format!("{rows} of {total} invoices"),
+            )
+            .await;
+        if batch.len() < EXPORT_BATCH || rows >= total {
+            return Ok(InvoiceExport { rows, csv });
+        }
+        // Between batches the export yields, so that a cancelled task stops here.
+        tokio::task::yield_now().await;
+    }
+}
+
+/// `text` as one CSV field (RFC 4180): quoted, with its quotes doubled, when it holds a comma,
+/// a quote or a line break.
+fn csv_field(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\"")).into()
+    } else {
+        text.into()
+    }
+}
+
 /// A reminder that was sent.
 #[fusion::data(serialize, schema)]
 #[derive(Debug)]
@@ -813,7 +880,8 @@ pub fn builder_on(invoices: Invoices) -> ServerBuilder {
                 .tool::<update_invoice>()
                 .tool::<invoice_stats>()
                 .tool::<statuses>()
-                .tool::<send_reminder>(),
+                .tool::<send_reminder>()
+                .tool::<export_invoices>(),
         )
 }
 

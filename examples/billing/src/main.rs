@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use billing::{Invoices, PgAuditSink, PgLock, PgStore, Store, WRITE_SCOPE, local_principal};
+use billing::{
+    Invoices, PgAuditSink, PgLock, PgStore, PgTaskStore, Store, WRITE_SCOPE, local_principal,
+};
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use fusion::Exposition;
 use fusion::audit::{AuditSink, SqliteAuditSink, TracingAuditSink};
@@ -14,7 +16,7 @@ use fusion::auth::StaticTokens;
 use fusion::observe::CallStats;
 use fusion::serve::oauth::{ClaimNames, ResourceServer};
 use fusion::serve::{HttpOptions, Mcp, ReplicaName};
-use fusion::{Principal, ServerBuilder};
+use fusion::{Principal, ServerBuilder, SqliteTaskStore, TaskOptions, TaskStore};
 
 /// The billing connector: invoices in front of AI agents, over MCP.
 #[derive(Debug, Parser)]
@@ -175,8 +177,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             builder = builder.enable_toolsets(toolsets);
         }
         let server = builder.build()?;
+        // The replicas' tasks live in the database they share: any of them answers for one.
+        let tasks: Arc<dyn TaskStore> = Arc::new(PgTaskStore::new(store.clone()));
         let ready = Readiness::new(Some(store));
-        let result = serve(server, &args, ready).await;
+        let result = serve(server, Some(tasks), &args, ready).await;
         tracing::info!(stats = ?stats.snapshot(), "billing stopped");
         return result;
     }
@@ -199,6 +203,16 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => Box::new(TracingAuditSink),
     };
+    // Tasks (the export) live in the billing database too: they outlive a restart, and a task
+    // found running by nobody after one is reported failed.
+    let tasks: Option<Arc<dyn TaskStore>> = match store.path() {
+        Some(path) => {
+            let connection = rusqlite::Connection::open(path)?;
+            connection.busy_timeout(billing::store::BUSY_TIMEOUT)?;
+            Some(Arc::new(SqliteTaskStore::with_connection(connection)?))
+        }
+        None => None,
+    };
     let stats = Arc::new(CallStats::new());
     let mut builder: ServerBuilder = billing::builder(Arc::new(store))
         .exposition(if args.grouped {
@@ -212,7 +226,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.enable_toolsets(toolsets);
     }
     let server = builder.build()?;
-    let result = serve(server, &args, Readiness::new(None)).await;
+    let result = serve(server, tasks, &args, Readiness::new(None)).await;
     tracing::info!(stats = ?stats.snapshot(), "billing stopped");
     result
 }
@@ -220,13 +234,18 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 /// Serves `server` over stdio or HTTP, as the arguments say.
 async fn serve(
     server: fusion::Server,
+    tasks: Option<Arc<dyn TaskStore>>,
     args: &Args,
     ready: Readiness,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let mcp = match tasks {
+        Some(store) => Mcp::new(server).tasks(store, TaskOptions::default()),
+        None => Mcp::new(server),
+    };
     match args.http {
         None => {
             // The process owner is the caller: a trusted local session of the demo tenant.
-            let mcp = Mcp::new(server).context(|_request, call| {
+            let mcp = mcp.context(|_request, call| {
                 call.extensions_mut().insert(local_principal());
             });
             mcp.serve_stdio().await.map_err(Into::into)
@@ -258,7 +277,7 @@ async fn serve(
             }
             let drain = std::time::Duration::from_secs(args.drain_seconds);
             serve_http(
-                server,
+                mcp,
                 address,
                 options,
                 tokens,
@@ -326,7 +345,7 @@ impl Readiness {
 }
 
 async fn serve_http(
-    server: fusion::Server,
+    mcp: Mcp,
     address: SocketAddr,
     options: HttpOptions,
     tokens: Vec<String>,
@@ -362,7 +381,7 @@ async fn serve_http(
             shutdown.cancel();
         });
     }
-    let mut mcp = Mcp::new(server).layer(axum::middleware::from_fn_with_state(
+    let mut mcp = mcp.layer(axum::middleware::from_fn_with_state(
         ready,
         |axum::extract::State(ready): axum::extract::State<Readiness>, request, next| {
             ready.layer(request, next)

@@ -164,6 +164,7 @@ impl PgStore {
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
                 .await?;
             tx.batch_execute(SCHEMA).await?;
+            tx.batch_execute(crate::pg_tasks::SCHEMA).await?;
             let version: Option<i32> = tx
                 .query_opt("SELECT max(version) FROM billing_schema", &[])
                 .await?

@@ -172,7 +172,7 @@ async fn call(
 /// What every client, whatever its protocol, must see from the billing server.
 async fn exercise(peer: &Peer<RoleClient>) {
     let tools = peer.list_all_tools().await.expect("tools/list");
-    assert_eq!(tools.len(), 8);
+    assert_eq!(tools.len(), 9);
     assert!(tools.iter().all(|tool| tool.output_schema.is_some()));
 
     let result = call(peer, "billing_get_invoice", json!({"id": "INV-7"}))
@@ -343,7 +343,7 @@ async fn rmcp_client_stateless_2026_07_28() {
         // tools/list carries the cache hints for 2026-07-28 clients: 5 minutes, private (the
         // billing server has an access policy, so the list depends on who asks).
         let page = client.peer().list_tools(None).await.expect("tools/list");
-        assert_eq!(page.tools.len(), 8);
+        assert_eq!(page.tools.len(), 9);
         assert_eq!(page.ttl_ms, Some(300_000));
         assert_eq!(page.cache_scope, Some(CacheScope::Private));
 
@@ -412,7 +412,7 @@ async fn stateless_requests_on_the_wire() {
             "{content_type}"
         );
         let result = &list.json()["result"];
-        assert_eq!(result["tools"].as_array().unwrap().len(), 8);
+        assert_eq!(result["tools"].as_array().unwrap().len(), 9);
         assert_eq!(result["ttlMs"], 300_000);
         // The list depends on the caller (access policy): never shared between callers.
         assert_eq!(result["cacheScope"], "private");
@@ -759,7 +759,7 @@ async fn a_foreign_host_or_origin_is_forbidden_before_authentication() {
                 .as_array()
                 .unwrap()
                 .len(),
-            8
+            9
         );
 
         served.stop().await.expect("clean stop");
@@ -945,7 +945,7 @@ async fn a_user_tower_layer_wraps_the_endpoint_and_the_defaults_stay() {
         let list = send(tools_list(&http, &url).bearer_auth(TOKEN)).await;
         assert_eq!(list.status, 200, "{}", list.body);
         assert_eq!(list.headers["x-served-by"], "fusion-test");
-        assert_eq!(list.json()["result"]["tools"].as_array().unwrap().len(), 8);
+        assert_eq!(list.json()["result"]["tools"].as_array().unwrap().len(), 9);
         let anonymous = send(tools_list(&http, &url)).await;
         assert_eq!(anonymous.status, 401);
         assert_eq!(anonymous.headers["x-served-by"], "fusion-test");

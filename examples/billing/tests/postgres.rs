@@ -689,3 +689,61 @@ async fn calls_that_are_not_invoice_changes_are_audited_through_the_pg_sink() {
         unaudited.raw_text()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_their_tasks_and_reach_only_their_owners() {
+    use fusion::{TaskOwner, TaskRecord, TaskState, TaskStore};
+    let Some(pg) = TempPostgres::start() else {
+        return;
+    };
+    let url = pg.database_with("tasks", "");
+    // Two replicas' stores on one database.
+    let one = billing::PgTaskStore::new(PgStore::connect(&url, 2).await.unwrap());
+    let two = billing::PgTaskStore::new(PgStore::connect(&url, 2).await.unwrap());
+    let owner = |tenant: Option<&str>, subject: Option<&str>| TaskOwner {
+        tenant: tenant.map(str::to_owned),
+        subject: subject.map(str::to_owned),
+    };
+    let alice = owner(Some("t_a"), Some("alice"));
+    let task = TaskRecord {
+        id: "f".repeat(64),
+        owner: alice.clone(),
+        tool: "billing_export_invoices".to_owned(),
+        state: TaskState::Working,
+        status_message: None,
+        created_ms: 10_000,
+        updated_ms: 10_000,
+        ttl_ms: 1000,
+        poll_interval_ms: 100,
+        lease_ms: 10_500,
+    };
+    one.create(&task).await.unwrap();
+    // The other replica renews, reads and cancels it; a late result does not undo the cancel.
+    assert!(two.renew(&task.id, 10_800, 10_100).await.unwrap());
+    let read = two.get(&alice, &task.id, 10_200).await.unwrap().unwrap();
+    assert_eq!(
+        (read.state.clone(), read.lease_ms),
+        (TaskState::Working, 10_800)
+    );
+    assert!(
+        two.settle(&task.id, &TaskState::Cancelled, 10_300)
+            .await
+            .unwrap()
+    );
+    let late = TaskState::Completed(Default::default());
+    assert!(!one.settle(&task.id, &late, 10_400).await.unwrap());
+    assert!(!one.renew(&task.id, 11_000, 10_400).await.unwrap());
+    let cancelled = one.get(&alice, &task.id, 10_500).await.unwrap().unwrap();
+    assert_eq!(cancelled.state, TaskState::Cancelled);
+    for other in [
+        owner(Some("t_a"), Some("reader")),
+        owner(Some("t_b"), Some("alice")),
+        owner(None, None),
+    ] {
+        assert_eq!(two.get(&other, &task.id, 10_500).await.unwrap(), None);
+        assert!(two.list(&other, 10_500).await.unwrap().is_empty());
+    }
+    assert_eq!(one.list(&alice, 10_500).await.unwrap(), [cancelled]);
+    // Past its time to live it is gone.
+    assert_eq!(one.get(&alice, &task.id, 11_000).await.unwrap(), None);
+}

@@ -24,7 +24,7 @@ use rmcp::{Peer, RoleClient, ServiceExt};
 /// Every test finishes well within this, or fails instead of hanging CI.
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-const TOOLS: [&str; 8] = [
+const TOOLS: [&str; 9] = [
     "billing_get_invoice",
     "billing_list_invoices",
     "billing_void_invoice",
@@ -33,6 +33,7 @@ const TOOLS: [&str; 8] = [
     "billing_invoice_stats",
     "billing_statuses",
     "billing_send_reminder",
+    "billing_export_invoices",
 ];
 
 async fn within<F: Future>(future: F) -> F::Output {

@@ -318,7 +318,7 @@ async fn a_read_only_token_sees_and_calls_only_reads() {
         .await;
     assert_eq!(denied.error_code().as_deref(), Some("FORBIDDEN"));
     let writer = Caller::new(&server, Some(ALPHA));
-    assert_eq!(writer.list().await.len(), 8);
+    assert_eq!(writer.list().await.len(), 9);
     assert_eq!(
         writer
             .call("billing_get_invoice", json!({"id": "INV-3"}))
@@ -335,7 +335,13 @@ async fn grouped_a_read_only_token_sees_and_hears_of_reads_only() {
     let tools = reader.tools().await;
     assert_eq!(tools.len(), 1);
     let billing = &tools[0];
-    let reads = json!(["get_invoice", "list_invoices", "invoice_stats", "statuses"]);
+    let reads = json!([
+        "get_invoice",
+        "list_invoices",
+        "invoice_stats",
+        "statuses",
+        "export_invoices"
+    ]);
     assert_eq!(
         billing["inputSchema"]["properties"]["action"]["enum"],
         reads
@@ -379,7 +385,7 @@ async fn grouped_a_read_only_token_sees_and_hears_of_reads_only() {
             .as_array()
             .unwrap()
             .len(),
-        8
+        9
     );
     assert_eq!(tools[0]["annotations"]["readOnlyHint"], false);
 }

@@ -156,7 +156,13 @@ async fn a_read_only_caller_sees_and_hears_of_reads_only_in_grouped_exposition()
     let input = fusion::serde_json::Value::Object((*listed[0].input_schema).clone());
     assert_eq!(
         input["properties"]["action"]["enum"],
-        json!(["get_invoice", "list_invoices", "invoice_stats", "statuses"])
+        json!([
+            "get_invoice",
+            "list_invoices",
+            "invoice_stats",
+            "statuses",
+            "export_invoices"
+        ])
     );
     assert_eq!(
         listed[0].annotations.as_ref().unwrap().read_only_hint,
@@ -181,7 +187,13 @@ async fn a_read_only_caller_sees_and_hears_of_reads_only_in_grouped_exposition()
     assert_eq!(unknown.error_code(), Some("UNKNOWN_ACTION"));
     assert_eq!(
         unknown.error()["details"]["validActions"],
-        json!(["get_invoice", "list_invoices", "invoice_stats", "statuses"])
+        json!([
+            "get_invoice",
+            "list_invoices",
+            "invoice_stats",
+            "statuses",
+            "export_invoices"
+        ])
     );
     assert!(!unknown.raw_text().contains("void_invoice"));
 }

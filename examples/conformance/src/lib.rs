@@ -9,6 +9,7 @@
 
 mod prompts;
 mod resources;
+mod tasks;
 mod tools;
 
 use fusion::{BuildError, Server, ServerBuilder};
@@ -25,6 +26,7 @@ pub fn server() -> Result<Server, BuildError> {
         "Fixtures of the MCP conformance suite: tools, prompts and resources named test_*.",
     );
     let builder = tools::register(builder);
+    let builder = tasks::register(builder);
     let builder = prompts::register(builder);
     let builder = resources::register(builder);
     builder.build()

@@ -192,6 +192,11 @@ fn hints(action: &ActionEntry) -> String {
     if action.asks_user {
         hints.push("asks-user");
     }
+    match action.task {
+        Some(fusion_lock::TaskSupport::Optional) => hints.push("task"),
+        Some(fusion_lock::TaskSupport::Required) => hints.push("task-only"),
+        None => {}
+    }
     or_dash(hints.join(" "))
 }
 

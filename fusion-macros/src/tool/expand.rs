@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Type};
 
 use super::check::{Checked, Param, Verb};
-use super::parse::SerializeArg;
+use super::parse::{SerializeArg, TaskArg};
 use crate::common::name_hash;
 
 pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenStream {
@@ -117,6 +117,15 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
     if let Some(timeout) = &tool.args.ask_timeout {
         let millis = proc_macro2::Literal::u64_suffixed(timeout.millis);
         options.push(quote!(.with_ask_timeout(::core::time::Duration::from_millis(#millis))));
+    }
+    match &tool.args.task {
+        Some(TaskArg::Optional) => {
+            options.push(quote!(.with_task(#private::TaskSupport::Optional)))
+        }
+        Some(TaskArg::Required) => {
+            options.push(quote!(.with_task(#private::TaskSupport::Required)))
+        }
+        None => {}
     }
     if let Some(rate) = &tool.args.rate_limit {
         let count = proc_macro2::Literal::u32_suffixed(rate.count);

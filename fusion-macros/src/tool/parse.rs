@@ -55,6 +55,9 @@ pub(super) struct ToolArgs {
     pub(super) ask_timeout: Option<Window>,
     #[darling(default)]
     pub(super) rate_limit: Option<Rate>,
+    /// `task = "optional"` or `task = "required"`: the tool may (or must) run as a task.
+    #[darling(default)]
+    pub(super) task: Option<TaskArg>,
     /// `http = "GET /invoices/{id}"`: an HTTP proxy tool, declared without a body.
     #[darling(default)]
     pub(super) http: Option<LitStr>,
@@ -101,6 +104,26 @@ impl FromMeta for SerializeArg {
                 "`serialize` is `true` (per action), `false`, or the name of an argument",
             )
             .with_span(other)),
+        }
+    }
+}
+
+/// `task = "optional"` (a task for a client that declared the tasks extension) or
+/// `task = "required"` (only as a task).
+pub(super) enum TaskArg {
+    Optional,
+    Required,
+}
+
+impl FromMeta for TaskArg {
+    fn from_string(value: &str) -> Result<Self> {
+        match value {
+            "optional" => Ok(TaskArg::Optional),
+            "required" => Ok(TaskArg::Required),
+            other => Err(Error::custom(format!(
+                "`task` is \"optional\" (a task when the client supports tasks) or \"required\" \
+                 (only as a task), not {other:?}"
+            ))),
         }
     }
 }

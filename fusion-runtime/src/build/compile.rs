@@ -85,6 +85,7 @@ pub(super) fn compile_action(
         timeout,
         ask_timeout,
         rate_limit,
+        task,
         problems: declared,
     } = spec;
     for problem in declared {
@@ -257,6 +258,7 @@ pub(super) fn compile_action(
         takes_cursor,
         surface: crate::action::Surface::Tool,
         not_guarded,
+        task,
     };
     Some(CompiledAction {
         sealed: SealedParts::new(&facts),

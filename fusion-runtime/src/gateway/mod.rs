@@ -550,6 +550,7 @@ fn proxy(
         surface: crate::action::Surface::Tool,
         // An upstream's arguments are its own: its server guards its own fields.
         not_guarded: Default::default(),
+        task: crate::task::TaskSupport::Forbidden,
         verb,
         description: tool.description.as_deref().unwrap_or_default().to_owned(),
         title: tool.title.clone(),

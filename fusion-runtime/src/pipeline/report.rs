@@ -225,7 +225,7 @@ impl Report {
 
 /// Hands `record` to the audit sink (on the blocking pool for a sink that blocks); a lost
 /// record is logged in full and counted.
-async fn write(
+pub(crate) async fn write(
     inner: &ServerInner,
     audit: &crate::server::Audit,
     record: AuditRecord,

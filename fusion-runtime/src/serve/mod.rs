@@ -111,6 +111,7 @@ mod stdio;
 #[cfg(feature = "http")]
 mod streamable;
 mod subscriptions;
+mod tasks;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
@@ -150,6 +151,8 @@ pub struct Mcp {
     layers: Vec<streamable::RouterLayer>,
     /// The connections its handlers serve that subscribed to resources.
     subscriptions: Arc<Subscribers>,
+    /// Its tasks: where they are kept, and those this process runs.
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl std::fmt::Debug for Mcp {
@@ -172,7 +175,21 @@ impl Mcp {
             #[cfg(feature = "http")]
             layers: Vec::new(),
             subscriptions: Arc::default(),
+            tasks: Arc::default(),
         }
+    }
+
+    /// Keeps its tasks (see the [task module](crate::task)) in `store`, with `options`: a store
+    /// its replicas share lets any of them answer for a task. The default keeps them in memory,
+    /// for an hour.
+    #[must_use]
+    pub fn tasks(
+        mut self,
+        store: Arc<dyn crate::task::TaskStore>,
+        options: crate::task::TaskOptions,
+    ) -> Self {
+        self.tasks = Arc::new(tasks::Tasks::new(store, options));
+        self
     }
 
     /// Sets the protocol options.
@@ -231,6 +248,14 @@ impl Mcp {
         if server.has_completions() {
             capabilities.completions = Some(Default::default());
         }
+        // Tools that may run as tasks: the extension is declared (and `tasks/*` answered).
+        let has_tasks = server.has_tasks();
+        if has_tasks {
+            capabilities.extensions.get_or_insert_default().insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                Default::default(),
+            );
+        }
         // Without an access policy every caller sees the same listings: computed once here.
         let listings = if server.has_access_policy() {
             Listings::default()
@@ -255,6 +280,7 @@ impl Mcp {
                 discover_cache_scope: self.options.list_cache_scope,
                 context_factory: self.context_factory.clone(),
                 subscriptions: Arc::clone(&self.subscriptions),
+                tasks: has_tasks.then(|| Arc::clone(&self.tasks)),
             }),
             connection: Arc::default(),
         }
@@ -316,6 +342,8 @@ struct Shared {
     context_factory: Option<ContextFactory>,
     /// The connections subscribed to resources (of every handler of the same [`Mcp`]).
     subscriptions: Arc<Subscribers>,
+    /// Its tasks, when any tool may run as one (every handler of the same [`Mcp`] shares them).
+    tasks: Option<Arc<tasks::Tasks>>,
 }
 
 impl McpHandler {
@@ -635,6 +663,30 @@ impl ServerHandler for McpHandler {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.read_task(request, context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_owned_task(request, context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.answer_task(request, context).await
+    }
+
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
         let builtin = self
             .shared
@@ -653,7 +705,22 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let name: Cow<'_, str> = request.name;
         let asking = Asking::of(&context);
+        // Only a server with tools that may run as tasks looks the tool up for it.
+        let mode = match &self.shared.tasks {
+            None => tasks::Mode::Call,
+            Some(_) => self.mode(&name, request.arguments.as_ref(), &context)?,
+        };
         let outcome = match self.call_context(context) {
+            Ok(call) if matches!(mode, tasks::Mode::Task) => {
+                return self
+                    .start_task(
+                        name.into_owned(),
+                        request.arguments,
+                        call,
+                        asking.capabilities,
+                    )
+                    .await;
+            }
             Ok(mut call) => {
                 #[cfg(feature = "gateway")]
                 if self.passes_rounds_through(&name, &asking) {

@@ -76,7 +76,7 @@ impl McpHandler {
         state: Option<String>,
         responses: Option<rmcp::model::InputResponses>,
     ) -> Result<Arc<crate::elicit::Round>, ToolError> {
-        use crate::elicit::{Era, Need, Round};
+        use crate::elicit::{Era, Round};
         let capabilities = asking.capabilities.as_ref();
         if !asking.rounds {
             return Ok(Arc::new(Round::new(
@@ -96,25 +96,7 @@ impl McpHandler {
             .open_request_state(&state, &binding.get())?;
         let mut asked = crate::elicit::from_state_data(data)
             .ok_or_else(|| ToolError::from(crate::request_state::StateError::Malformed))?;
-        for (key, answer) in responses.unwrap_or_default() {
-            let Some(question) = asked
-                .get_mut(&key)
-                .filter(|question| question.answer.is_none())
-            else {
-                continue;
-            };
-            if !Need::of_method(&question.method).is_some_and(|need| need.accepts(&answer)) {
-                return Err(ToolError::new(
-                    crate::error::codes::VALIDATION_ERROR,
-                    format!(
-                        "inputResponses.{key} is not a result of {}.",
-                        question.method
-                    ),
-                )
-                .with_recovery("Answer each inputRequest with the result of its method."));
-            }
-            question.answer = Some(answer);
-        }
+        answer(&mut asked, responses.unwrap_or_default())?;
         Ok(Arc::new(Round::new(Era::Rounds(asked), capabilities)))
     }
 
@@ -188,4 +170,37 @@ fn invalid_params_with_body(error: Option<(String, Value)>) -> ErrorData {
     let (message, body) =
         error.unwrap_or_else(|| ("The request was refused.".to_owned(), Value::Null));
     ErrorData::invalid_params(message, Some(body))
+}
+
+/// Records `responses` as the answers of the open questions of `asked` they are keyed to
+/// (answers to no open question are ignored); an answer that is not a result of its question's
+/// kind is refused. Returns the keys answered.
+pub(super) fn answer(
+    asked: &mut std::collections::BTreeMap<String, crate::elicit::Asked>,
+    responses: rmcp::model::InputResponses,
+) -> Result<Vec<String>, ToolError> {
+    let mut answered = Vec::new();
+    for (key, answer) in responses {
+        let Some(question) = asked
+            .get_mut(&key)
+            .filter(|question| question.answer.is_none())
+        else {
+            continue;
+        };
+        if !crate::elicit::Need::of_method(&question.method)
+            .is_some_and(|need| need.accepts(&answer))
+        {
+            return Err(ToolError::new(
+                crate::error::codes::VALIDATION_ERROR,
+                format!(
+                    "inputResponses.{key} is not a result of {}.",
+                    question.method
+                ),
+            )
+            .with_recovery("Answer each inputRequest with the result of its method."));
+        }
+        question.answer = Some(answer);
+        answered.push(key);
+    }
+    Ok(answered)
 }

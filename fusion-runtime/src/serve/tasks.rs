@@ -1,0 +1,598 @@
+//! The tasks extension served (SEP-2663, see the [task module](crate::task)): `tools/call` of
+//! a tool that may run as a task answers a client that declared the extension with the task at
+//! once, and runs the call (the same request path as any call) on; `tasks/get`, `tasks/cancel`
+//! and `tasks/update` reach a task only for the caller that created it.
+//!
+//! A handler that asks its client a question during a task parks it in `input_required` with
+//! the questions as `inputRequests`; `tasks/update` answers them, and once every one is
+//! answered the handler runs again with the answers, as a 2026-07-28 call does across rounds.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use rmcp::ErrorData;
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
+    ErrorCode, GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
+    UpdateTaskParams,
+};
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{McpHandler, locked};
+use crate::context::CallContext;
+use crate::elicit::{Asked, Era, Round};
+use crate::error::codes;
+use crate::server::{Server, ToolResult, UnknownTool};
+use crate::task::{
+    TaskOptions, TaskOwner, TaskRecord, TaskState, TaskStore, TaskSupport, iso8601, new_task_id,
+    now_ms,
+};
+
+/// The tasks of one [`Mcp`](super::Mcp): where they are kept, and those this process runs.
+pub(crate) struct Tasks {
+    store: Arc<dyn TaskStore>,
+    options: TaskOptions,
+    /// The tasks this process runs or parked, by id.
+    live: Mutex<HashMap<String, Live>>,
+}
+
+impl Tasks {
+    pub(crate) fn new(store: Arc<dyn TaskStore>, options: TaskOptions) -> Tasks {
+        Tasks {
+            store,
+            options,
+            live: Mutex::default(),
+        }
+    }
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        Tasks::new(
+            Arc::new(crate::task::MemoryTaskStore::new()),
+            TaskOptions::default(),
+        )
+    }
+}
+
+/// A task of this process: running (cancelling stops its handler where it waits), or parked
+/// on its client's answers with what runs it again.
+enum Live {
+    Running(CancellationToken),
+    Parked(Parked),
+}
+
+/// What a parked task runs again with once its questions are answered.
+struct Parked {
+    tool: String,
+    arguments: Option<JsonObject>,
+    /// Every question asked so far, with the answers given.
+    asked: BTreeMap<String, Asked>,
+    /// The questions not answered yet, as `inputRequests`.
+    open: JsonObject,
+    /// Stops the watch that renews its lease (while it runs and while it waits).
+    watch: CancellationToken,
+}
+
+/// How a call of a tool that may run as a task is answered.
+pub(super) enum Mode {
+    /// As any call.
+    Call,
+    /// As a task.
+    Task,
+}
+
+impl McpHandler {
+    /// Its tasks: only a server with tools that may run as tasks declares the extension, and
+    /// rmcp answers `tasks/*` only for a server that declares it.
+    fn tasks(&self) -> &Tasks {
+        self.shared
+            .tasks
+            .as_deref()
+            .expect("tasks are served only by a server with tools that may run as tasks")
+    }
+
+    /// Whether `tools/call` of `name` runs as a task: when the tool may and the request declared
+    /// the extension; a tool that runs only as a task refuses a client that did not (`-32021`).
+    pub(super) fn mode(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Mode, ErrorData> {
+        let support = self.shared.server.task_support(name, arguments);
+        if support == TaskSupport::Forbidden {
+            return Ok(Mode::Call);
+        }
+        if context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks())
+        {
+            return Ok(Mode::Task);
+        }
+        match support {
+            TaskSupport::Required => Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            )),
+            _ => Ok(Mode::Call),
+        }
+    }
+
+    /// Creates the task of a call and starts it: once the store has it, its id is answered.
+    pub(super) async fn start_task(
+        &self,
+        tool: String,
+        arguments: Option<JsonObject>,
+        call: CallContext,
+        capabilities: Option<ClientCapabilities>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tasks = self.tasks();
+        let now = now_ms();
+        let record = TaskRecord {
+            id: new_task_id(),
+            owner: TaskOwner::of(&call),
+            tool: tool.clone(),
+            state: TaskState::Working,
+            status_message: None,
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms: millis(tasks.options.ttl),
+            poll_interval_ms: millis(tasks.options.poll_interval),
+            lease_ms: now.saturating_add(millis(tasks.options.lease)),
+        };
+        tasks.store.create(&record).await.map_err(store_failed)?;
+        self.shared
+            .server
+            .audit_task(&tool, arguments.as_ref(), &record.id, &call, "task_started")
+            .await;
+        let parked = Parked {
+            tool,
+            arguments,
+            asked: BTreeMap::new(),
+            open: JsonObject::new(),
+            watch: CancellationToken::new(),
+        };
+        self.run_task(&record, parked, call, capabilities);
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(
+            &record,
+        ))))
+    }
+
+    /// Runs the call of task `id` (again, with the answers of `parked`) on a task of its own,
+    /// then settles the task with what it gave.
+    fn run_task(
+        &self,
+        record: &TaskRecord,
+        mut parked: Parked,
+        mut call: CallContext,
+        capabilities: Option<ClientCapabilities>,
+    ) {
+        let cancel = CancellationToken::new();
+        parked.watch = cancel.clone();
+        // The request that started the task ends now: the task stops when it is cancelled.
+        call.cancellation = cancel.clone();
+        let round = Arc::new(Round::new(
+            Era::Rounds(parked.asked.clone()),
+            capabilities.as_ref(),
+        ));
+        call.extensions_mut().insert(Arc::clone(&round));
+        let form = crate::envelope::DataText::for_protocol(call.protocol_version().as_ref());
+        let change = self.change_of(&call, parked.arguments.as_ref());
+        let id = record.id.clone();
+        locked(&self.tasks().live).insert(id.clone(), Live::Running(cancel.clone()));
+        let handler = self.clone();
+        tokio::spawn(watch(
+            Arc::clone(&self.tasks().store),
+            id.clone(),
+            self.tasks().options.clone(),
+            cancel.clone(),
+        ));
+        tokio::spawn(async move {
+            let outcome = handler
+                .shared
+                .server
+                .call_tool(&parked.tool, parked.arguments.clone(), call)
+                .await
+                .map(|result| result.for_client(form));
+            if let Ok(result) = &outcome
+                && !result.is_error()
+            {
+                handler.notify_invalidated(result.invalidates(), change.as_ref());
+            }
+            let state = handler.ended(&id, parked, &round, outcome, &cancel);
+            let settled = handler.tasks().store.settle(&id, &state, now_ms()).await;
+            if let Err(error) = settled {
+                tracing::error!(task = %id, %error, "a task's end could not be stored");
+            }
+            // A parked task's lease is renewed while it waits; a done one's no more.
+            if !matches!(state, TaskState::InputRequired(_)) {
+                cancel.cancel();
+            }
+        });
+    }
+
+    /// What task `id` comes to once its call returned: cancelled, parked on the questions it
+    /// asked, failed for a reason that is not the tool's answer, or completed with the result.
+    fn ended(
+        &self,
+        id: &str,
+        mut parked: Parked,
+        round: &Round,
+        outcome: Result<ToolResult, UnknownTool>,
+        cancel: &CancellationToken,
+    ) -> TaskState {
+        let mut live = locked(&self.tasks().live);
+        live.remove(id);
+        if cancel.is_cancelled() {
+            return TaskState::Cancelled;
+        }
+        let failed = outcome.as_ref().map_or(true, ToolResult::is_error);
+        if let Some(need) = round.take_missing()
+            && failed
+        {
+            return TaskState::Failed(error_object(
+                &ErrorData::missing_required_client_capability(need.capabilities()),
+            ));
+        }
+        let pending = round.take_pending();
+        if !pending.is_empty() {
+            for (key, pending) in pending {
+                parked.asked.insert(key.clone(), pending.asked);
+                parked.open.insert(key, to_value(&pending.request));
+            }
+            let open = parked.open.clone();
+            live.insert(id.to_owned(), Live::Parked(parked));
+            return TaskState::InputRequired(open);
+        }
+        drop(live);
+        match outcome {
+            Err(unknown) => TaskState::Failed(error_object(&super::unknown_tool(&unknown.0))),
+            // An internal failure (a panic, a lost dependency) is the protocol's, not the tool's
+            // answer: its message names only the error id its cause is logged under.
+            Ok(result) if result.outcome() == codes::INTERNAL_ERROR => {
+                let message = match result.into_sealed().outcome.error_id() {
+                    Some(error_id) => format!("Internal error (errorId {error_id})."),
+                    None => "Internal error.".to_owned(),
+                };
+                TaskState::Failed(error_object(&ErrorData::internal_error(message, None)))
+            }
+            Ok(result) => {
+                let Value::Object(result) = to_value(&result.into_protocol()) else {
+                    unreachable!("a tool result is a JSON object");
+                };
+                let size = Value::Object(result.clone()).to_string().len();
+                let limit = self.tasks().options.max_result_bytes;
+                if size > limit {
+                    return TaskState::Failed(error_object(&ErrorData::internal_error(
+                        format!(
+                            "The task's result ({size} bytes) is larger than this server keeps \
+                             ({limit} bytes)."
+                        ),
+                        None,
+                    )));
+                }
+                TaskState::Completed(result)
+            }
+        }
+    }
+
+    /// The task `id` of the caller of `context`; any other caller's, or none, is `-32602`.
+    async fn owned_task(
+        &self,
+        id: &str,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(TaskRecord, CallContext), ErrorData> {
+        let call = self
+            .call_context(context)
+            .map_err(|error| super::protocol_error("tasks", error))?;
+        let owner = TaskOwner::of(&call);
+        let found = self
+            .tasks()
+            .store
+            .get(&owner, id, now_ms())
+            .await
+            .map_err(store_failed)?;
+        let Some(mut record) = found else {
+            return Err(unknown_task(id));
+        };
+        let now = now_ms();
+        if record.abandoned(now) {
+            // Its replica stopped (or lost its store) before it finished: it never will.
+            let lost = TaskState::Failed(error_object(&ErrorData::internal_error(
+                "The server instance running this task stopped before it finished: start the \
+                 call again.",
+                None,
+            )));
+            self.tasks()
+                .store
+                .settle(&record.id, &lost, now)
+                .await
+                .map_err(store_failed)?;
+            record = self
+                .tasks()
+                .store
+                .get(&record.owner, id, now)
+                .await
+                .map_err(store_failed)?
+                .ok_or_else(|| unknown_task(id))?;
+        }
+        Ok((record, call))
+    }
+
+    pub(super) async fn read_task(
+        &self,
+        params: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (record, _) = self.owned_task(&params.task_id, context).await?;
+        Ok(GetTaskResult::new(detailed(record)))
+    }
+
+    /// Cancels a task that is not done (its handler stops where it waits); a done one is left
+    /// as it is. Either way the answer is the empty acknowledgement.
+    pub(super) async fn cancel_owned_task(
+        &self,
+        params: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (record, call) = self.owned_task(&params.task_id, context).await?;
+        if record.state.is_terminal() {
+            return Ok(());
+        }
+        let tasks = self.tasks();
+        let cancelled = tasks
+            .store
+            .settle(&record.id, &TaskState::Cancelled, now_ms())
+            .await
+            .map_err(store_failed)?;
+        if cancelled {
+            self.shared
+                .server
+                .audit_task(&record.tool, None, &record.id, &call, "task_cancelled")
+                .await;
+        }
+        match locked(&tasks.live).remove(&record.id) {
+            Some(Live::Running(cancel)) => cancel.cancel(),
+            Some(Live::Parked(parked)) => parked.watch.cancel(),
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Answers questions of a parked task; once every one is answered, it runs again.
+    pub(super) async fn answer_task(
+        &self,
+        params: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let capabilities = context.client_capabilities();
+        let (record, call) = self.owned_task(&params.task_id, context).await?;
+        if !matches!(record.state, TaskState::InputRequired(_)) {
+            // Nothing is asked: answers that come late or twice change nothing.
+            return Ok(());
+        }
+        let tasks = self.tasks();
+        let mut parked = match locked(&tasks.live).remove(&record.id) {
+            Some(Live::Parked(parked)) => parked,
+            Some(running) => {
+                locked(&tasks.live).insert(record.id.clone(), running);
+                return Ok(());
+            }
+            None => {
+                return Err(ErrorData::internal_error(
+                    "This task's questions are held by another replica of this server, which \
+                     is gone: start the call again.",
+                    None,
+                ));
+            }
+        };
+        let answered = match super::rounds::answer(&mut parked.asked, params.input_responses) {
+            Ok(answered) => answered,
+            Err(error) => {
+                locked(&tasks.live).insert(record.id.clone(), Live::Parked(parked));
+                return Err(ErrorData::invalid_params(error.message().to_owned(), None));
+            }
+        };
+        for key in &answered {
+            parked.open.remove(key);
+        }
+        let now = now_ms();
+        if !parked.open.is_empty() {
+            let open = TaskState::InputRequired(parked.open.clone());
+            locked(&tasks.live).insert(record.id.clone(), Live::Parked(parked));
+            tasks
+                .store
+                .settle(&record.id, &open, now)
+                .await
+                .map_err(store_failed)?;
+            return Ok(());
+        }
+        tasks
+            .store
+            .settle(&record.id, &TaskState::Working, now)
+            .await
+            .map_err(store_failed)?;
+        // The run renews the lease from here.
+        parked.watch.cancel();
+        self.run_task(&record, parked, call, capabilities);
+        Ok(())
+    }
+}
+
+impl Server {
+    /// The action `tools/call` of `name` with `arguments` runs, if it is built in (a grouped
+    /// tool's action is named by its `action` argument).
+    fn action_of(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Option<&crate::server::CompiledAction> {
+        use crate::server::Dispatch;
+        let inner = &*self.inner;
+        let tool = &inner.tools[*inner.by_name.get(name)?];
+        let index = match &tool.dispatch {
+            Dispatch::Single(index) => *index,
+            Dispatch::Grouped { actions, .. } => *arguments
+                .and_then(|arguments| arguments.get("action"))
+                .and_then(Value::as_str)
+                .and_then(|action| actions.get(action))?,
+        };
+        Some(&inner.actions[index])
+    }
+
+    /// Whether `tools/call` of `name` with `arguments` may run as a task.
+    pub(crate) fn task_support(&self, name: &str, arguments: Option<&JsonObject>) -> TaskSupport {
+        self.action_of(name, arguments)
+            .map_or(TaskSupport::Forbidden, |action| action.facts.task)
+    }
+
+    /// Records that task `id` of a call of `tool` (with `arguments`) by the caller of `call`
+    /// started or was cancelled (`outcome`), when the server audits that action's calls: its
+    /// end is the call's own record. The digest is of the task's id (`{"taskId": …}`), which
+    /// the record of its `tasks/cancel` shares; the call's arguments are the end's to prove.
+    pub(crate) async fn audit_task(
+        &self,
+        tool: &str,
+        arguments: Option<&JsonObject>,
+        id: &str,
+        call: &CallContext,
+        outcome: &'static str,
+    ) {
+        let inner = &*self.inner;
+        let Some(audit) = &inner.audit else { return };
+        let action = self.action_of(tool, arguments);
+        let audited = action
+            .is_some_and(|action| audit.reads || action.facts.verb != crate::action::Verb::Query);
+        if !audited {
+            return;
+        }
+        let key = action.map_or(tool, |action| action.facts.key.as_str());
+        let principal = call.principal();
+        let mut asked = JsonObject::new();
+        asked.insert("taskId".to_owned(), Value::from(id));
+        let record = crate::audit::AuditRecord {
+            at: std::time::SystemTime::now(),
+            tool: tool.to_owned(),
+            action: key.to_owned(),
+            principal: principal.map(|principal| principal.subject.clone()),
+            tenant: principal.and_then(|principal| principal.tenant.clone()),
+            arguments_digest: crate::audit::arguments_digest_of(&asked),
+            outcome,
+            duration: std::time::Duration::ZERO,
+        };
+        // A lost record is logged in full and counted; the task goes on (its end is the
+        // record a required audit holds the call to).
+        let _ = crate::pipeline::report::write(inner, audit, record, key).await;
+    }
+
+    /// Whether any of its tools may run as a task.
+    pub(crate) fn has_tasks(&self) -> bool {
+        self.inner
+            .actions
+            .iter()
+            .any(|action| action.facts.task != TaskSupport::Forbidden)
+    }
+}
+
+/// Renews the lease of task `id` while this replica runs it or holds it parked, and stops it
+/// (through `cancel`) once its store says it is done or gone: cancelled through another
+/// replica, or expired. Ends when `cancel` is cancelled.
+async fn watch(
+    store: Arc<dyn TaskStore>,
+    id: String,
+    options: TaskOptions,
+    cancel: CancellationToken,
+) {
+    let every = options.poll_interval.min(options.lease / 3);
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        let now = now_ms();
+        match store
+            .renew(&id, now.saturating_add(millis(options.lease)), now)
+            .await
+        {
+            Ok(true) => {}
+            // A store that fails now may answer at the next renewal, within the lease.
+            Err(error) => tracing::warn!(task = %id, %error, "a task's lease was not renewed"),
+            Ok(false) => {
+                cancel.cancel();
+                return;
+            }
+        }
+    }
+}
+
+/// The protocol's `Task` of `record`.
+fn task_of(record: &TaskRecord) -> Task {
+    let status = match record.state {
+        TaskState::Working => TaskStatus::Working,
+        TaskState::InputRequired(_) => TaskStatus::InputRequired,
+        TaskState::Completed(_) => TaskStatus::Completed,
+        TaskState::Failed(_) => TaskStatus::Failed,
+        TaskState::Cancelled => TaskStatus::Cancelled,
+    };
+    let mut task = Task::new(
+        record.id.clone(),
+        status,
+        iso8601(record.created_ms),
+        iso8601(record.updated_ms),
+    )
+    .with_ttl_ms(record.ttl_ms)
+    .with_poll_interval_ms(record.poll_interval_ms);
+    task.status_message = record.status_message.clone();
+    task
+}
+
+/// `tasks/get`'s answer: the task with its questions, result or error inlined.
+fn detailed(record: TaskRecord) -> DetailedTask {
+    let task = task_of(&record);
+    let payload = match record.state {
+        TaskState::Working => TaskPayload::Working,
+        TaskState::InputRequired(open) => TaskPayload::InputRequired {
+            input_requests: serde_json::from_value(Value::Object(open)).unwrap_or_default(),
+        },
+        TaskState::Completed(result) => TaskPayload::Completed { result },
+        TaskState::Failed(error) => TaskPayload::Failed { error },
+        TaskState::Cancelled => TaskPayload::Cancelled,
+    };
+    DetailedTask::new(task, payload)
+}
+
+/// An id this caller has no task under: the same answer whether it was never issued, expired,
+/// or is another caller's.
+fn unknown_task(id: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INVALID_PARAMS,
+        "unknown task",
+        Some(json!({ "taskId": id })),
+    )
+}
+
+/// A store that failed: logged, and an internal error without its text.
+#[cold]
+fn store_failed(error: crate::task::TaskStoreError) -> ErrorData {
+    tracing::error!(%error, "the task store failed");
+    ErrorData::internal_error("Internal error: the task store failed.", None)
+}
+
+/// A JSON-RPC error as the `error` of a failed task.
+fn error_object(error: &ErrorData) -> JsonObject {
+    match to_value(error) {
+        Value::Object(error) => error,
+        _ => JsonObject::new(),
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
