@@ -181,3 +181,50 @@ async fn input_required_and_its_answers_pass_through_untouched() {
     })
     .await;
 }
+
+/// Confirms before it answers: a Fusion tool that asks the user.
+#[fusion::tool(action, name = "desk.close")]
+async fn close(ask: fusion::Elicit) -> Result<String, fusion::ToolError> {
+    if ask.confirm("Close the ticket?").await? {
+        Ok("closed".to_owned())
+    } else {
+        Ok("kept".to_owned())
+    }
+}
+
+/// A client that declares nothing it can be asked.
+#[derive(Clone, Default)]
+struct Silent;
+
+impl ClientHandler for Silent {}
+
+/// A caller that cannot be asked (stdio, no elicitation), through the gateway to a stateless
+/// Fusion upstream whose tool asks: the upstream refuses with `-32021`, and the caller gets the
+/// classified `ELICITATION_UNSUPPORTED` a built-in tool gives, not an upstream fault to report.
+#[tokio::test]
+async fn a_caller_that_cannot_be_asked_gets_elicitation_unsupported_from_an_upstream_that_asks() {
+    within(async {
+        let desk = ServerBuilder::new("desk", "1.0.0")
+            .tool::<close>()
+            .build()
+            .unwrap();
+        let desk_http = serve_http(&desk).await;
+        let gateway = ServerBuilder::new("gw", "1.0.0")
+            .mount("up", Upstream::http(&desk_http.url))
+            .build()
+            .unwrap();
+        gateway.upstreams_ready().await;
+        let caller = connect(&gateway, fusion::Principal::new("alice"), Silent).await;
+        let result = call(caller.peer(), "up_desk_close", json!({}))
+            .await
+            .unwrap();
+        let error = error_of(&result);
+        assert_eq!(error["code"], "ELICITATION_UNSUPPORTED", "{error}");
+        assert!(
+            !text_of(&result).contains("errorId"),
+            "{}",
+            text_of(&result)
+        );
+    })
+    .await;
+}

@@ -440,6 +440,22 @@ fn answer_of<T: DeserializeOwned>(need: Need, answer: Value) -> Result<T, ToolEr
     })
 }
 
+/// The error for a caller that did not declare a capability an upstream server refused the
+/// call without (`-32021` naming it in `requiredCapabilities`): the same classified error a
+/// built-in tool gives, so the agent reads one code whoever asked. `None` when the refusal names
+/// no capability Fusion knows.
+#[cfg(feature = "gateway")]
+pub(crate) fn unsupported_by_caller(required: Option<&Value>) -> Option<ToolError> {
+    let named = required?.get("requiredCapabilities")?.as_object()?;
+    let need = Need::ALL
+        .into_iter()
+        .find(|need| named.contains_key(need.name()))?;
+    Some(unsupported(
+        need,
+        &format!("the client did not declare the {} capability", need.name()),
+    ))
+}
+
 fn unsupported(need: Need, why: &str) -> ToolError {
     let (what, instead) = match need {
         Need::Elicitation => ("an answer from the user", "ask the user yourself"),

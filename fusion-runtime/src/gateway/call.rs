@@ -437,6 +437,14 @@ fn failed(upstream: &UpstreamState, failure: Failure, through: Option<&Passthrou
             }
             ToolError::new(code, message)
         }
+        // The upstream needs a question the caller did not declare it can answer: the caller's
+        // own lack, said as a built-in tool says it, not an upstream fault to report.
+        Failure::Rpc(data)
+            if data.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                && let Some(error) = crate::elicit::unsupported_by_caller(data.data.as_ref()) =>
+        {
+            error
+        }
         Failure::Rpc(data) if data.code == ErrorCode::INVALID_PARAMS => {
             let unknown =
                 data.message.contains("nknown tool") || data.message.contains("not found");
