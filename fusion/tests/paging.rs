@@ -320,7 +320,10 @@ async fn a_page_that_knows_only_that_more_follow_gives_the_next_offset_until_the
         match page.truncated().and_then(|truncated| truncated.next_offset) {
             Some(next) => {
                 let text = notice(&page);
-                assert!(text.contains("Only 3 items are shown; more exist."), "{text}");
+                assert!(
+                    text.contains("Only 3 items are shown; more exist."),
+                    "{text}"
+                );
                 assert!(!text.contains("total="), "{text}");
                 assert_eq!(page.truncated().unwrap().total, None);
                 arguments["offset"] = next.into();

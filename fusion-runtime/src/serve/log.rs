@@ -28,7 +28,9 @@ pub fn log_to_stderr() {
         .try_init()
         .is_ok();
     if let (true, Some((value, error))) = (installed, refused) {
-        tracing::warn!("RUST_LOG={value:?} is not a filter this server reads ({error}); logging {DEFAULT_FILTER}");
+        tracing::warn!(
+            "RUST_LOG={value:?} is not a filter this server reads ({error}); logging {DEFAULT_FILTER}"
+        );
     }
 }
 
