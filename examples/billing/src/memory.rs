@@ -43,17 +43,21 @@ struct Ledger {
 }
 
 impl Ledger {
-    fn get(&self, id: &str) -> Option<&Invoice> {
+    /// Where invoice `id` is in `invoices`, if the tenant has it.
+    fn index(&self, id: &str) -> Option<usize> {
         let number: usize = id.strip_prefix("INV-")?.parse().ok()?;
-        let invoice = self.invoices.get(number.checked_sub(1)?)?;
+        let index = number.checked_sub(1)?;
         // `INV-07` parses as 7 but is not `INV-7`.
-        (invoice.id == id).then_some(invoice)
+        (self.invoices.get(index)?.id == id).then_some(index)
+    }
+
+    fn get(&self, id: &str) -> Option<&Invoice> {
+        self.invoices.get(self.index(id)?)
     }
 
     fn get_mut(&mut self, id: &str) -> Option<&mut Invoice> {
-        let number: usize = id.strip_prefix("INV-")?.parse().ok()?;
-        let invoice = self.invoices.get_mut(number.checked_sub(1)?)?;
-        (invoice.id == id).then_some(invoice)
+        let index = self.index(id)?;
+        self.invoices.get_mut(index)
     }
 
     fn push(&mut self, invoice: Invoice) {
