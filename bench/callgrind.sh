@@ -59,10 +59,13 @@ source "$root/bench/lib.sh"
 # for one run under callgrind.
 measure() {
   local target="$1" mode="$2" seconds="$3" out="$work/$1-$2-$3.cg" line
-  local server=("$bin/billing" --in-memory)
+  # Both on a new SQLite database (billing's `--in-memory` store is not SQLite).
+  local data
+  data="$(mktemp -d -p "$work")"
+  local server=("$bin/billing" --data-dir "$data")
   local extra=(--allow-anonymous)
   if [ "$target" = raw ]; then
-    server=("$bin/raw-billing" --in-memory)
+    server=("$bin/raw-billing" --data-dir "$data")
     extra=()
   fi
   # Names written out in full on every call line, for calls_to.

@@ -7,7 +7,8 @@
 #                    [--auth] [--no-build]
 #
 # Builds the release binaries once, then for every round and mode runs the load driver against
-# a fresh Fusion server and then a fresh raw server (in-memory store each time), prints every
+# a fresh Fusion server and then a fresh raw server (each on a new SQLite database in a fresh
+# directory, like for like: billing's `--in-memory` store is not SQLite), prints every
 # run's JSON line, and writes the runs to bench/results/latest-runs.jsonl and the per-mode
 # medians and Fusion/raw ratios (calls/s, p50, p99, server CPU and context switches per call) to
 # bench/results/latest.json. Defaults: 3 rounds × 3 modes × 2 servers × (2 s warm-up + 10 s)
@@ -89,10 +90,12 @@ common=(--duration "$duration" --warmup "$warmup" --mix "$mix")
 # run_one TARGET MODE: one loadgen run; appends its JSON line to $runs and prints it.
 run_one() {
   local target="$1" mode="$2" line
-  local server=("$bin/billing" --in-memory)
+  local data
+  data="$(mktemp -d -p "$logs")"
+  local server=("$bin/billing" --data-dir "$data")
   local http_extra=("${fusion_http_extra[@]}")
   if [ "$target" = raw ]; then
-    server=("$bin/raw-billing" --in-memory)
+    server=("$bin/raw-billing" --data-dir "$data")
     http_extra=()
   fi
   case "$mode" in

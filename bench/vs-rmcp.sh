@@ -5,15 +5,17 @@
 #                    [--modes "stdio http-2026-07-28 http-2025-11-25"]
 #                    [--no-build] [--no-callgrind] [--no-load]
 #
-# Four servers, each a release build of its own (built one package at a time, so that no
+# Five servers, each a release build of its own (built one package at a time, so that no
 # feature another package enables leaks into a binary measured):
 #   hello   examples/hello: the smallest honest Fusion connector, notes in memory
 #   plain   bench/plain-hello: the same notes and tools written with plain rmcp 3.11 as its
 #           docs teach (#[tool_router], #[tool], Parameters, Json), stdio_pipes() on stdio
-#   billing examples/billing --in-memory: the flagship example (invoices in SQLite in memory)
-#   raw     bench raw-billing --in-memory: billing written by hand on rmcp's ServerHandler,
-#           doing the same store work and sending the same envelope (the like-for-like baseline)
-# and four comparisons: hello ÷ plain and billing ÷ plain (what a user compares), billing ÷ raw
+#   billing examples/billing --in-memory: the flagship example (invoices in its memory store)
+#   sqlite  examples/billing --data-dir (a fresh directory): the flagship on its SQLite store
+#   raw     bench raw-billing --data-dir (another fresh directory): billing written by hand on
+#           rmcp's ServerHandler, doing the same SQLite work and sending the same envelope as
+#           billing did before it counted only first pages (the like-for-like baseline)
+# and four comparisons: hello ÷ plain and billing ÷ plain (what a user compares), sqlite ÷ raw
 # (the SDK's own cost in billing, like for like) and hello's absolute figures.
 #
 # 1. Sizes: each binary stripped (`strip -o`), in bytes.
@@ -25,7 +27,7 @@
 #    and seed; the marginal count (Ir_long - Ir_short) / (calls_long - calls_short) cancels
 #    start-up. Counts do not depend on the machine's load.
 # 4. Under load (unless --no-load): for every round and mode, loadgen against hello, plain,
-#    billing and raw back to back (A B C D A B C D…); medians over rounds of each pair's ratio
+#    billing, sqlite and raw back to back (A B C D E A B C D E…); medians over rounds of each pair's ratio
 #    for calls/s, p50, p99, server CPU and context switches per call, and peak RSS.
 #    Notes servers get `--workload notes --mix 80,20,0` (gets of random notes among 100 added
 #    first, lists of the 10 notes that contain a word); billing servers the usual 80,15,5 mix of
@@ -33,7 +35,7 @@
 #    calls on different data: what the flagship costs against what a plain server costs.
 #
 # Writes bench/results/vs-rmcp.txt (every table) and vs-rmcp-runs.jsonl (every load run).
-# Defaults: 3 rounds × 3 modes × 4 servers × (1 s + 5 s): about 9 minutes with callgrind.
+# Defaults: 3 rounds × 3 modes × 5 servers × (1 s + 5 s): about 11 minutes with callgrind.
 set -euo pipefail
 
 rounds=3
@@ -45,7 +47,7 @@ build=1
 callgrind=1
 load=1
 
-usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -102,19 +104,20 @@ trap cleanup EXIT
 # shellcheck source=bench/lib.sh
 source "$root/bench/lib.sh"
 
-targets="hello plain billing raw"
+targets="hello plain billing sqlite raw"
 # server TARGET: the stdio command line of TARGET.
 server() {
   case "$1" in
     hello) echo "$bin/hello" ;;
     plain) echo "$bin/plain-hello" ;;
     billing) echo "$bin/billing --in-memory" ;;
-    raw) echo "$bin/raw-billing --in-memory" ;;
+    sqlite) echo "$bin/billing --data-dir $work/sqlite-data" ;;
+    raw) echo "$bin/raw-billing --data-dir $work/raw-data" ;;
   esac
 }
 # http_extra TARGET: what TARGET needs over HTTP besides --http ADDR.
 http_extra() {
-  if [ "$1" = billing ] && "$bin/billing" --help 2>/dev/null | grep -q -- '--allow-anonymous'; then
+  if { [ "$1" = billing ] || [ "$1" = sqlite ]; } && "$bin/billing" --help 2>/dev/null | grep -q -- '--allow-anonymous'; then
     echo --allow-anonymous
   fi
 }
@@ -135,12 +138,12 @@ started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "== stripped binary size (bytes)"
   printf '%-8s %12s %10s %10s\n' server bytes "÷ plain" "÷ raw"
   declare -A size=()
-  for target in $targets; do
+  for target in hello plain billing raw; do
     command="$(server "$target")"
     strip -o "$work/stripped" "${command%% *}"
     size[$target]="$(stat -c %s "$work/stripped")"
   done
-  for target in $targets; do
+  for target in hello plain billing raw; do
     printf '%-8s %12s %10s %10s\n' "$target" "${size[$target]}" \
       "$(ratio "${size[$target]}" "${size[plain]}")" "$(ratio "${size[$target]}" "${size[raw]}")"
   done
@@ -152,6 +155,7 @@ echo "== at start and at rest ($startup_rounds rounds, interleaved)" >&2
   hello notes_list '{}' "$(server hello)" \
   plain notes_list '{}' "$(server plain)" \
   billing billing_list_invoices '{"limit": 20}' "$(server billing)" \
+  sqlite billing_list_invoices '{"limit": 20}' "$(server sqlite)" \
   raw billing_list_invoices '{"limit": 20}' "$(server raw)" >"$work/startup.json"
 python3 - "$work/startup.json" <<'EOF' | tee -a "$report"
 import json, sys
@@ -164,9 +168,9 @@ for name, m in s.items():
           f"{m['cold_start_ms_min']:>11.2f} {m['cold_start_ms_min'] / p['cold_start_ms_min']:>8.2f} "
           f"{m['idle_rss_kib']:>13.0f} {m['idle_rss_kib'] / p['idle_rss_kib']:>8.2f} "
           f"{m['peak_rss_kib']:>13.0f} {m['peak_rss_kib'] / p['peak_rss_kib']:>8.2f}")
-print("(billing ÷ raw, like for like: cold start "
-      f"{s['billing']['cold_start_ms'] / s['raw']['cold_start_ms']:.2f}, idle RSS "
-      f"{s['billing']['idle_rss_kib'] / s['raw']['idle_rss_kib']:.2f})")
+print("(sqlite ÷ raw, like for like: cold start "
+      f"{s['sqlite']['cold_start_ms'] / s['raw']['cold_start_ms']:.2f}, idle RSS "
+      f"{s['sqlite']['idle_rss_kib'] / s['raw']['idle_rss_kib']:.2f})")
 print()
 EOF
 
@@ -196,8 +200,8 @@ if [ "$callgrind" = 1 ]; then
   echo "== instructions per call (callgrind, marginal over 2 s and 6 s)" >&2
   {
     echo "== server instructions per call (callgrind, marginal over 2 s and 6 s of load)"
-    printf '%-18s %11s %11s %11s %11s   %13s %15s %13s\n' mode hello plain billing raw \
-      "hello÷plain" "billing÷plain" "billing÷raw"
+    printf '%-18s %11s %11s %11s %11s %11s   %13s %15s %13s\n' mode hello plain billing sqlite \
+      raw "hello÷plain" "billing÷plain" "sqlite÷raw"
   } | tee -a "$report"
   for mode in $modes; do
     declare -A per_call=()
@@ -206,11 +210,11 @@ if [ "$callgrind" = 1 ]; then
       read -r ir_l calls_l < <(measure "$target" "$mode" 6)
       per_call[$target]="$(python3 -c "print(round(($ir_l - $ir_s) / max(1, $calls_l - $calls_s)))")"
     done
-    printf '%-18s %11s %11s %11s %11s   %13s %15s %13s\n' "$mode" "${per_call[hello]}" \
-      "${per_call[plain]}" "${per_call[billing]}" "${per_call[raw]}" \
+    printf '%-18s %11s %11s %11s %11s %11s   %13s %15s %13s\n' "$mode" "${per_call[hello]}" \
+      "${per_call[plain]}" "${per_call[billing]}" "${per_call[sqlite]}" "${per_call[raw]}" \
       "$(ratio "${per_call[hello]}" "${per_call[plain]}")" \
       "$(ratio "${per_call[billing]}" "${per_call[plain]}")" \
-      "$(ratio "${per_call[billing]}" "${per_call[raw]}")" | tee -a "$report"
+      "$(ratio "${per_call[sqlite]}" "${per_call[raw]}")" | tee -a "$report"
   done
   echo | tee -a "$report"
 fi
@@ -250,7 +254,7 @@ if [ "$load" = 1 ]; then
     done
   done
   note="load average at the end $(cut -d' ' -f1-3 /proc/loadavg); $rounds rounds, ${warmup}s+${duration}s per run"
-  for pair in "hello plain" "billing plain" "billing raw"; do
+  for pair in "hello plain" "billing plain" "sqlite raw"; do
     read -r candidate baseline <<<"$pair"
     {
       echo "== under load, $candidate ÷ $baseline (medians over rounds of paired ratios)"

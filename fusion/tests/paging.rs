@@ -49,6 +49,18 @@ async fn uncounted(offset: Option<u32>, size: Option<u32>) -> Result<Page<Invoic
     })
 }
 
+/// Pages by offset without counting, as `LIMIT size + 1` does: one item more is fetched than
+/// returned, and says whether more follow.
+#[tool(query, name = "pages.one_more", returns = PagedList)]
+async fn one_more(offset: Option<u32>, size: Option<u32>) -> Result<Page<Invoice>, ToolError> {
+    let offset = u64::from(offset.unwrap_or(0));
+    let size = size.unwrap_or(2);
+    let mut items = slice(offset, size + 1);
+    let more = items.len() > size as usize;
+    items.truncate(size as usize);
+    Ok(Page::new(items).at_offset(offset).with_more(more))
+}
+
 fn after(cursor: Option<&str>) -> u64 {
     cursor
         .and_then(|cursor| cursor.strip_prefix("after:"))
@@ -140,6 +152,7 @@ fn tester() -> Tester {
             .tool::<by_offset>()
             .tool::<oversized>()
             .tool::<uncounted>()
+            .tool::<one_more>()
             .tool::<by_cursor>()
             .tool::<cursor_not_taken>()
             .tool::<wide_pages>()
@@ -292,6 +305,46 @@ async fn an_unknown_total_says_that_more_exist() {
         "{text}"
     );
     assert!(!text.contains("total="), "{text}");
+}
+
+#[tokio::test]
+async fn a_page_that_knows_only_that_more_follow_gives_the_next_offset_until_the_end() {
+    let tester = tester();
+    let mut seen = Vec::new();
+    let mut arguments = json!({"size": 5});
+    let mut last = None;
+    for _ in 0..20 {
+        let page = tester.call("pages.one_more", arguments.clone()).await;
+        assert_advertised(&tester, "pages.one_more", &page);
+        seen.extend(ids(&page));
+        match page.truncated().and_then(|truncated| truncated.next_offset) {
+            Some(next) => {
+                let text = notice(&page);
+                assert!(
+                    text.contains("Only 3 items are shown; more exist."),
+                    "{text}"
+                );
+                assert!(!text.contains("total="), "{text}");
+                assert_eq!(page.truncated().unwrap().total, None);
+                arguments["offset"] = next.into();
+            }
+            None => {
+                last = Some(page);
+                break;
+            }
+        }
+    }
+    let expected: Vec<String> = (1..=ALL).map(|n| format!("INV-{n}")).collect();
+    assert_eq!(seen, expected, "every item once, in order");
+    // The last page (INV-22 and INV-23) says nothing, as a whole collection would not.
+    let last = last.expect("a last page");
+    assert_eq!(last.truncated(), None, "{}", last.raw_text());
+    // Without `with_more`, a full page that does not count says nothing of what follows.
+    let page = Page::new(vec![1, 2]).at_offset(4);
+    assert!(!page.has_more());
+    assert!(page.with_more(true).has_more());
+    assert!(Page::new(vec![1, 2]).at_offset(0).with_total(3).has_more());
+    assert!(!Page::new(vec![1, 2]).at_offset(1).with_total(3).has_more());
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 //! leave or enter; the presenters say what an agent sees and what it may do next; the tools are
 //! plain `async fn`s with a verb; [`server`] puts them together.
 
+pub mod memory;
 pub mod model;
 pub mod pg;
 mod pg_tasks;
@@ -23,17 +24,21 @@ use fusion::{
     tool,
 };
 
+pub use memory::MemoryStore;
 pub use model::{Invoice, Status};
 pub use pg::{PgAuditSink, PgLock, PgStore};
 pub use pg_tasks::PgTaskStore;
-pub use store::{Created, NewInvoice, Store, StoreError, VoidOutcome};
+pub use store::{Created, InvoicePage, NewInvoice, Store, StoreError, VoidOutcome};
 
-/// Where the invoices live: the embedded SQLite [`Store`] (one process) or a [`PgStore`]
-/// (replicas sharing one PostgreSQL database). The tools see only this.
+/// Where the invoices live: the embedded SQLite [`Store`] (one process), a [`PgStore`]
+/// (replicas sharing one PostgreSQL database) or a [`MemoryStore`] (a demo that forgets). The
+/// tools see only this.
 #[derive(Debug, Clone)]
 pub enum Invoices {
     /// SQLite; its synchronous calls run on the blocking pool.
     Sqlite(Arc<Store>),
+    /// In memory: a lock held for microseconds, called on the async workers directly.
+    Memory(Arc<MemoryStore>),
     /// PostgreSQL, asynchronous.
     Postgres(PgStore),
 }
@@ -45,6 +50,7 @@ impl Invoices {
                 let (store, tenant, id) = (store.clone(), tenant.to_owned(), id.to_owned());
                 Ok(blocking(move || store.get(&tenant, &id)).await??)
             }
+            Invoices::Memory(store) => Ok(store.get(tenant, id)),
             Invoices::Postgres(store) => Ok(store.get(tenant, id).await?),
         }
     }
@@ -55,13 +61,20 @@ impl Invoices {
         status: Option<Status>,
         offset: usize,
         limit: usize,
-    ) -> Result<(Vec<Invoice>, u64), BillingError> {
+    ) -> Result<InvoicePage, BillingError> {
         match self {
             Invoices::Sqlite(store) => {
                 let (store, tenant) = (store.clone(), tenant.to_owned());
-                Ok(blocking(move || store.page(&tenant, status, offset, limit)).await??)
+                Ok(
+                    blocking(move || store.page_counting_once(&tenant, status, offset, limit))
+                        .await??,
+                )
             }
-            Invoices::Postgres(store) => Ok(store.page(tenant, status, offset, limit).await?),
+            Invoices::Memory(store) => Ok(store.page(tenant, status, offset, limit)),
+            Invoices::Postgres(store) => {
+                let (invoices, total) = store.page(tenant, status, offset, limit).await?;
+                Ok(InvoicePage::counted(invoices, total, offset))
+            }
         }
     }
 
@@ -76,6 +89,7 @@ impl Invoices {
                 let (store, tenant, id) = (store.clone(), tenant.to_owned(), id.to_owned());
                 Ok(blocking(move || store.void(&tenant, &id, &audit)).await??)
             }
+            Invoices::Memory(store) => Ok(store.void(tenant, id, &audit)),
             Invoices::Postgres(store) => Ok(store.void(tenant, id, &audit).await?),
         }
     }
@@ -101,6 +115,14 @@ impl Invoices {
                 })
                 .await??)
             }
+            Invoices::Memory(store) => {
+                let new = NewInvoice {
+                    customer_id: &customer_id,
+                    total_cents,
+                    idempotency_key: idempotency_key.as_deref(),
+                };
+                Ok(store.create(tenant, &new, &audit))
+            }
             Invoices::Postgres(store) => {
                 let new = NewInvoice {
                     customer_id: &customer_id,
@@ -124,6 +146,7 @@ impl Invoices {
                 let (store, tenant, id) = (store.clone(), tenant.to_owned(), id.to_owned());
                 Ok(blocking(move || store.set_total(&tenant, &id, total_cents, &audit)).await??)
             }
+            Invoices::Memory(store) => Ok(store.set_total(tenant, id, total_cents, &audit)),
             Invoices::Postgres(store) => {
                 Ok(store.set_total(tenant, id, total_cents, &audit).await?)
             }
@@ -141,6 +164,7 @@ impl Invoices {
                 let (store, tenant, prefix) = (store.clone(), tenant.to_owned(), prefix.to_owned());
                 Ok(blocking(move || store.ids_with_prefix(&tenant, &prefix, limit)).await??)
             }
+            Invoices::Memory(store) => Ok(store.ids_with_prefix(tenant, prefix, limit)),
             Invoices::Postgres(store) => Ok(store.ids_with_prefix(tenant, prefix, limit).await?),
         }
     }
@@ -154,6 +178,7 @@ impl Invoices {
                 let (store, tenant) = (store.clone(), tenant.to_owned());
                 Ok(blocking(move || store.totals_by_status(&tenant)).await??)
             }
+            Invoices::Memory(store) => Ok(store.totals_by_status(tenant)),
             Invoices::Postgres(store) => Ok(store.totals_by_status(tenant).await?),
         }
     }
@@ -552,13 +577,16 @@ pub async fn list_invoices(
 ) -> Result<Page<Invoice>, BillingError> {
     let limit = limit.unwrap_or(20) as usize;
     let offset = offset.unwrap_or(0);
-    // The count comes from the same snapshot as the page: the agent is told how many exist.
-    let (invoices, total) = store
+    // The first page says how many invoices exist; a later one may only say that more follow
+    // (counting every page would scan the tenant's invoices on each).
+    let page = store
         .page(&tenant.0, filter.status, offset as usize, limit)
         .await?;
-    Ok(Page::new(invoices)
-        .with_total(total)
-        .at_offset(u64::from(offset)))
+    let answer = Page::new(page.invoices).at_offset(u64::from(offset));
+    Ok(match page.total {
+        Some(total) => answer.with_total(total),
+        None => answer.with_more(page.more),
+    })
 }
 
 /// Voids an invoice so that it can no longer be paid; see it first with `billing.get_invoice`.
@@ -746,10 +774,13 @@ pub async fn export_invoices(
 ) -> Result<InvoiceExport, BillingError> {
     let mut csv = String::from("id,customer_id,status,total_cents\n");
     let mut rows = 0u64;
+    // A page counts the matches only when it must; the first page's count is the total shown.
+    let mut total = None;
     loop {
-        let (batch, total) = store
+        let page = store
             .page(&tenant.0, None, rows as usize, EXPORT_BATCH)
             .await?;
+        let batch = page.invoices;
         for invoice in &batch {
             csv.push_str(&format!(
                 "{},{},{},{}\n",
@@ -760,14 +791,15 @@ pub async fn export_invoices(
             ));
         }
         rows += batch.len() as u64;
+        total = page.total.or(total);
+        let message = match total {
+            Some(total) => format!("{rows} of {total} invoices"),
+            None => format!("{rows} invoices"),
+        };
         progress
-            .report(
-                rows as f64,
-                Some(total as f64),
-                format!("{rows} of {total} invoices"),
-            )
+            .report(rows as f64, total.map(|total| total as f64), message)
             .await;
-        if batch.len() < EXPORT_BATCH || rows >= total {
+        if !page.more {
             return Ok(InvoiceExport { rows, csv });
         }
         // Between batches the export yields, so that a cancelled task stops here.

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use billing::{
-    Invoices, PgAuditSink, PgLock, PgStore, PgTaskStore, Store, WRITE_SCOPE, local_principal,
+    Invoices, MemoryStore, PgAuditSink, PgLock, PgStore, PgTaskStore, Store, WRITE_SCOPE,
+    local_principal,
 };
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use fusion::Exposition;
@@ -184,37 +185,39 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         tracing::info!(stats = ?stats.snapshot(), "billing stopped");
         return result;
     }
-    let store = if args.in_memory {
-        Store::open_in_memory()?
+    let (invoices, audit): (Invoices, Box<dyn AuditSink>) = if args.in_memory {
+        // No SQLite and no blocking pool: the store keeps the audit records of changes, the log
+        // those of the other calls that are not reads.
+        tracing::info!("billing store ready in memory");
+        (
+            Invoices::Memory(Arc::new(MemoryStore::new())),
+            Box::new(TracingAuditSink),
+        )
     } else {
-        Store::open(&args.data_dir)?
-    };
-    tracing::info!(data = ?store.path(), "billing store ready");
-    // The audit trail lives in the billing database itself (append-only table). Changes to
-    // invoices write their records in their own transactions; the sink records the other
-    // calls that are not reads (reminders), off the async workers, waiting for the database
-    // no longer than the store does.
-    let audit: Box<dyn AuditSink> = match store.path() {
-        Some(path) => {
-            let connection = rusqlite::Connection::open(path)?;
-            let sink = SqliteAuditSink::with_connection(connection)?;
-            sink.with(|connection| connection.busy_timeout(billing::store::BUSY_TIMEOUT))?;
-            Box::new(sink)
-        }
-        None => Box::new(TracingAuditSink),
+        let store = Store::open(&args.data_dir)?;
+        tracing::info!(data = ?store.path(), "billing store ready");
+        // The audit trail lives in the billing database itself (append-only table). Changes
+        // to invoices write their records in their own transactions; the sink records the
+        // other calls that are not reads (reminders), off the async workers, waiting for the
+        // database no longer than the store does.
+        let connection =
+            rusqlite::Connection::open(args.data_dir.join(billing::store::DB_FILE_NAME))?;
+        let sink = SqliteAuditSink::with_connection(connection)?;
+        sink.with(|connection| connection.busy_timeout(billing::store::BUSY_TIMEOUT))?;
+        (Invoices::Sqlite(Arc::new(store)), Box::new(sink))
     };
     // Tasks (the export) live in the billing database too: they outlive a restart, and a task
     // found running by nobody after one is reported failed.
-    let tasks: Option<Arc<dyn TaskStore>> = match store.path() {
-        Some(path) => {
-            let connection = rusqlite::Connection::open(path)?;
-            connection.busy_timeout(billing::store::BUSY_TIMEOUT)?;
-            Some(Arc::new(SqliteTaskStore::with_connection(connection)?))
-        }
-        None => None,
+    let tasks: Option<Arc<dyn TaskStore>> = if args.in_memory {
+        None
+    } else {
+        let connection =
+            rusqlite::Connection::open(args.data_dir.join(billing::store::DB_FILE_NAME))?;
+        connection.busy_timeout(billing::store::BUSY_TIMEOUT)?;
+        Some(Arc::new(SqliteTaskStore::with_connection(connection)?))
     };
     let stats = Arc::new(CallStats::new());
-    let mut builder: ServerBuilder = billing::builder(Arc::new(store))
+    let mut builder: ServerBuilder = billing::builder_on(invoices)
         .exposition(if args.grouped {
             Exposition::Grouped
         } else {

@@ -80,7 +80,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(1);
 const SCHEMA_VERSION: i64 = 2;
 
 /// Statuses in the order [`Store::totals_by_status`] reports them; also the seed's `n % 3` table.
-const ALL_STATUSES: [Status; 3] = [Status::Open, Status::Paid, Status::Voided];
+pub(crate) const ALL_STATUSES: [Status; 3] = [Status::Open, Status::Paid, Status::Voided];
 
 /// The schema (version 2); idempotent, run by every open inside the initializing transaction.
 const SCHEMA: &str = "
@@ -368,6 +368,29 @@ pub struct NewInvoice<'a> {
     pub idempotency_key: Option<&'a str>,
 }
 
+/// A page of invoices and what is known of the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvoicePage {
+    /// The invoices of the page.
+    pub invoices: Vec<Invoice>,
+    /// How many invoices match in all, when known.
+    pub total: Option<u64>,
+    /// Whether invoices match after this page (known even when the total is not).
+    pub more: bool,
+}
+
+impl InvoicePage {
+    /// The page at `offset` of `total` matching invoices.
+    pub fn counted(invoices: Vec<Invoice>, total: u64, offset: usize) -> InvoicePage {
+        let more = (offset as u64).saturating_add(invoices.len() as u64) < total;
+        InvoicePage {
+            invoices,
+            total: Some(total),
+            more,
+        }
+    }
+}
+
 /// What [`Store::create`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Created {
@@ -619,6 +642,47 @@ impl Store {
         run().map_err(StoreError::sqlite("page"))
     }
 
+    /// A page of the tenant's invoices like [`Store::page`], counting them only where the count
+    /// tells the agent something it cannot have: one more invoice than the page is read to learn
+    /// whether any follow. The total is then known without counting when the page reaches the
+    /// end; it is counted (`COUNT(*)`, a scan of the tenant's index) on the first page, which
+    /// tells the agent how many exist, and when the offset is past the end; a later page with
+    /// more after it says only that more exist.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Sqlite`] if SQLite fails.
+    pub fn page_counting_once(
+        &self,
+        tenant: &str,
+        status: Option<Status>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<InvoicePage, StoreError> {
+        let mut conn = self.reader();
+        let mut run = || -> rusqlite::Result<InvoicePage> {
+            let tx = conn.transaction()?;
+            let mut invoices = list_from(&tx, tenant, status, offset, limit.saturating_add(1))?;
+            let more = invoices.len() > limit;
+            invoices.truncate(limit);
+            let reaches_end = !more && (offset == 0 || !invoices.is_empty());
+            let total = if reaches_end {
+                Some((offset + invoices.len()) as u64)
+            } else if offset == 0 || invoices.is_empty() {
+                Some(count(&tx, tenant, status)?)
+            } else {
+                None
+            };
+            tx.commit()?;
+            Ok(InvoicePage {
+                invoices,
+                total,
+                more,
+            })
+        };
+        run().map_err(StoreError::sqlite("page"))
+    }
+
     /// Voids the tenant's invoice `id`, atomically, with its audit record.
     ///
     /// The change is a single conditional `UPDATE … WHERE status != 'voided'`, so of any number
@@ -682,12 +746,7 @@ impl Store {
         new: &NewInvoice<'_>,
         audit: &AuditRecord,
     ) -> Result<Created, StoreError> {
-        let request = new.idempotency_key.map(|_| {
-            fusion::audit::arguments_digest(&fusion::serde_json::json!({
-                "customer_id": new.customer_id,
-                "total_cents": new.total_cents,
-            }))
-        });
+        let request = new.idempotency_key.map(|_| create_request_digest(new));
         let mut conn = self.writer("create")?;
         let mut run = || -> rusqlite::Result<Created> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -1043,22 +1102,35 @@ fn initialize(conn: &mut Connection) -> rusqlite::Result<()> {
     SqliteAuditSink::create_table(&tx)?;
     if version == 0 {
         for n in 1..=SEED_INVOICES {
-            let invoice = Invoice {
-                id: format!("INV-{n}"),
-                customer_id: format!("C-{}", n % 37),
-                total_cents: (n * 7919) % 100_000,
-                status: ALL_STATUSES[usize::try_from(n % 3).unwrap_or_default()],
-                tenant_id: Hidden::new(SEED_TENANT.to_owned()),
-                webhook_secret: Hidden::new(format!("whsec_{n}")),
-                internal_flags: Hidden::new("beta".to_owned()),
-            };
-            insert(&tx, n, &invoice)?;
+            insert(&tx, n, &seed_invoice(n))?;
         }
     }
     if version < SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     }
     tx.commit()
+}
+
+/// Invoice `n` of the seed (see [`Store::open`]).
+pub(crate) fn seed_invoice(n: i64) -> Invoice {
+    Invoice {
+        id: format!("INV-{n}"),
+        customer_id: format!("C-{}", n % 37),
+        total_cents: (n * 7919) % 100_000,
+        status: ALL_STATUSES[usize::try_from(n % 3).unwrap_or_default()],
+        tenant_id: Hidden::new(SEED_TENANT.to_owned()),
+        webhook_secret: Hidden::new(format!("whsec_{n}")),
+        internal_flags: Hidden::new("beta".to_owned()),
+    }
+}
+
+/// What an idempotency key of a create stands for: a digest of its customer and total, so that
+/// a retry with other values is told apart from the original.
+pub(crate) fn create_request_digest(new: &NewInvoice<'_>) -> String {
+    fusion::audit::arguments_digest(&fusion::serde_json::json!({
+        "customer_id": new.customer_id,
+        "total_cents": new.total_cents,
+    }))
 }
 
 /// Inserts `invoice` under the tenant's `number`. The store is where hidden values are meant to
@@ -1372,6 +1444,42 @@ mod tests {
                 (Status::Paid, 0, 0),
                 (Status::Voided, 0, 0)
             ]
+        );
+    }
+
+    #[test]
+    fn pages_count_only_the_first_and_agree_with_the_memory_store() {
+        let store = Store::open_in_memory().unwrap();
+        let memory = crate::MemoryStore::new();
+        let ids = |page: &InvoicePage| -> Vec<String> {
+            page.invoices
+                .iter()
+                .map(|invoice| invoice.id.clone())
+                .collect()
+        };
+        // 333 open invoices: the first page, a middle one, the last, one past the end.
+        for (offset, limit, total, more) in [
+            (0, 20, Some(333), true),
+            (0, 400, Some(333), false),
+            (40, 20, None, true),
+            (320, 20, Some(333), false),
+            (313, 20, Some(333), false),
+            (500, 20, Some(333), false),
+        ] {
+            let page = store
+                .page_counting_once("t_777", Some(Status::Open), offset, limit)
+                .unwrap();
+            assert_eq!((page.total, page.more), (total, more), "offset {offset}");
+            let shown = 333usize.saturating_sub(offset).min(limit);
+            assert_eq!(page.invoices.len(), shown, "offset {offset}");
+            let kept = memory.page("t_777", Some(Status::Open), offset, limit);
+            assert_eq!(ids(&page), ids(&kept), "offset {offset}");
+            assert_eq!(kept.more, more);
+            assert_eq!(kept.total, Some(333));
+        }
+        assert_eq!(
+            store.page_counting_once("t_none", None, 0, 20).unwrap(),
+            InvoicePage::counted(Vec::new(), 0, 0)
         );
     }
 

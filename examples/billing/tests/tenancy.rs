@@ -397,9 +397,12 @@ async fn fifty_concurrent_voids_over_http_succeed_exactly_once() {
     // invoice without a thread and without the store, so each is answered in turn: one void,
     // 49 AlreadyVoided. Without it (`serialize = false`), the calls that wait for the store more than a
     // second fail with StoreUnavailable.
+    // On SQLite: the memory store of `--in-memory` has no write to hold.
+    let data = tempfile::tempdir().expect("a temporary data directory");
+    let data_dir = data.path().to_str().unwrap().to_owned();
     let tokens = tokens();
     let mut args: Vec<&str> = tokens.iter().map(String::as_str).collect();
-    args.push("--in-memory");
+    args.extend(["--data-dir", &data_dir]);
     let server = BillingHttp::spawn_with_env(&args, &[("BILLING_WRITE_HOLD_MS", "40")]);
     let caller = Caller::new(&server, Some(ALPHA));
     let tasks: Vec<_> = (0..50)

@@ -31,6 +31,9 @@ use crate::spec::{Tool, ToolSpec};
 mod compile;
 use compile::{CompileContext, compile_action, exposure_of};
 
+/// Checks a built server against its reviewed lockfile ([`crate::lock::enforce`]).
+type LockCheck = fn(&Server, &str) -> Result<(), BuildError>;
+
 impl Server {
     /// Starts a server description.
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
@@ -79,8 +82,10 @@ pub struct ServerBuilder {
     default_timeout: Option<std::time::Duration>,
     rate_limit: Option<RateLimit>,
     span_level: tracing::Level,
-    /// The reviewed lockfile the built surface must match.
-    lock: Option<String>,
+    /// The reviewed lockfile the built surface must match, and the check: a function pointer
+    /// set by [`lock`](ServerBuilder::lock), so that a connector without a lockfile does not
+    /// link the lockfile's parser, digests and diff (0.14 MB).
+    lock: Option<(String, LockCheck)>,
     /// Taken by serialized calls after their in-process turn.
     serialization_lock: Option<Arc<dyn crate::guard::SerializationLock>>,
     /// Keys sealing the state of elicitation rounds (random per process by default).
@@ -465,7 +470,7 @@ impl ServerBuilder {
     /// `FUSION_LOCK=update`; see [`lock`](crate::lock).
     #[must_use]
     pub fn lock(mut self, reviewed: impl Into<String>) -> Self {
-        self.lock = Some(reviewed.into());
+        self.lock = Some((reviewed.into(), crate::lock::enforce));
         self
     }
 
@@ -718,8 +723,8 @@ impl ServerBuilder {
                 measured_calls: Default::default(),
             }),
         };
-        if let Some(reviewed) = lock {
-            crate::lock::enforce(&server, &reviewed)?;
+        if let Some((reviewed, enforce)) = lock {
+            enforce(&server, &reviewed)?;
         }
         Ok(server)
     }

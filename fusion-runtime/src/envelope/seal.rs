@@ -283,7 +283,9 @@ impl super::Truncated {
             }
         }
         let mut by = Vec::with_capacity(3);
-        if cut.total.is_some_and(|total| (cut.returned as u64) < total) || cut.next_cursor.is_some()
+        if cut.total.is_some_and(|total| (cut.returned as u64) < total)
+            || cut.next_cursor.is_some()
+            || cut.more
         {
             by.push(format!(
                 "the page the tool fetched ({} items)",
@@ -334,10 +336,11 @@ impl super::Truncated {
     }
 }
 
-/// Whether items exist after the returned ones: the page has a next cursor, or its position
-/// and total say so.
+/// Whether items exist after the returned ones: the page says so, has a next cursor, or its
+/// position and total say so.
 fn more_after(cut: &Truncation, start: Option<u64>) -> bool {
-    cut.next_cursor.is_some()
+    cut.more
+        || cut.next_cursor.is_some()
         || matches!((start, cut.total), (Some(start), Some(total))
             if start.saturating_add(cut.returned as u64) < total)
 }

@@ -388,6 +388,8 @@ pub struct Truncation {
     pub offset: Option<u64>,
     /// The opaque cursor of the items after the returned ones, when the page says.
     pub next_cursor: Option<String>,
+    /// Items exist after the returned ones, though their total is not known (the page says).
+    pub more: bool,
 }
 
 impl Truncation {
@@ -401,6 +403,7 @@ impl Truncation {
             total: Some(returned as u64),
             offset: None,
             next_cursor: None,
+            more: false,
         }
     }
 
@@ -445,6 +448,7 @@ pub struct Page<M> {
     total: Option<u64>,
     offset: Option<u64>,
     next_cursor: Option<String>,
+    more: bool,
 }
 
 impl<M> Page<M> {
@@ -455,6 +459,7 @@ impl<M> Page<M> {
             total: None,
             offset: None,
             next_cursor: None,
+            more: false,
         }
     }
 
@@ -470,6 +475,23 @@ impl<M> Page<M> {
     #[must_use]
     pub fn at_offset(mut self, offset: u64) -> Self {
         self.offset = Some(offset);
+        self
+    }
+
+    /// Whether items exist after this page, for a page that does not count the whole
+    /// collection (a handler that fetched one item more than it returns knows): the agent is
+    /// then told that more exist and, with [`at_offset`](Page::at_offset), the offset of the
+    /// next ones. A [`total`](Page::with_total) says it already.
+    ///
+    /// ```
+    /// # use fusion_runtime::Page;
+    /// // `LIMIT 21 OFFSET 40` gave 21 rows: 20 are returned, and more follow.
+    /// let page = Page::new(vec!["INV-41"; 20]).at_offset(40).with_more(true);
+    /// assert!(page.has_more());
+    /// ```
+    #[must_use]
+    pub fn with_more(mut self, more: bool) -> Self {
+        self.more = more;
         self
     }
 
@@ -498,6 +520,15 @@ impl<M> Page<M> {
     /// The cursor of the next page, if any.
     pub fn next_cursor(&self) -> Option<&str> {
         self.next_cursor.as_deref()
+    }
+
+    /// Whether items exist after this page: said by [`with_more`](Page::with_more), a next
+    /// cursor, or a total beyond the page.
+    pub fn has_more(&self) -> bool {
+        self.more
+            || self.next_cursor.is_some()
+            || matches!((self.offset, self.total),
+                (Some(offset), Some(total)) if offset.saturating_add(self.items.len() as u64) < total)
     }
 
     /// The items, taken out.

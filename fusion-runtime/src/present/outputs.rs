@@ -228,6 +228,7 @@ fn present_page<P: Presenter, B: Borrow<P::Model>>(
         total: page.total,
         offset: page.offset,
         next_cursor: page.next_cursor,
+        more: page.more,
     };
     present_list::<P, _>(&page.items[..limited], Some(truncation))
 }
