@@ -10,7 +10,8 @@
 //!   mutation that run.
 //! * With that server's tokens (client_credentials grant, as a service would get them): a token
 //!   for another resource is refused with 401 and nothing runs; a token without
-//!   `billing:write` sees no mutation and cannot void an invoice (the invoice stays open).
+//!   `billing:write` sees no mutation and cannot void an invoice: HTTP 403 with the
+//!   `insufficient_scope` challenge naming `billing:write` (step-up); the invoice stays open.
 #![cfg(unix)]
 
 mod support;
@@ -224,9 +225,23 @@ fn the_python_sdk_signs_in_through_a_real_authorization_server_and_calls_billing
     assert_eq!(modern["protocolVersion"], json!("2026-07-28"));
 }
 
-/// A raw stateless 2026-07-28 `tools/list` with `token`.
-async fn list_tools(server: &BillingHttp, token: &str) -> (u16, Value) {
-    let response = http_client_builder()
+/// What a raw request got: status, `WWW-Authenticate`, body (JSON when it is).
+struct Raw {
+    status: u16,
+    challenge: String,
+    body: Value,
+}
+
+/// A raw stateless 2026-07-28 request with `token`: `method` with `params`, the tool named in
+/// `Mcp-Name` as the protocol wants for `tools/call`.
+async fn raw(server: &BillingHttp, token: &str, method: &str, params: Value) -> Raw {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "billing-test", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let mut request = http_client_builder()
         .build()
         .expect("HTTP client")
         .post(server.url())
@@ -234,24 +249,28 @@ async fn list_tools(server: &BillingHttp, token: &str) -> (u16, Value) {
         .header("Content-Type", "application/json")
         .header("Accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", "tools/list")
-        .body(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "billing-test", "version": "1.0.0"},
-                "io.modelcontextprotocol/clientCapabilities": {}
-            }}})
-            .to_string(),
-        )
+        .header("Mcp-Method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("Mcp-Name", name);
+    }
+    let response = request
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
         .send()
         .await
         .expect("the server answers");
     let status = response.status().as_u16();
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
     let body = response.text().await.expect("a body");
-    (
+    Raw {
         status,
-        fusion::serde_json::from_str(&body).unwrap_or(Value::String(body)),
-    )
+        challenge,
+        body: fusion::serde_json::from_str(&body).unwrap_or(Value::String(body)),
+    }
 }
 
 /// The status INV-3 has, read with a token that may read.
@@ -288,11 +307,11 @@ async fn the_real_servers_tokens_for_another_resource_or_without_the_write_scope
     assert_eq!(status_of_inv3(&server, &reader).await, "open");
 
     // A token for billing without `billing:write`: no mutation listed, a void refused.
-    let (status, listed) = list_tools(&server, &reader).await;
-    assert_eq!(status, 200, "{listed}");
-    let names: Vec<&str> = listed["result"]["tools"]
+    let listed = raw(&server, &reader, "tools/list", json!({})).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let names: Vec<&str> = listed.body["result"]["tools"]
         .as_array()
-        .unwrap_or_else(|| panic!("no tools: {listed}"))
+        .unwrap_or_else(|| panic!("no tools: {}", listed.body))
         .iter()
         .filter_map(|tool| tool["name"].as_str())
         .collect();
@@ -307,16 +326,27 @@ async fn the_real_servers_tokens_for_another_resource_or_without_the_write_scope
             "{mutation} listed to a reader: {names:?}"
         );
     }
-    let answer = Caller::new(&server, Some(&reader))
-        .call("billing_void_invoice", json!({"id": "INV-3"}))
-        .await;
-    assert_eq!(
-        answer.error_code().as_deref(),
-        Some("FORBIDDEN"),
-        "{}",
-        answer.body
+    // The refusal is the step-up challenge: 403 naming the scope and where the metadata is.
+    let refused = raw(
+        &server,
+        &reader,
+        "tools/call",
+        json!({"name": "billing_void_invoice", "arguments": {"id": "INV-3"}}),
+    )
+    .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let metadata = format!(
+        "{}/.well-known/oauth-protected-resource/mcp",
+        server.url().trim_end_matches("/mcp")
     );
-    assert!(answer.body.contains("billing:write"), "{}", answer.body);
+    assert_eq!(
+        refused.challenge,
+        format!(
+            "Bearer error=\"insufficient_scope\", scope=\"billing:write\", \
+             resource_metadata=\"{metadata}\", \
+             error_description=\"the token lacks a scope this tool needs\""
+        )
+    );
     assert_eq!(status_of_inv3(&server, &reader).await, "open");
 
     // The same issuer's token with the scope: the void runs (so the refusals above were the
