@@ -89,7 +89,9 @@ mod tests {
             Binary::command(),
             "TEST_OAUTH_ISSUER",
             "TEST_OAUTH_AUDIENCE",
-        );
+        )
+        // As a connector whose tools act for a tenant sets it.
+        .mut_arg("oauth_tenant_claim", |arg| arg.default_value("tenant"));
         let matches =
             command.try_get_matches_from(std::iter::once("binary").chain(args.iter().copied()))?;
         Ok(Binary::from_arg_matches(&matches)?.oauth)
