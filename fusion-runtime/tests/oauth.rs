@@ -312,17 +312,44 @@ async fn a_token_for_this_resource_calls_what_its_scopes_allow() {
             "a reader is not shown the mutation"
         );
 
-        // The mutation is refused before its arguments are read, naming the scope to ask for.
+        // A stateless call names its tool in `Mcp-Name`: refused at the HTTP level with the
+        // step-up challenge (403 insufficient_scope, the scope to ask for, the metadata), before
+        // the body is read.
         let refused = charge(&setup, &reader).await;
-        assert_eq!(refused.status, 200, "{}", refused.text());
-        let text = refused.text();
+        assert_eq!(refused.status, 403, "{}", refused.text());
+        assert_eq!(
+            refused.header("www-authenticate").unwrap_or_default(),
+            format!(
+                "Bearer error=\"insufficient_scope\", scope=\"billing:write\", \
+                 resource_metadata=\"{METADATA}\", \
+                 error_description=\"the token lacks a scope this tool needs\""
+            )
+        );
+        assert_eq!(
+            refused.text(),
+            "Forbidden: the token lacks the scope `billing:write`"
+        );
+
+        // In a 2025-11-25 session the tool is named only in the body: the pipeline refuses it
+        // before its arguments are read, naming the same scope.
+        let in_session = raw
+            .post(
+                Some(&reader),
+                Some(&id),
+                &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "billing_charge", "arguments": {"cents": 500}}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(in_session.status, 200, "{}", in_session.text());
+        let text = in_session.text();
         assert!(
             text.contains("billing:write") && text.contains("insufficient_scope"),
             "{text}"
         );
-        assert!(
-            refused.message()["result"]["isError"] == json!(true)
-                || refused.message()["error"].is_object(),
+        assert_eq!(
+            in_session.message()["result"]["isError"],
+            json!(true),
             "{text}"
         );
         assert_eq!(

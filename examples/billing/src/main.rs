@@ -15,7 +15,7 @@ use fusion::Exposition;
 use fusion::audit::{AuditSink, SqliteAuditSink, TracingAuditSink};
 use fusion::auth::StaticTokens;
 use fusion::observe::CallStats;
-use fusion::serve::oauth::{ClaimNames, ResourceServer};
+use fusion::serve::oauth::OAuthArgs;
 use fusion::serve::{HttpOptions, Mcp, ReplicaName};
 use fusion::{Principal, ServerBuilder, SqliteTaskStore, TaskOptions, TaskStore};
 
@@ -64,49 +64,23 @@ struct Args {
         value_name = "TOKEN=TENANT[:read]",
         env = "BILLING_TOKENS",
         hide_env_values = true,
-        value_delimiter = ','
+        value_delimiter = ',',
+        conflicts_with = "oauth_issuer"
     )]
     tokens: Vec<String>,
     /// A file of bearer tokens, one `TOKEN=TENANT[:read]` per line (blank lines and `#`
     /// comments are skipped). Keep it private (chmod 600): unlike --token, it never shows in
     /// the process list.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "oauth_issuer")]
     token_file: Option<PathBuf>,
     /// Serve HTTP without authentication, every call acting for the demo tenant. For local
     /// demos and protocol test suites only.
-    #[arg(long, conflicts_with_all = ["tokens", "token_file"])]
+    #[arg(long, conflicts_with_all = ["tokens", "token_file", "oauth_issuer"])]
     allow_anonymous: bool,
-    /// Accept OAuth access tokens (JWTs) from this issuer instead of static tokens; its keys
-    /// are found through its metadata (RFC 8414 or OpenID Connect discovery).
-    #[arg(long, value_name = "URL", env = "BILLING_OAUTH_ISSUER", requires = "oauth_audience",
-          conflicts_with_all = ["tokens", "token_file", "allow_anonymous"])]
-    oauth_issuer: Option<String>,
-    /// This server's canonical resource URI, which tokens must name as their audience
-    /// (`https://billing.example.com/mcp`).
-    #[arg(
-        long,
-        value_name = "URI",
-        env = "BILLING_OAUTH_AUDIENCE",
-        requires = "oauth_issuer"
-    )]
-    oauth_audience: Option<String>,
-    /// The claim naming the caller.
-    #[arg(long, value_name = "CLAIM", default_value = "sub")]
-    oauth_subject_claim: String,
-    /// The claim naming the caller's tenant; a token without it is refused.
-    #[arg(long, value_name = "CLAIM", default_value = "tenant")]
-    oauth_tenant_claim: String,
-    /// The claims holding the granted scopes, first found wins.
-    #[arg(
-        long,
-        value_name = "CLAIM",
-        value_delimiter = ',',
-        default_value = "scope,scp"
-    )]
-    oauth_scope_claims: Vec<String>,
-    /// The claim holding the caller's roles.
-    #[arg(long, value_name = "CLAIM")]
-    oauth_roles_claim: Option<String>,
+    // `--oauth-issuer URL --oauth-audience URI` and the claim names: accept OAuth access
+    // tokens instead of static tokens.
+    #[command(flatten)]
+    oauth: OAuthArgs,
     /// Serve only these toolsets (`reports`, `reminders`), besides the core invoice tools.
     #[arg(long, value_delimiter = ',')]
     toolsets: Option<Vec<String>>,
@@ -134,7 +108,14 @@ fn default_data_dir() -> PathBuf {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let matches = Args::command().get_matches();
+    // Billing's tools act for a tenant: a token must name one.
+    let command = OAuthArgs::env(
+        Args::command(),
+        "BILLING_OAUTH_ISSUER",
+        "BILLING_OAUTH_AUDIENCE",
+    )
+    .mut_arg("oauth_tenant_claim", |arg| arg.default_value("tenant"));
+    let matches = command.get_matches();
     fusion::serve::log_to_stderr();
     let args = match Args::from_arg_matches(&matches) {
         Ok(args) => args,
@@ -264,18 +245,7 @@ async fn serve(
             if let Some(name) = &args.replica {
                 options = options.replica(name.clone());
             }
-            if let (Some(issuer), Some(audience)) = (&args.oauth_issuer, &args.oauth_audience) {
-                let mut claims = ClaimNames::default()
-                    .subject(&args.oauth_subject_claim)
-                    .tenant(&args.oauth_tenant_claim)
-                    .scopes(&args.oauth_scope_claims);
-                if let Some(roles) = &args.oauth_roles_claim {
-                    claims = claims.roles(roles);
-                }
-                let oauth = ResourceServer {
-                    claims,
-                    ..ResourceServer::new(issuer, audience)
-                };
+            if let Some(oauth) = args.oauth.resource_server() {
                 options = oauth.protect(options, [WRITE_SCOPE.to_owned()]).await?;
             }
             let drain = std::time::Duration::from_secs(args.drain_seconds);

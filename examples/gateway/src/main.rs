@@ -21,7 +21,7 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use fusion::audit::{AuditSink, TracingAuditSink};
 use fusion::auth::StaticTokens;
 use fusion::observe::CallStats;
-use fusion::serve::oauth::{ClaimNames, ResourceServer};
+use fusion::serve::oauth::{OAuthArgs, ResourceServer};
 use fusion::serve::{HttpOptions, Mcp};
 use fusion::{
     ActionInfo, CallContext, Principal, Server, ServerBuilder, ToolError, ToolSpec, Verb,
@@ -74,45 +74,22 @@ struct Args {
         value_name = "TOKEN=NAME[:read]",
         env = "GATEWAY_TOKENS",
         hide_env_values = true,
-        value_delimiter = ','
+        value_delimiter = ',',
+        conflicts_with = "oauth_issuer"
     )]
     tokens: Vec<String>,
     /// A file of bearer tokens, one `TOKEN=NAME[:read]` per line (`#` comments allowed).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "oauth_issuer")]
     token_file: Option<PathBuf>,
     /// Serve HTTP without authentication, every caller with every right. For local demos and
     /// protocol test suites only.
-    #[arg(long, conflicts_with_all = ["tokens", "token_file"])]
+    #[arg(long, conflicts_with_all = ["tokens", "token_file", "oauth_issuer"])]
     allow_anonymous: bool,
-    /// Accept OAuth access tokens (JWTs) from this issuer instead of static tokens; its keys
-    /// are found through its metadata (RFC 8414 or OpenID Connect discovery). Callers' tokens
-    /// are never passed to an upstream: each upstream gets the credentials configured for it.
-    #[arg(long, value_name = "URL", env = "GATEWAY_OAUTH_ISSUER", requires = "oauth_audience",
-          conflicts_with_all = ["tokens", "token_file", "allow_anonymous"])]
-    oauth_issuer: Option<String>,
-    /// This gateway's canonical resource URI, which tokens must name as their audience.
-    #[arg(
-        long,
-        value_name = "URI",
-        env = "GATEWAY_OAUTH_AUDIENCE",
-        requires = "oauth_issuer"
-    )]
-    oauth_audience: Option<String>,
-    /// The claim naming the caller.
-    #[arg(long, value_name = "CLAIM", default_value = "sub")]
-    oauth_subject_claim: String,
-    /// The claim naming the caller's tenant, if tokens must carry one.
-    #[arg(long, value_name = "CLAIM")]
-    oauth_tenant_claim: Option<String>,
-    /// The claims holding the granted scopes, first found wins (`gateway:write` allows
-    /// proxied calls).
-    #[arg(
-        long,
-        value_name = "CLAIM",
-        value_delimiter = ',',
-        default_value = "scope,scp"
-    )]
-    oauth_scope_claims: Vec<String>,
+    // `--oauth-issuer URL --oauth-audience URI` and the claim names: accept OAuth access
+    // tokens instead of static tokens. Callers' tokens are never passed to an upstream: each
+    // upstream gets the credentials configured for it.
+    #[command(flatten)]
+    oauth: OAuthArgs,
     /// Write the audit trail (every successful proxied call) to this SQLite database, in an
     /// append-only `audit_events` table, instead of the log. A call whose record cannot be
     /// written answers `AUDIT_FAILED`.
@@ -123,7 +100,12 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let matches = Args::command().get_matches();
+    let command = OAuthArgs::env(
+        Args::command(),
+        "GATEWAY_OAUTH_ISSUER",
+        "GATEWAY_OAUTH_AUDIENCE",
+    );
+    let matches = command.get_matches();
     fusion::serve::log_to_stderr();
     let args = match Args::from_arg_matches(&matches) {
         Ok(args) => args,
@@ -187,21 +169,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             if let Some(file) = &args.token_file {
                 tokens.extend(read_token_file(file)?);
             }
-            let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
-                (Some(issuer), Some(audience)) => {
-                    let mut claims = ClaimNames::default()
-                        .subject(&args.oauth_subject_claim)
-                        .scopes(&args.oauth_scope_claims);
-                    if let Some(tenant) = &args.oauth_tenant_claim {
-                        claims = claims.tenant(tenant);
-                    }
-                    Some(ResourceServer {
-                        claims,
-                        ..ResourceServer::new(issuer, audience)
-                    })
-                }
-                _ => None,
-            };
+            let oauth = args.oauth.resource_server();
             serve_http(server.clone(), address, tokens, args.allow_anonymous, oauth).await
         }
     };

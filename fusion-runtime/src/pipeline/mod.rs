@@ -184,7 +184,11 @@ impl Server {
     }
 
     /// The scopes the access policy says `action` needs that the caller's token lacks.
-    fn scopes_missing(&self, action: ActionInfo<'_>, context: &CallContext) -> Vec<String> {
+    pub(crate) fn scopes_missing(
+        &self,
+        action: ActionInfo<'_>,
+        context: &CallContext,
+    ) -> Vec<String> {
         let Some(policy) = &self.inner.access else {
             return Vec::new();
         };

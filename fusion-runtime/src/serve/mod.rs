@@ -103,6 +103,8 @@ pub(crate) mod reply;
 mod resource_metadata;
 mod rounds;
 #[cfg(feature = "http")]
+mod scope_challenge;
+#[cfg(feature = "http")]
 mod sessions;
 #[cfg(any(feature = "stdio", feature = "http"))]
 mod signal;

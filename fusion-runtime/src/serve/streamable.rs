@@ -125,6 +125,17 @@ impl Mcp {
                 .map(ProtectedResource::metadata_url)
         });
         if let Some(verifier) = &options.auth {
+            // Inside the bearer check: a verified token without a scope the tool needs gets the
+            // 403 step-up challenge, which points to the metadata like the 401 does.
+            if let Some(resource_metadata) = &metadata_url {
+                router = router.layer(axum::middleware::from_fn_with_state(
+                    super::scope_challenge::ScopeChallenge {
+                        server: self.server.clone(),
+                        resource_metadata: resource_metadata.clone(),
+                    },
+                    super::scope_challenge::challenge,
+                ));
+            }
             router = router.layer(axum::middleware::from_fn_with_state(
                 Authenticator::new(Arc::clone(verifier), metadata_url.as_deref()),
                 super::auth::authenticate,

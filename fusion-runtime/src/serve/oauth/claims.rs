@@ -7,7 +7,7 @@ use crate::principal::Principal;
 /// The claims a verifier reads the principal from. By default: the subject from `sub`, scopes
 /// from `scope` (a space-separated string) or `scp` (a string or an array), no tenant and no
 /// roles.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimNames {
     subject: String,
     tenant: Option<String>,

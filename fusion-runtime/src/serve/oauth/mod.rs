@@ -7,12 +7,16 @@
 //! (RFC 9728 metadata, which clients discover from the 401's `WWW-Authenticate`).
 
 mod claims;
+#[cfg(feature = "cli")]
+mod cli;
 mod fetch;
 mod introspect;
 mod jwt;
 mod settings;
 
 pub use claims::{ClaimError, ClaimNames};
+#[cfg(feature = "cli")]
+pub use cli::OAuthArgs;
 pub use introspect::{IntrospectionVerifier, IntrospectionVerifierBuilder};
 pub use jsonwebtoken::Algorithm;
 pub use jwt::{JwtVerifier, JwtVerifierBuilder};
