@@ -296,8 +296,9 @@ pub mod testing {
 /// HTTP proxy tools: upstream configuration, routes, requests and decoding (SPEC T6).
 pub mod upstream {
     pub use fusion_runtime::upstream::{
-        DecodeError, FromUpstream, HttpMethod, HttpRoute, PathSegment, Placement, RouteSegment,
-        SegmentError, Upstream, UpstreamFields, UpstreamRequest, encode_segment, kinds,
+        BodyEncoding, DecodeError, EncodedBody, FromUpstream, HttpMethod, HttpRoute, PathSegment,
+        Placement, RouteSegment, SegmentError, Upstream, UpstreamFields, UpstreamRequest,
+        encode_segment, kinds,
     };
     #[cfg(feature = "http-client")]
     pub use fusion_runtime::upstream::{
