@@ -195,12 +195,14 @@ pub mod serve {
     pub use fusion_runtime::serve::log_to_stderr;
     #[cfg(any(feature = "stdio", feature = "http"))]
     pub use fusion_runtime::serve::shutdown_signal;
+    pub use fusion_runtime::serve::{
+        BUNDLE_META_KEY, Bundle, Mcp, McpHandler, McpOptions, RequestInfo, ServeError,
+    };
     #[cfg(feature = "http")]
     pub use fusion_runtime::serve::{
         BoundedSessions, HttpOptions, InvalidReplicaName, ProtectedResource, ReplicaName,
         SessionsError,
     };
-    pub use fusion_runtime::serve::{Mcp, McpHandler, McpOptions, RequestInfo, ServeError};
     /// The OAuth 2.1 resource server (feature `oauth`): JWTs checked against the issuer's
     /// keys, opaque tokens through introspection, identity from claims.
     #[cfg(feature = "oauth")]

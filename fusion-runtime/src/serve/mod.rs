@@ -82,6 +82,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 #[cfg(feature = "http")]
 pub mod auth;
+mod bundle;
 #[cfg(feature = "http")]
 mod connections;
 #[cfg(feature = "http")]
@@ -114,6 +115,7 @@ mod subscriptions;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
+pub use bundle::{BUNDLE_META_KEY, Bundle};
 #[cfg(feature = "stderr-log")]
 pub use log::log_to_stderr;
 #[cfg(feature = "http")]
@@ -150,6 +152,8 @@ pub struct Mcp {
     layers: Vec<streamable::RouterLayer>,
     /// The connections its handlers serve that subscribed to resources.
     subscriptions: Arc<Subscribers>,
+    /// What the server reports it was built as.
+    bundle: Option<Bundle>,
 }
 
 impl std::fmt::Debug for Mcp {
@@ -172,7 +176,16 @@ impl Mcp {
             #[cfg(feature = "http")]
             layers: Vec::new(),
             subscriptions: Arc::default(),
+            bundle: Bundle::built(),
         }
+    }
+
+    /// Reports `bundle` (or nothing) in the `_meta` of `initialize` and `server/discover`,
+    /// instead of what this binary was built as ([`Bundle::built`], the default).
+    #[must_use]
+    pub fn bundle(mut self, bundle: Option<Bundle>) -> Self {
+        self.bundle = bundle;
+        self
     }
 
     /// Sets the protocol options.
@@ -243,6 +256,10 @@ impl Mcp {
         ));
         if let Some(instructions) = self.server.served_instructions() {
             info = info.with_instructions(instructions);
+        }
+        // `server/discover` carries the same `_meta`.
+        if let Some(bundle) = &self.bundle {
+            bundle.add_to(info.meta.get_or_insert_default());
         }
         McpHandler {
             shared: Arc::new(Shared {
