@@ -98,6 +98,16 @@ pub async fn upload_image(
     upstream.send(request).await
 }
 
+/// Reads a report (an answer that is not JSON).
+#[tool(query, name = "reports.csv")]
+pub async fn report_csv(upstream: State<HttpUpstream>) -> Result<String, ToolError> {
+    let mut request = UpstreamRequest::new(HttpMethod::Get, "GET /report.csv");
+    request.literal("report.csv");
+    request.header("accept", "text/csv")?;
+    let bytes = upstream.send_bytes(request).await?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// What the upstream received.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -105,6 +115,7 @@ struct Seen {
     query: Option<String>,
     content_type: Option<String>,
     target: Option<String>,
+    accept: Vec<String>,
     body: Vec<u8>,
 }
 
@@ -126,8 +137,20 @@ async fn upstream(seen: Arc<Mutex<Vec<Seen>>>) -> String {
                 query: uri.query().map(str::to_owned),
                 content_type: text(header::CONTENT_TYPE.as_str()),
                 target: text("x-amz-target"),
+                accept: headers
+                    .get_all(header::ACCEPT)
+                    .iter()
+                    .filter_map(|value| value.to_str().ok())
+                    .map(str::to_owned)
+                    .collect(),
                 body: body.to_vec(),
             });
+            if uri.path().ends_with(".csv") {
+                return (
+                    [(header::CONTENT_TYPE, "text/csv")],
+                    "id,total\nINV-1,500\n".to_owned(),
+                );
+            }
             (
                 [(header::CONTENT_TYPE, "application/json")],
                 json!({"received": body.len()}).to_string(),
@@ -154,6 +177,7 @@ async fn tester() -> (Tester, Arc<Mutex<Vec<Seen>>>) {
         .tool::<upload_file>()
         .tool::<create_users>()
         .tool::<upload_image>()
+        .tool::<report_csv>()
         .build()
         .unwrap();
     (Tester::new(server), seen)
@@ -277,4 +301,17 @@ async fn raw_bytes_go_with_their_content_type_and_the_fixed_header() {
         .call("pets.upload_image", json!({"body": "%%%"}))
         .await;
     assert_eq!(result.error_code(), Some("VALIDATION_ERROR"));
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_json_comes_back_as_its_bytes() {
+    let (tester, seen) = tester().await;
+    let result = tester.call("reports.csv", json!({})).await;
+    assert!(!result.is_error(), "{}", result.raw_text());
+    assert_eq!(result.data(), &json!("id,total\nINV-1,500\n"));
+    // The request's own `accept` replaces the JSON default: one value, not two.
+    assert_eq!(last(&seen).accept, ["text/csv"]);
+    // A JSON call still asks for JSON.
+    tester.call("users.create_many", json!({"users": []})).await;
+    assert_eq!(last(&seen).accept, ["application/json"]);
 }

@@ -354,6 +354,14 @@ impl HttpUpstream {
         })
     }
 
+    /// Sends `request` and returns the bytes of a successful answer as they are, for an
+    /// operation that answers something other than JSON (an image, a CSV file); the request
+    /// names what it accepts with an `accept` [header](UpstreamRequest::header). Failures are
+    /// classified as [`send`](Self::send)'s.
+    pub async fn send_bytes(&self, request: UpstreamRequest) -> Result<Vec<u8>, ToolError> {
+        self.exchange(&request).await.map(|(_, body)| body)
+    }
+
     /// Sends `request`: the status and the body of a successful answer, or the classified
     /// failure.
     async fn exchange(
@@ -376,8 +384,13 @@ impl HttpUpstream {
             .inner
             .client
             .request(method, url)
-            .headers(self.inner.headers.clone())
-            .header(reqwest::header::ACCEPT, "application/json");
+            .headers(self.inner.headers.clone());
+        if !request
+            .headers()
+            .any(|(name, _)| name.eq_ignore_ascii_case("accept"))
+        {
+            builder = builder.header(reqwest::header::ACCEPT, "application/json");
+        }
         for (name, value) in request.headers() {
             builder = builder.header(name, value);
         }
