@@ -1449,11 +1449,8 @@ pub(crate) fn strip_markup(text: &str) -> String {
 /// The upstream's own authentication, from `components.securitySchemes` (every scheme the
 /// document declares, in its order).
 fn read_auth(root: &Value) -> Vec<Auth> {
-    let schemes = root
-        .pointer("/components/securitySchemes")
-        .and_then(Value::as_object);
     let mut auth = Vec::new();
-    for scheme in schemes.into_iter().flat_map(|schemes| schemes.values()) {
+    for scheme in security_schemes(root) {
         let kind = scheme.get("type").and_then(Value::as_str).unwrap_or("");
         let found = match kind {
             "http"
@@ -1491,15 +1488,20 @@ fn read_auth(root: &Value) -> Vec<Auth> {
     auth
 }
 
+/// The document's `components.securitySchemes`, in its order.
+fn security_schemes(root: &Value) -> impl Iterator<Item = &Value> {
+    root.pointer("/components/securitySchemes")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|schemes| schemes.values())
+}
+
 /// What the generated connector cannot do for the document's authentication: AWS Signature
 /// Version 4 (a signature computed per request from the request itself and a secret key) and
 /// HTTP basic (a user and password), which `API_TOKEN` does not express by itself.
 fn auth_notes(root: &Value) -> Vec<String> {
-    let schemes = root
-        .pointer("/components/securitySchemes")
-        .and_then(Value::as_object);
     let mut notes = Vec::new();
-    for scheme in schemes.into_iter().flat_map(|schemes| schemes.values()) {
+    for scheme in security_schemes(root) {
         let sigv4 = scheme
             .get("x-amazon-apigateway-authtype")
             .and_then(Value::as_str)
