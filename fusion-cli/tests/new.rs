@@ -114,6 +114,8 @@ struct StdioSession {
     input: ChildStdin,
     output: BufReader<ChildStdout>,
     next_id: u64,
+    /// The server's answer to `initialize`.
+    initialized: Value,
 }
 
 impl StdioSession {
@@ -134,6 +136,7 @@ impl StdioSession {
             input,
             output,
             next_id: 0,
+            initialized: Value::Null,
         };
         let initialized = session.request(
             "initialize",
@@ -145,6 +148,7 @@ impl StdioSession {
             "{initialized}"
         );
         session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        session.initialized = initialized;
         session
     }
 
@@ -368,6 +372,14 @@ fn a_vanilla_connector_builds_passes_its_tests_and_serves_stdio_and_http() {
     assert_eq!(
         version.trim(),
         format!("vanilla-notes 0.1.0 bundle {first} lock {surface}")
+    );
+    // And so does the running server, in the `_meta` of its `initialize` answer.
+    let bundled = StdioSession::start(&binary, &[]);
+    assert_eq!(
+        bundled.initialized["result"]["_meta"]["dev.fusion/bundle"],
+        json!({"hash": first, "lock": surface}),
+        "{}",
+        bundled.initialized
     );
 }
 

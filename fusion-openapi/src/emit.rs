@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::names::{self, one_line};
-use crate::schema::{Api, Auth, Body, Location, Model, Piece, Returns, Tool};
+use crate::schema::{Api, Auth, Body, Encoding, Location, Model, Piece, Returns, Tool};
 use crate::{FusionDependency, GeneratedCrate, Options};
 
 /// A Rust string literal.
@@ -182,6 +182,8 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
         }
         Returns::Unit => (String::new(), "()".to_owned()),
         Returns::Json => (String::new(), "fusion::serde_json::Value".to_owned()),
+        Returns::Text(_) => (String::new(), "String".to_owned()),
+        Returns::Media(_) => (String::new(), "fusion::WithMedia<String>".to_owned()),
     };
     let direct = tool.direct() || tool.lookup.is_some();
     let _ = writeln!(out, "#[doc = {}]", lit(&tool.description));
@@ -201,11 +203,7 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
     }
     let _ = writeln!(out, "pub async fn {}(", tool.ident);
     if direct {
-        if tool.headers.is_empty() {
-            let _ = writeln!(out, "    upstream: fusion::State<fusion::HttpUpstream>,");
-        } else {
-            let _ = writeln!(out, "    upstreams: fusion::State<HeaderUpstreams>,");
-        }
+        let _ = writeln!(out, "    upstream: fusion::State<fusion::HttpUpstream>,");
     }
     let has_body = matches!(tool.method, "POST" | "PUT" | "PATCH");
     for param in &tool.params {
@@ -235,6 +233,7 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
             argument,
             model,
             create,
+            ..
         }) => {
             let profile = if *create { "Create" } else { "Update" };
             let _ = writeln!(
@@ -243,12 +242,41 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
                 api.models[*model].ident
             );
         }
-        Some(Body::Object { argument, doc }) => {
+        Some(Body::Object { argument, doc, .. }) => {
             let _ = writeln!(out, "    #[doc = {}]", lit(doc));
             let _ = writeln!(
                 out,
                 "    {argument}: fusion::serde_json::Map<String, fusion::serde_json::Value>,"
             );
+        }
+        Some(Body::Whole {
+            argument,
+            ty,
+            optional,
+            doc,
+        }) => {
+            let _ = writeln!(out, "    #[doc = {}]", lit(doc));
+            let ty = ty.rust();
+            let ty = if *optional {
+                format!("Option<{ty}>")
+            } else {
+                ty
+            };
+            let _ = writeln!(out, "    {argument}: {ty},");
+        }
+        Some(Body::Raw {
+            argument,
+            optional,
+            doc,
+            ..
+        }) => {
+            let _ = writeln!(out, "    #[doc = {}]", lit(doc));
+            let ty = if *optional {
+                "Option<String>"
+            } else {
+                "String"
+            };
+            let _ = writeln!(out, "    {argument}: {ty},");
         }
         None => {}
     }
@@ -341,41 +369,144 @@ fn tool_rs(api: &Api, tool: &Tool, out: &mut String) {
             param.ident
         );
     }
-    match &tool.body {
-        Some(Body::Profile { argument, .. }) => {
+    body_rs(tool, out);
+    // Headers the document fixes for the operation: sent by the tool, never chosen by agents.
+    for (name, value) in &tool.headers {
+        let _ = writeln!(out, "    request.header({}, {})?;", lit(name), lit(value));
+    }
+    let send = match &tool.returns {
+        Returns::Text(kind) | Returns::Media(kind) => {
+            let _ = writeln!(out, "    request.header(\"accept\", {})?;", lit(kind));
+            "send_bytes"
+        }
+        _ => "send",
+    };
+    let call = match &tool.lookup {
+        Some(lookup) => format!(
+            "upstream.{send}(request).await.map_err(|error| look_up_with(error, {}))",
+            lit(lookup)
+        ),
+        None => format!("upstream.{send}(request).await"),
+    };
+    match &tool.returns {
+        Returns::Text(_) => {
+            let _ = writeln!(out, "    let bytes = {call}?;");
+            let _ = writeln!(out, "    Ok(String::from_utf8_lossy(&bytes).into_owned())");
+        }
+        Returns::Media(kind) => {
+            let (what, make) = if kind.starts_with("image/") {
+                ("image", "image")
+            } else {
+                ("sound", "audio")
+            };
+            let _ = writeln!(out, "    let bytes = {call}?;");
+            let _ = writeln!(
+                out,
+                "    let about = format!(\"The upstream's {what} ({}, {{}} bytes) follows.\", bytes.len());",
+                kind
+            );
+            let _ = writeln!(
+                out,
+                "    Ok(fusion::WithMedia::new(about).with(fusion::Media::{make}(bytes, {})))",
+                lit(kind)
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "    {call}");
+        }
+    }
+    let _ = writeln!(out, "}}\n");
+}
+
+/// The statements that put a direct tool's body in its request.
+fn body_rs(tool: &Tool, out: &mut String) {
+    let encoding = match &tool.body {
+        Some(Body::Profile {
+            argument, encoding, ..
+        }) => {
             let _ = writeln!(
                 out,
                 "    request.group(fusion::upstream::Placement::Body, &{argument})?;"
             );
+            encoding
         }
-        Some(Body::Object { argument, .. }) => {
+        Some(Body::Object {
+            argument, encoding, ..
+        }) => {
             let _ = writeln!(out, "    for (name, value) in &{argument} {{");
             let _ = writeln!(
                 out,
                 "        request.arg(fusion::upstream::Placement::Body, name, value)?;"
             );
             let _ = writeln!(out, "    }}");
+            encoding
         }
-        None => {}
-    }
-    let client = if tool.headers.is_empty() {
-        "upstream".to_owned()
-    } else {
-        format!("upstreams.get({})", lit(names::unraw(&tool.ident)))
+        Some(Body::Whole {
+            argument, optional, ..
+        }) => {
+            optional_rs(argument, *optional, out, |value| {
+                format!("request.json_body(&{value})?;")
+            });
+            return;
+        }
+        Some(Body::Raw {
+            argument,
+            content_type,
+            base64,
+            optional,
+            ..
+        }) => {
+            optional_rs(argument, *optional, out, |value| {
+                if *base64 {
+                    format!(
+                        "request.base64_body({}, {}, &{value})?;",
+                        lit(names::unraw(argument)),
+                        lit(content_type)
+                    )
+                } else {
+                    format!(
+                        "request.bytes_body({}, {value}.into_bytes());",
+                        lit(content_type)
+                    )
+                }
+            });
+            return;
+        }
+        None => return,
     };
-    match &tool.lookup {
-        Some(lookup) => {
+    match encoding {
+        Encoding::Json => {}
+        Encoding::Form => {
             let _ = writeln!(
                 out,
-                "    {client}.send(request).await.map_err(|error| look_up_with(error, {}))",
-                lit(lookup)
+                "    request.set_encoding(fusion::upstream::BodyEncoding::Form);"
             );
         }
-        None => {
-            let _ = writeln!(out, "    {client}.send(request).await");
+        Encoding::Multipart(files) => {
+            let _ = writeln!(
+                out,
+                "    request.set_encoding(fusion::upstream::BodyEncoding::Multipart);"
+            );
+            if !files.is_empty() {
+                let files: Vec<String> = files.iter().map(|name| lit(name)).collect();
+                let _ = writeln!(out, "    request.file_fields(&[{}]);", files.join(", "));
+            }
         }
     }
-    let _ = writeln!(out, "}}\n");
+}
+
+/// The statement `send` writes for a value, run on the argument, or on what it holds when it
+/// is optional.
+fn optional_rs(argument: &str, optional: bool, out: &mut String, send: impl Fn(&str) -> String) {
+    if optional {
+        let _ = writeln!(
+            out,
+            "    if let Some(value) = {argument} {{\n        {}\n    }}",
+            send("value")
+        );
+    } else {
+        let _ = writeln!(out, "    {}", send(argument));
+    }
 }
 
 /// Helpers the direct tools call, each written only when a tool uses it.
@@ -417,59 +548,6 @@ fn look_up_with(error: fusion::ToolError, tool: &str) -> fusion::ToolError {{
         ))
     }} else {{
         error
-    }}
-}}
-"#
-        );
-    }
-    let constant: Vec<&Tool> = api
-        .tools
-        .iter()
-        .filter(|tool| !tool.headers.is_empty())
-        .collect();
-    if !constant.is_empty() {
-        let _ = writeln!(
-            out,
-            "/// The headers the document fixes for an operation (`X-Amz-Target`), by tool: each such\n/// tool calls an upstream that sends them, built by [`server`]'s caller."
-        );
-        let _ = writeln!(
-            out,
-            "pub const CONSTANT_HEADERS: &[(&str, &[(&str, &str)])] = &["
-        );
-        for tool in &constant {
-            let headers: Vec<String> = tool
-                .headers
-                .iter()
-                .map(|(name, value)| format!("({}, {})", lit(name), lit(value)))
-                .collect();
-            let _ = writeln!(
-                out,
-                "    ({}, &[{}]),",
-                lit(names::unraw(&tool.ident)),
-                headers.join(", ")
-            );
-        }
-        let _ = writeln!(out, "];\n");
-        let _ = writeln!(
-            out,
-            r#"/// The upstream of each tool of [`CONSTANT_HEADERS`].
-pub struct HeaderUpstreams(std::collections::HashMap<&'static str, fusion::HttpUpstream>);
-
-impl HeaderUpstreams {{
-    /// Builds each tool's upstream with `upstream(headers)`.
-    pub fn build(
-        upstream: impl Fn(&[(&str, &str)]) -> Result<fusion::HttpUpstream, fusion::upstream::UpstreamConfigError>,
-    ) -> Result<Self, fusion::upstream::UpstreamConfigError> {{
-        let mut upstreams = std::collections::HashMap::new();
-        for (tool, headers) in CONSTANT_HEADERS {{
-            upstreams.insert(*tool, upstream(headers)?);
-        }}
-        Ok(HeaderUpstreams(upstreams))
-    }}
-
-    fn get(&self, tool: &str) -> &fusion::HttpUpstream {{
-        // `build` made one for every tool of CONSTANT_HEADERS, the only tools that ask.
-        &self.0[tool]
     }}
 }}
 "#
@@ -557,24 +635,11 @@ pub fn base_url_from_template(value: impl Fn(&str) -> Option<String>) -> Option<
     for tool in &api.tools {
         tool_rs(api, tool, &mut out);
     }
-    let headers = api.tools.iter().any(|tool| !tool.headers.is_empty());
-    if headers {
-        let _ = writeln!(
-            out,
-            "/// The connector's server: every tool, calling `upstream`, or for a tool of\n/// [`CONSTANT_HEADERS`], the upstream `with_headers` builds with its headers.\npub fn server(\n    upstream: fusion::HttpUpstream,\n    with_headers: impl Fn(&[(&str, &str)]) -> Result<fusion::HttpUpstream, fusion::upstream::UpstreamConfigError>,\n) -> Result<fusion::Server, Box<dyn std::error::Error + Send + Sync>> {{"
-        );
-        let _ = writeln!(
-            out,
-            "    let upstreams = HeaderUpstreams::build(with_headers)?;"
-        );
-        let _ = writeln!(out, "    Ok(fusion::ServerBuilder::new(");
-    } else {
-        let _ = writeln!(
-            out,
-            "/// The connector's server: every tool, calling `upstream`.\npub fn server(upstream: fusion::HttpUpstream) -> Result<fusion::Server, fusion::BuildError> {{"
-        );
-        let _ = writeln!(out, "    fusion::ServerBuilder::new(");
-    }
+    let _ = writeln!(
+        out,
+        "/// The connector's server: every tool, calling `upstream`.\npub fn server(upstream: fusion::HttpUpstream) -> Result<fusion::Server, fusion::BuildError> {{"
+    );
+    let _ = writeln!(out, "    fusion::ServerBuilder::new(");
     let mut instructions = match &api.description {
         Some(description) => format!("{}: {description}", one_line(&api.title, 120)),
         None => one_line(&api.title, 120),
@@ -590,17 +655,10 @@ pub fn base_url_from_template(value: impl Fn(&str) -> Option<String>) -> Option<
     );
     let _ = writeln!(out, "        .instructions({})", lit(&instructions));
     let _ = writeln!(out, "        .upstream(upstream)");
-    if headers {
-        let _ = writeln!(out, "        .state(upstreams)");
-    }
     for tool in &api.tools {
         let _ = writeln!(out, "        .tool::<{}>()", tool.ident);
     }
-    if headers {
-        let _ = writeln!(out, "        .build()?)\n}}");
-    } else {
-        let _ = writeln!(out, "        .build()\n}}");
-    }
+    let _ = writeln!(out, "        .build()\n}}");
     out
 }
 
@@ -608,7 +666,7 @@ pub fn base_url_from_template(value: impl Fn(&str) -> Option<String>) -> Option<
 /// after the document's security schemes.
 fn credential_rs(api: &Api) -> (String, String) {
     // A token scheme (bearer, OAuth 2, OpenID Connect) where the document has one, else its
-    // API key header.
+    // API key header, else its API key query parameter.
     let token = api
         .auth
         .iter()
@@ -617,9 +675,23 @@ fn credential_rs(api: &Api) -> (String, String) {
         Auth::Header(name) if !token => Some(name.clone()),
         _ => None,
     });
+    let query = api.auth.iter().find_map(|auth| match auth {
+        Auth::Query(name) if !token && header.is_none() => Some(name.clone()),
+        _ => None,
+    });
     let mut doc = String::new();
-    let code = match &header {
-        Some(name) => {
+    let code = match (&header, &query) {
+        (None, Some(name)) => {
+            let _ = write!(
+                doc,
+                "`API_TOKEN` is sent in the query parameter `{name}` of every call (the document's API key; `API_KEY_QUERY` names another parameter)"
+            );
+            format!(
+                "upstream = upstream.query_credential(std::env::var(\"API_KEY_QUERY\").unwrap_or_else(|_| {}.to_owned()), token);",
+                lit(name)
+            )
+        }
+        (Some(name), _) => {
             let _ = write!(
                 doc,
                 "`API_TOKEN` is sent in the `{name}` header (the document's API key; `API_KEY_HEADER` names another header)"
@@ -629,7 +701,7 @@ fn credential_rs(api: &Api) -> (String, String) {
                 lit(name)
             )
         }
-        None => {
+        (None, None) => {
             let _ = write!(
                 doc,
                 "`API_TOKEN` is sent as a bearer token (or in the header `API_KEY_HEADER` names)"
@@ -645,13 +717,7 @@ fn credential_rs(api: &Api) -> (String, String) {
                     "; for OAuth client credentials, `API_TOKEN` is an access token obtained from {url}"
                 );
             }
-            Auth::Query(name) => {
-                let _ = write!(
-                    doc,
-                    "; the document's API key in the query parameter `{name}` cannot be sent on every call: use a header the API accepts"
-                );
-            }
-            Auth::Bearer | Auth::Header(_) => {}
+            Auth::Bearer | Auth::Header(_) | Auth::Query(_) => {}
         }
     }
     (doc, code)
@@ -659,7 +725,6 @@ fn credential_rs(api: &Api) -> (String, String) {
 
 fn main_rs(api: &Api, lib: &str) -> String {
     let (credential_doc, credential) = credential_rs(api);
-    let headers = api.tools.iter().any(|tool| !tool.headers.is_empty());
     let template = match &api.base_url_template {
         Some((url, _)) => format!(
             "the document's server `{url}`, its variables from API_SERVER_<NAME> or their defaults"
@@ -674,13 +739,6 @@ fn main_rs(api: &Api, lib: &str) -> String {
     } else {
         String::new()
     };
-    let build = if headers {
-        format!(
-            "let every_call = upstream(&base_url, &[])?;\n    let server = {lib}::server(every_call, |headers| upstream(&base_url, headers))\n        .map_err(|error| error.to_string())?;"
-        )
-    } else {
-        format!("let server = {lib}::server(upstream(&base_url, &[])?)?;")
-    };
     format!(
         r#"//! Serves the {title} connector over stdio (the default) or Streamable HTTP.
 //!
@@ -693,18 +751,12 @@ use std::time::Duration;
 const USAGE: &str = "usage: {lib} [--base-url URL] [--http ADDRESS]
   --base-url URL    the upstream API (or API_BASE_URL; default: {template})
   --http ADDRESS    serve Streamable HTTP on ADDRESS (such as 127.0.0.1:8080) instead of stdio
-environment: API_TOKEN (upstream credential), API_KEY_HEADER (send API_TOKEN in this header),
+environment: API_TOKEN (upstream credential), {key_variable},
 MCP_TOKEN (the token HTTP clients present)";
 
-/// The upstream at `base_url`, with the credential from the environment and `headers`.
-fn upstream(
-    base_url: &str,
-    headers: &[(&str, &str)],
-) -> Result<fusion::HttpUpstream, fusion::upstream::UpstreamConfigError> {{
-    let mut upstream = fusion::HttpUpstream::builder(base_url).timeout(Duration::from_secs(30));
-    for (name, value) in {all_headers} {{
-        upstream = upstream.header(*name, *value);
-    }}
+/// The upstream at `base_url`, with the credential from the environment.
+fn upstream(base_url: &str) -> Result<fusion::HttpUpstream, fusion::upstream::UpstreamConfigError> {{
+    let mut upstream = fusion::HttpUpstream::builder(base_url).timeout(Duration::from_secs(30));{common_headers}
     if let Ok(token) = std::env::var("API_TOKEN") {{
         {credential}
     }}
@@ -731,7 +783,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {{
     let base_url = base_url
         .or_else(|| {lib}::DEFAULT_BASE_URL.map(str::to_owned)){fallback}
         .ok_or("no base URL: pass --base-url or set API_BASE_URL")?;
-    {build}
+    let server = {lib}::server(upstream(&base_url)?)?;
     let mcp = fusion::serve::Mcp::new(server);
     match http {{
         None => mcp.serve_stdio().await?,
@@ -748,10 +800,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {{
 }}
 "#,
         title = one_line(&api.title, 120),
-        all_headers = if api.common_headers.is_empty() {
-            "headers".to_owned()
+        key_variable = if credential.contains("API_KEY_QUERY") {
+            "API_KEY_QUERY (send API_TOKEN in this query parameter)"
         } else {
-            format!("{lib}::COMMON_HEADERS.iter().chain(headers)")
+            "API_KEY_HEADER (send API_TOKEN in this header)"
+        },
+        common_headers = if api.common_headers.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\n    for (name, value) in {lib}::COMMON_HEADERS {{\n        upstream = upstream.header(*name, *value);\n    }}"
+            )
         },
     )
 }

@@ -143,7 +143,16 @@ pub(crate) enum Piece {
     Param(String),
 }
 
-/// What a tool sends as its JSON body.
+/// How a body's fields are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    Json,
+    Form,
+    /// Multipart, with the upstream names of the fields that are files (base64 arguments).
+    Multipart(Vec<String>),
+}
+
+/// What a tool sends as its body.
 #[derive(Debug, Clone)]
 pub(crate) enum Body {
     /// `Create<M>` (`create`) or `Update<M>` of model `model`, as the argument `argument`.
@@ -151,10 +160,30 @@ pub(crate) enum Body {
         argument: String,
         model: usize,
         create: bool,
+        encoding: Encoding,
     },
-    /// A free-form JSON object (no declared properties, or `oneOf` alternatives), sent as it
-    /// is: its description says what it may hold.
-    Object { argument: String, doc: String },
+    /// A free-form object (no declared properties, or `oneOf` alternatives), sent as it is:
+    /// its description says what it may hold.
+    Object {
+        argument: String,
+        doc: String,
+        encoding: Encoding,
+    },
+    /// A JSON array or scalar, sent whole.
+    Whole {
+        argument: String,
+        ty: Type,
+        optional: bool,
+        doc: String,
+    },
+    /// A body of another media type: text as it is, or bytes the agent gives as base64.
+    Raw {
+        argument: String,
+        content_type: String,
+        base64: bool,
+        optional: bool,
+        doc: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -163,6 +192,10 @@ pub(crate) enum Returns {
     List(usize),
     Unit,
     Json,
+    /// A text answer of this media type (`text/csv`), returned as a string.
+    Text(String),
+    /// An image or a sound of this media type, returned as a media block.
+    Media(String),
 }
 
 #[derive(Debug, Clone)]
@@ -178,7 +211,7 @@ pub(crate) struct Tool {
     pub(crate) params: Vec<Param>,
     pub(crate) body: Option<Body>,
     pub(crate) returns: Returns,
-    /// Headers the document fixes for this operation (`X-Amz-Target`).
+    /// Headers the document fixes for this operation (`X-Amz-Target`), sent with each call.
     pub(crate) headers: Vec<(String, String)>,
     /// Names of the tools that read what this mutation changes.
     pub(crate) invalidates: Vec<String>,
@@ -188,11 +221,18 @@ pub(crate) struct Tool {
 
 impl Tool {
     /// Whether the `#[tool(http = …)]` proxy cannot express it, so that it is written as a
-    /// handler building its request: constant headers, a free-form body, or a path segment
-    /// holding several parameters.
+    /// handler building its request: constant headers, a body other than a JSON profile, an
+    /// answer other than JSON, or a path segment holding several parameters.
     pub(crate) fn direct(&self) -> bool {
         !self.headers.is_empty()
-            || matches!(self.body, Some(Body::Object { .. }))
+            || matches!(self.returns, Returns::Text(_) | Returns::Media(_))
+            || !matches!(
+                self.body,
+                None | Some(Body::Profile {
+                    encoding: Encoding::Json,
+                    ..
+                })
+            )
             || self.segments.iter().any(|segment| {
                 segment
                     .iter()
@@ -260,8 +300,7 @@ pub(crate) enum Auth {
     Bearer,
     /// An API key in this header.
     Header(String),
-    /// An API key in this query parameter: the runtime's upstream has no per-call query
-    /// credential, so it is reported.
+    /// An API key in this query parameter, sent on every call.
     Query(String),
     /// OAuth 2 client credentials at this token URL.
     ClientCredentials(String),
@@ -334,13 +373,7 @@ impl Api {
             notes: Vec::new(),
         };
         // Names the generated code itself uses in the crate's root.
-        for taken in [
-            "Server",
-            "DEFAULT_BASE_URL",
-            "server",
-            "HeaderUpstreams",
-            "BASE_URL_TEMPLATE",
-        ] {
+        for taken in ["Server", "DEFAULT_BASE_URL", "server", "BASE_URL_TEMPLATE"] {
             reader.type_names.reserve(taken);
         }
         let mut report = Report::default();
@@ -448,13 +481,7 @@ impl Api {
                 }
             }
         }
-        for scheme in &auth {
-            if let Auth::Query(name) = scheme {
-                reader.notes.push(format!(
-                    "the API key goes in the query parameter `{name}`, which the upstream client cannot add to every call: give it in a header if the API accepts one"
-                ));
-            }
-        }
+        reader.notes.extend(auth_notes(root));
         report.tools = tools.len();
         report.models = reader
             .models
@@ -827,75 +854,13 @@ impl<'a> Reader<'a> {
         }
         // The body first: its profile's fields are arguments whose names parameters must not
         // take.
-        let mut body = None;
-        if let Some(request_body) = operation.get("requestBody") {
-            let request_body = self.resolve(request_body)?;
-            let content = request_body.get("content").and_then(Value::as_object);
-            let json = content.and_then(|content| {
-                content
-                    .iter()
-                    .find(|(kind, _)| is_json(kind))
-                    .map(|(_, media)| media.clone())
-            });
-            let required = request_body.get("required").and_then(Value::as_bool) == Some(true);
-            let body_doc = request_body
-                .get("description")
-                .and_then(Value::as_str)
-                .map(|text| one_line(&strip_markup(text), self.overlay.label_tokens * 4));
-            match json.as_ref().and_then(|media| media.get("schema")) {
-                Some(schema) if self.has_properties(schema) => {
-                    let index = self.model_of(schema, &format!("{base_name}_body"))?;
-                    let create = method != "PATCH";
-                    if self.models[index].fillable().next().is_none() {
-                        self.notes.push(format!(
-                            "{method} {path}: the body has no writable fields; none is sent"
-                        ));
-                    } else {
-                        for field in self.models[index].fillable() {
-                            argument_names.reserve(&field.ident);
-                        }
-                        body = Some(Body::Profile {
-                            argument: "body".to_owned(),
-                            model: index,
-                            create,
-                        });
-                    }
-                }
-                // Free-form objects and alternatives (`oneOf`/`anyOf` of objects): the agent
-                // writes the JSON object, which the description explains.
-                Some(schema) if self.is_object(schema) || self.alternatives_of_objects(schema) => {
-                    argument_names.reserve("body");
-                    body = Some(Body::Object {
-                        argument: "body".to_owned(),
-                        doc: self.object_doc(schema, body_doc),
-                    });
-                }
-                // The upstream client sends a JSON object: a tool that silently left out what
-                // it is meant to send would mislead.
-                Some(_) => {
-                    return Err(
-                        "the request body is a JSON array or scalar, and the upstream client sends JSON objects only".into(),
-                    );
-                }
-                None => {
-                    match json.as_ref() {
-                        Some(_) => {
-                            return Err("the JSON request body has no schema".into());
-                        }
-                        None => {
-                            if let Some(media) = content.and_then(|content| content.keys().next()) {
-                                return Err(format!(
-                                    "the request body is `{media}`, not JSON (the upstream client sends JSON bodies only)"
-                                ));
-                            }
-                        }
-                    }
-                    if required {
-                        return Err("the required request body declares no content".into());
-                    }
-                }
+        let body = match operation.get("requestBody") {
+            Some(request_body) => {
+                let request_body = self.resolve(request_body)?.clone();
+                self.body(&request_body, method, path, &base_name, &mut argument_names)?
             }
-        }
+            None => None,
+        };
         let mut params = Vec::new();
         let mut headers = Vec::new();
         let mut template = route_path.to_owned();
@@ -1063,6 +1028,204 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// What an operation's request body becomes: JSON is preferred, then a form, then
+    /// multipart, then the first media type the document lists (sent as raw bytes).
+    fn body(
+        &mut self,
+        request_body: &Value,
+        method: &'static str,
+        path: &str,
+        base_name: &str,
+        argument_names: &mut Scope,
+    ) -> Result<Option<Body>, String> {
+        let content = request_body.get("content").and_then(Value::as_object);
+        let required = request_body.get("required").and_then(Value::as_bool) == Some(true);
+        let doc = request_body
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|text| one_line(&strip_markup(text), self.overlay.label_tokens * 4));
+        let media_of = |wanted: &dyn Fn(&str) -> bool| {
+            content.and_then(|content| {
+                content
+                    .iter()
+                    .find(|(kind, _)| wanted(kind))
+                    .map(|(kind, media)| (kind.clone(), media.clone()))
+            })
+        };
+        let chosen = media_of(&is_json)
+            .map(|media| (Encoding::Json, media))
+            .or_else(|| {
+                media_of(&|kind| media_is(kind, "application/x-www-form-urlencoded"))
+                    .map(|media| (Encoding::Form, media))
+            })
+            .or_else(|| {
+                media_of(&|kind| media_is(kind, "multipart/form-data"))
+                    .map(|media| (Encoding::Multipart(Vec::new()), media))
+            });
+        let Some((mut encoding, (kind, media))) = chosen else {
+            return match media_of(&|_| true) {
+                Some((kind, media)) => {
+                    argument_names.reserve("body");
+                    let schema = media.get("schema").cloned().unwrap_or(Value::Null);
+                    let resolved = self.resolve(&schema).unwrap_or(&schema);
+                    let base64 = is_binary_media(&kind, resolved);
+                    let what = if base64 {
+                        format!("The `{kind}` body's bytes, as base64 text")
+                    } else {
+                        format!("The `{kind}` body, as text")
+                    };
+                    let doc = match doc.or_else(|| self.described(resolved)) {
+                        Some(text) => format!("{what}: {text}"),
+                        None => what,
+                    };
+                    Ok(Some(Body::Raw {
+                        argument: "body".to_owned(),
+                        content_type: kind,
+                        base64,
+                        optional: !required,
+                        doc: one_line(&doc, self.overlay.label_tokens * 8),
+                    }))
+                }
+                None if required => Err("the required request body declares no content".into()),
+                None => Ok(None),
+            };
+        };
+        let Some(schema) = media.get("schema") else {
+            return Err(format!("the `{kind}` request body has no schema"));
+        };
+        if self.has_properties(schema) {
+            let index = self.model_of(schema, &format!("{base_name}_body"))?;
+            if let Encoding::Multipart(files) = &mut encoding {
+                *files = self.file_fields(schema, index);
+            }
+            let create = method != "PATCH";
+            if self.models[index].fillable().next().is_none() {
+                self.notes.push(format!(
+                    "{method} {path}: the body has no writable fields; none is sent"
+                ));
+                return Ok(None);
+            }
+            for field in self.models[index].fillable() {
+                argument_names.reserve(&field.ident);
+            }
+            return Ok(Some(Body::Profile {
+                argument: "body".to_owned(),
+                model: index,
+                create,
+                encoding,
+            }));
+        }
+        // Free-form objects and alternatives (`oneOf`/`anyOf` of objects): the agent writes the
+        // JSON object, which the description explains.
+        if self.is_object(schema) || self.alternatives_of_objects(schema) {
+            argument_names.reserve("body");
+            return Ok(Some(Body::Object {
+                argument: "body".to_owned(),
+                doc: self.object_doc(schema, doc),
+                encoding,
+            }));
+        }
+        if encoding != Encoding::Json {
+            return Err(format!(
+                "the `{kind}` request body is not an object: a form has named fields"
+            ));
+        }
+        // A JSON array or scalar, sent whole.
+        argument_names.reserve("body");
+        let (ty, _) = self.field_type(schema, 0);
+        let resolved = self.resolve(schema).unwrap_or(schema);
+        let doc = doc
+            .or_else(|| self.described(resolved))
+            .unwrap_or_else(|| "The request's JSON body".to_owned());
+        let doc = match self.items_doc(resolved) {
+            Some(items) => one_line(&format!("{doc}. {items}"), self.overlay.label_tokens * 8),
+            None => doc,
+        };
+        Ok(Some(Body::Whole {
+            argument: "body".to_owned(),
+            ty,
+            optional: !required,
+            doc,
+        }))
+    }
+
+    /// What the items of a JSON array body hold when they are objects: their schema's name and
+    /// fields, which the argument's type (a list of JSON values) does not say.
+    fn items_doc(&self, schema: &Value) -> Option<String> {
+        let items = schema.get("items")?;
+        if !self.is_object(items) {
+            return None;
+        }
+        let parts = self.object_parts(items, 0).ok()?;
+        let name = items
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|reference| reference.rsplit('/').next())
+            .unwrap_or("object");
+        let fields: Vec<String> = parts
+            .properties
+            .keys()
+            .map(|field| {
+                if parts.required.contains(field) {
+                    format!("{field} (required)")
+                } else {
+                    field.clone()
+                }
+            })
+            .collect();
+        Some(if fields.is_empty() {
+            format!("Each item is a JSON object ({name}).")
+        } else {
+            format!(
+                "Each item is a {name} JSON object with: {}.",
+                fields.join(", ")
+            )
+        })
+    }
+
+    /// A schema's own description, one line within the label budget.
+    fn described(&self, schema: &Value) -> Option<String> {
+        schema
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|text| one_line(&strip_markup(text), self.overlay.label_tokens * 4))
+            .filter(|text| !text.is_empty())
+    }
+
+    /// The upstream names of a multipart body's file fields (`format: binary`, or a
+    /// `contentMediaType`, or a list of those), whose labels now say they take base64 text.
+    fn file_fields(&mut self, schema: &Value, model: usize) -> Vec<String> {
+        let Ok(parts) = self.object_parts(schema, 0) else {
+            return Vec::new();
+        };
+        let is_file = |reader: &Self, property: &Value| {
+            let resolved = reader.resolve(property).unwrap_or(property);
+            resolved.get("format").and_then(Value::as_str) == Some("binary")
+                || resolved.get("contentMediaType").is_some()
+        };
+        let files: Vec<String> = parts
+            .properties
+            .iter()
+            .filter(|(_, property)| {
+                let resolved = self.resolve(property).unwrap_or(property);
+                is_file(self, property)
+                    || resolved
+                        .get("items")
+                        .is_some_and(|items| is_file(self, items))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for field in &mut self.models[model].fields {
+            if files.contains(&field.wire) && !field.label.contains("base64") {
+                field.label = format!(
+                    "{}: a file, as base64 text",
+                    field.label.trim_end_matches('.')
+                );
+            }
+        }
+        files
+    }
+
     /// An object schema with declared properties (its own or through `allOf`).
     fn has_properties(&self, schema: &Value) -> bool {
         self.is_object(schema)
@@ -1137,10 +1300,29 @@ impl<'a> Reader<'a> {
             return Ok(Returns::Unit);
         };
         let Some((_, media)) = content.iter().find(|(kind, _)| is_json(kind)) else {
-            if content.is_empty() {
+            let Some((kind, media)) = content.iter().next() else {
                 return Ok(Returns::Unit);
+            };
+            let schema = media.get("schema").cloned().unwrap_or(Value::Null);
+            let schema = self.resolve(&schema).unwrap_or(&schema);
+            let base = kind
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            if !is_binary_media(kind, schema) {
+                return Ok(Returns::Text(base));
             }
-            return Err("the response is not JSON".into());
+            let plain = base
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/+.-".contains(c));
+            if plain && (base.starts_with("image/") || base.starts_with("audio/")) {
+                return Ok(Returns::Media(base));
+            }
+            return Err(format!(
+                "the response is `{kind}`, binary data that is neither JSON, text, an image nor a sound"
+            ));
         };
         let Some(schema) = media.get("schema") else {
             return Ok(Returns::Json);
@@ -1267,11 +1449,8 @@ pub(crate) fn strip_markup(text: &str) -> String {
 /// The upstream's own authentication, from `components.securitySchemes` (every scheme the
 /// document declares, in its order).
 fn read_auth(root: &Value) -> Vec<Auth> {
-    let schemes = root
-        .pointer("/components/securitySchemes")
-        .and_then(Value::as_object);
     let mut auth = Vec::new();
-    for scheme in schemes.into_iter().flat_map(|schemes| schemes.values()) {
+    for scheme in security_schemes(root) {
         let kind = scheme.get("type").and_then(Value::as_str).unwrap_or("");
         let found = match kind {
             "http"
@@ -1285,7 +1464,8 @@ fn read_auth(root: &Value) -> Vec<Auth> {
             "apiKey" => {
                 let name = scheme.get("name").and_then(Value::as_str).unwrap_or("");
                 match scheme.get("in").and_then(Value::as_str) {
-                    // An `Authorization` "API key" (AWS's SigV4, a raw token) is sent as it is.
+                    // An `Authorization` "API key" (a raw token; AWS's SigV4, which is reported
+                    // by `auth_notes`) is sent as it is.
                     Some("header") if !name.is_empty() => Some(Auth::Header(name.to_owned())),
                     Some("query") if !name.is_empty() => Some(Auth::Query(name.to_owned())),
                     _ => None,
@@ -1306,6 +1486,43 @@ fn read_auth(root: &Value) -> Vec<Auth> {
         }
     }
     auth
+}
+
+/// The document's `components.securitySchemes`, in its order.
+fn security_schemes(root: &Value) -> impl Iterator<Item = &Value> {
+    root.pointer("/components/securitySchemes")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|schemes| schemes.values())
+}
+
+/// What the generated connector cannot do for the document's authentication: AWS Signature
+/// Version 4 (a signature computed per request from the request itself and a secret key) and
+/// HTTP basic (a user and password), which `API_TOKEN` does not express by itself.
+fn auth_notes(root: &Value) -> Vec<String> {
+    let mut notes = Vec::new();
+    for scheme in security_schemes(root) {
+        let sigv4 = scheme
+            .get("x-amazon-apigateway-authtype")
+            .and_then(Value::as_str)
+            .is_some_and(|kind| kind.eq_ignore_ascii_case("awsSigv4"));
+        let basic = scheme.get("type").and_then(Value::as_str) == Some("http")
+            && scheme
+                .get("scheme")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| kind.eq_ignore_ascii_case("basic"));
+        let note = if sigv4 {
+            "the API signs every request with AWS Signature Version 4, which the upstream client does not compute (it would need the request's body, time and a secret key per call): put a signing proxy in front of the API and give its URL as the base URL"
+        } else if basic {
+            "the API takes HTTP basic authentication: set API_KEY_HEADER=Authorization and API_TOKEN to `Basic ` followed by the base64 of `user:password`"
+        } else {
+            continue;
+        };
+        if !notes.iter().any(|seen| seen == note) {
+            notes.push(note.to_owned());
+        }
+    }
+    notes
 }
 
 /// Names the tools in `namespace`, and links them: a mutation invalidates the tools that read
@@ -1353,6 +1570,38 @@ fn link_tools(tools: &mut [Tool], namespace: &str) {
 fn is_literal(text: &str) -> bool {
     text.chars()
         .all(|c| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(c))
+}
+
+/// Whether `media` (parameters aside) is `expected`.
+fn media_is(media: &str, expected: &str) -> bool {
+    media
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case(expected)
+}
+
+/// Whether a raw body is bytes (given as base64) rather than text: binary schemas and media
+/// types that are not text.
+fn is_binary_media(media: &str, schema: &Value) -> bool {
+    let media = media
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let format = schema.get("format").and_then(Value::as_str);
+    if matches!(format, Some("binary" | "byte")) || schema.get("contentMediaType").is_some() {
+        return true;
+    }
+    let texty = media.starts_with("text/")
+        || media.ends_with("+xml")
+        || matches!(
+            media.as_str(),
+            "application/xml" | "application/sdp" | "application/x-yaml" | "application/yaml"
+        );
+    !texty
 }
 
 fn is_json(media: &str) -> bool {

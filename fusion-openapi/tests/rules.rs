@@ -54,12 +54,12 @@ fn user_api() -> serde_json::Value {
             }},
             "/forms": {"post": {
                 "operationId": "postForm",
-                "requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}},
+                "requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {"type": "string"}}}},
                 "responses": {"204": {"description": "none"}}
             }},
             "/bulk": {"post": {
                 "operationId": "postBulk",
-                "requestBody": {"content": {"application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/User"}}}}},
+                "requestBody": {"content": {"application/json": {}}},
                 "responses": {"204": {"description": "none"}}
             }},
             "/remote": {"get": {
@@ -77,7 +77,7 @@ fn user_api() -> serde_json::Value {
             }},
             "/report": {"get": {
                 "operationId": "getReport",
-                "responses": {"200": {"description": "ok", "content": {"text/csv": {"schema": {"type": "string"}}}}}
+                "responses": {"200": {"description": "ok", "content": {"application/pdf": {"schema": {"type": "string", "format": "binary"}}}}}
             }}
         },
         "components": {"schemas": {"User": {
@@ -169,15 +169,21 @@ fn every_unsupported_construct_skips_its_operation_with_a_reason() {
     for (operation, reason) in [
         (
             "POST /forms",
-            "`application/x-www-form-urlencoded`, not JSON",
+            "the `application/x-www-form-urlencoded` request body is not an object: a form has named fields",
         ),
-        ("POST /bulk", "a JSON array or scalar"),
+        (
+            "POST /bulk",
+            "the `application/json` request body has no schema",
+        ),
         ("GET /remote", "is not a local reference"),
         (
             "GET /signed",
             "the required header `X-Signature` takes a value the caller chooses",
         ),
-        ("GET /report", "not JSON"),
+        (
+            "GET /report",
+            "the response is `application/pdf`, binary data that is neither JSON, text, an image nor a sound",
+        ),
     ] {
         let why = skipped(&report, operation);
         assert!(why.contains(reason), "{operation}: {why}");
@@ -287,40 +293,112 @@ fn item<'a>(lib: &'a str, start: &str) -> &'a str {
 }
 
 #[test]
-fn a_constant_header_is_sent_by_the_tool_through_its_own_upstream() {
+fn a_constant_header_is_sent_by_the_tool_with_its_call() {
     let (lib, report) = lib_of(&shapes());
     let tool = item(&lib, "pub async fn create_connection(");
     assert!(
-        tool.contains("upstreams: fusion::State<HeaderUpstreams>"),
+        tool.contains("upstream: fusion::State<fusion::HttpUpstream>"),
         "{tool}"
     );
     assert!(
-        tool.contains(r#"upstreams.get("create_connection").send(request)"#),
+        tool.contains(r#"request.header("X-Amz-Target", "Shapes_20240101.CreateConnection")?;"#),
         "{tool}"
     );
+    assert!(tool.contains("upstream.send(request)"), "{tool}");
     // The header is no argument: agents never choose headers.
     assert!(!tool.to_lowercase().contains("x_amz_target"), "{tool}");
-    assert!(
-        lib.contains(
-            r#"("create_connection", &[("X-Amz-Target", "Shapes_20240101.CreateConnection")]),"#
-        ),
-        "{lib}"
-    );
     // The fragment that told the operations apart is not part of the route.
     assert!(
         tool.contains(r#"UpstreamRequest::new(fusion::upstream::HttpMethod::Post, "POST /")"#),
         "{tool}"
     );
+    // One upstream, one pooled client, for every tool.
     assert!(
-        lib.contains("pub fn server(\n    upstream: fusion::HttpUpstream,\n    with_headers:"),
+        lib.contains("pub fn server(upstream: fusion::HttpUpstream) -> Result<fusion::Server, fusion::BuildError>"),
         "{lib}"
     );
+    assert!(!lib.contains("HeaderUpstreams"), "{lib}");
     assert!(
         report
             .skipped
             .iter()
             .all(|(op, _)| !op.contains("X-Amz-Target")),
         "{report}"
+    );
+}
+
+#[test]
+fn form_multipart_raw_and_array_bodies_are_built_by_the_tool() {
+    let (lib, report) = lib_of(&shapes());
+    assert!(report.skipped.is_empty(), "{report}");
+    // A form: the profile's fields under their upstream names, form-encoded.
+    let tool = item(&lib, "pub async fn send_message(");
+    assert!(
+        tool.contains("body: fusion::Create<SendMessageBody>"),
+        "{tool}"
+    );
+    assert!(
+        tool.contains("request.group(fusion::upstream::Placement::Body, &body)?;")
+            && tool.contains("request.set_encoding(fusion::upstream::BodyEncoding::Form);"),
+        "{tool}"
+    );
+    // A token in a form is hidden like any other secret.
+    assert!(lib.contains("pub auth_token: fusion::Hidden<"), "{lib}");
+    // A free-form form body.
+    let tool = item(&lib, "pub async fn set_settings(");
+    assert!(
+        tool.contains("request.set_encoding(fusion::upstream::BodyEncoding::Form);"),
+        "{tool}"
+    );
+    // Multipart: the binary fields are files the agent gives as base64, and say so.
+    let tool = item(&lib, "pub async fn upload_file(");
+    assert!(
+        tool.contains("request.set_encoding(fusion::upstream::BodyEncoding::Multipart);")
+            && tool.contains(r#"request.file_fields(&["attachments", "file"]);"#),
+        "{tool}"
+    );
+    assert!(
+        lib.contains(r#"#[cast("The file: a file, as base64 text")]"#),
+        "{lib}"
+    );
+    // Raw bytes from base64, raw text as it is (optional when the body is).
+    let tool = item(&lib, "pub async fn put_widget_image(");
+    assert!(
+        tool.contains(r#"request.base64_body("body", "application/octet-stream", &body)?;"#),
+        "{tool}"
+    );
+    let tool = item(&lib, "pub async fn create_call(");
+    assert!(tool.contains("body: Option<String>"), "{tool}");
+    assert!(
+        tool.contains(r#"request.bytes_body("application/sdp", value.into_bytes());"#),
+        "{tool}"
+    );
+    // JSON arrays and scalars are sent whole; an array's items are described.
+    let tool = item(&lib, "pub async fn create_widgets(");
+    assert!(
+        tool.contains("body: Vec<fusion::serde_json::Value>")
+            && tool.contains("Each item is a WidgetInput JSON object with: colour (required).")
+            && tool.contains("request.json_body(&body)?;"),
+        "{tool}"
+    );
+    // Answers that are not JSON: text as a string, an image as an image block.
+    let tool = item(&lib, "pub async fn get_widget_report(");
+    assert!(
+        tool.contains("-> Result<String, fusion::ToolError>")
+            && tool.contains(r#"request.header("accept", "text/csv")?;"#)
+            && tool.contains("let bytes = upstream.send_bytes(request).await?;"),
+        "{tool}"
+    );
+    let tool = item(&lib, "pub async fn get_ticket_qr(");
+    assert!(
+        tool.contains("-> Result<fusion::WithMedia<String>, fusion::ToolError>")
+            && tool.contains(r#"fusion::Media::image(bytes, "image/png")"#),
+        "{tool}"
+    );
+    let tool = item(&lib, "pub async fn set_widget_rank(");
+    assert!(
+        tool.contains("body: Option<i64>") && tool.contains("request.json_body(&value)?;"),
+        "{tool}"
     );
 }
 
@@ -549,9 +627,70 @@ fn the_base_url_comes_from_the_server_template_and_credentials_from_the_environm
         keyed_main.contains(r#"unwrap_or_else(|_| "X-Api-Key".to_owned()), token)"#),
         "{keyed_main}"
     );
+    // With an API key in the query only, API_TOKEN goes in that query parameter.
+    keyed["components"]["securitySchemes"] = json!({
+        "queryKey": {"type": "apiKey", "in": "query", "name": "api_key"}
+    });
+    let generated = generate(&keyed.to_string(), &Options::default()).unwrap();
+    let query_main = generated.file("src/main.rs").unwrap();
+    assert!(
+        query_main.contains(r#"upstream = upstream.query_credential(std::env::var("API_KEY_QUERY").unwrap_or_else(|_| "api_key".to_owned()), token);"#),
+        "{query_main}"
+    );
+    assert!(
+        !generated
+            .report
+            .notes
+            .iter()
+            .any(|note| note.contains("api_key")),
+        "{}",
+        generated.report
+    );
     // OAuth client credentials: the token URL is named where API_TOKEN is documented.
     assert!(
         main.contains("https://auth.shapes.example.com/token"),
         "{main}"
+    );
+}
+
+#[test]
+fn aws_signature_v4_and_http_basic_are_reported_with_what_to_do() {
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/");
+    let read = |name: &str| std::fs::read_to_string(format!("{corpus}{name}")).unwrap();
+    let generated = generate(
+        &read("aws-codestar-connections-3.0.yaml"),
+        &Options::default(),
+    )
+    .unwrap();
+    let note = generated
+        .report
+        .notes
+        .iter()
+        .find(|note| note.contains("AWS Signature Version 4"))
+        .unwrap_or_else(|| panic!("{}", generated.report));
+    assert!(note.contains("signing proxy"), "{note}");
+    // The generated README carries the report.
+    assert!(
+        generated
+            .file("README.md")
+            .unwrap()
+            .contains("AWS Signature Version 4")
+    );
+    let generated = generate(&read("twilio-studio-v2-3.0.json"), &Options::default()).unwrap();
+    assert!(
+        generated.report.notes.iter().any(
+            |note| note.contains("HTTP basic") && note.contains("API_KEY_HEADER=Authorization")
+        ),
+        "{}",
+        generated.report
+    );
+    // A document without either says nothing of them.
+    let (_, report) = lib_of(&shapes());
+    assert!(
+        !report
+            .notes
+            .iter()
+            .any(|note| note.contains("Signature") || note.contains("HTTP basic")),
+        "{report}"
     );
 }

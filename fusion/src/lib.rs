@@ -204,12 +204,14 @@ pub mod serve {
     pub use fusion_runtime::serve::log_to_stderr;
     #[cfg(any(feature = "stdio", feature = "http"))]
     pub use fusion_runtime::serve::shutdown_signal;
+    pub use fusion_runtime::serve::{
+        BUNDLE_META_KEY, Bundle, Mcp, McpHandler, McpOptions, RequestInfo, ServeError,
+    };
     #[cfg(feature = "http")]
     pub use fusion_runtime::serve::{
         BoundedSessions, HttpOptions, InvalidReplicaName, ProtectedResource, ReplicaName,
         SessionsError,
     };
-    pub use fusion_runtime::serve::{Mcp, McpHandler, McpOptions, RequestInfo, ServeError};
     /// The OAuth 2.1 resource server (feature `oauth`): JWTs checked against the issuer's
     /// keys, opaque tokens through introspection, identity from claims.
     #[cfg(feature = "oauth")]
@@ -305,8 +307,9 @@ pub mod testing {
 /// HTTP proxy tools: upstream configuration, routes, requests and decoding (SPEC T6).
 pub mod upstream {
     pub use fusion_runtime::upstream::{
-        DecodeError, FromUpstream, HttpMethod, HttpRoute, PathSegment, Placement, RouteSegment,
-        SegmentError, Upstream, UpstreamFields, UpstreamRequest, encode_segment, kinds,
+        BodyEncoding, DecodeError, EncodedBody, FromUpstream, HttpMethod, HttpRoute, PathSegment,
+        Placement, RouteSegment, SegmentError, Upstream, UpstreamFields, UpstreamRequest,
+        encode_segment, kinds,
     };
     #[cfg(feature = "http-client")]
     pub use fusion_runtime::upstream::{

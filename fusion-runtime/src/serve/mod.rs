@@ -82,6 +82,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 #[cfg(feature = "http")]
 pub mod auth;
+mod bundle;
 #[cfg(feature = "http")]
 mod connections;
 #[cfg(feature = "http")]
@@ -117,6 +118,7 @@ mod tasks;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
+pub use bundle::{BUNDLE_META_KEY, Bundle};
 #[cfg(feature = "stderr-log")]
 pub use log::log_to_stderr;
 #[cfg(feature = "http")]
@@ -155,6 +157,8 @@ pub struct Mcp {
     subscriptions: Arc<Subscribers>,
     /// Its tasks: where they are kept, and those this process runs.
     tasks: Arc<tasks::Tasks>,
+    /// What the server reports it was built as.
+    bundle: Option<Bundle>,
 }
 
 impl std::fmt::Debug for Mcp {
@@ -178,7 +182,16 @@ impl Mcp {
             layers: Vec::new(),
             subscriptions: Arc::default(),
             tasks: Arc::default(),
+            bundle: Bundle::built(),
         }
+    }
+
+    /// Reports `bundle` (or nothing) in the `_meta` of `initialize` and `server/discover`,
+    /// instead of what this binary was built as ([`Bundle::built`], the default).
+    #[must_use]
+    pub fn bundle(mut self, bundle: Option<Bundle>) -> Self {
+        self.bundle = bundle;
+        self
     }
 
     /// Keeps its tasks (see the [task module](crate::task)) in `store`, with `options`: a store
@@ -270,6 +283,10 @@ impl Mcp {
         ));
         if let Some(instructions) = self.server.served_instructions() {
             info = info.with_instructions(instructions);
+        }
+        // `server/discover` carries the same `_meta`.
+        if let Some(bundle) = &self.bundle {
+            bundle.add_to(info.meta.get_or_insert_default());
         }
         McpHandler {
             shared: Arc::new(Shared {

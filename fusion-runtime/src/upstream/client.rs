@@ -64,6 +64,8 @@ struct Inner {
     client: reqwest::Client,
     base: Url,
     headers: HeaderMap,
+    /// Credentials sent in the query string of every call (an API key the API takes there).
+    query: Vec<(String, String)>,
     max_response_bytes: usize,
     max_request_bytes: usize,
 }
@@ -73,6 +75,15 @@ impl fmt::Debug for HttpUpstream {
         f.debug_struct("HttpUpstream")
             .field("base", &self.inner.base.as_str())
             .field("headers", &self.inner.headers.keys().collect::<Vec<_>>())
+            .field(
+                "query",
+                &self
+                    .inner
+                    .query
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .field("max_response_bytes", &self.inner.max_response_bytes)
             .field("max_request_bytes", &self.inner.max_request_bytes)
             .finish_non_exhaustive()
@@ -83,6 +94,7 @@ impl fmt::Debug for HttpUpstream {
 pub struct HttpUpstreamBuilder {
     base: String,
     headers: Vec<(String, String)>,
+    query: Vec<(String, String)>,
     timeout: Duration,
     connect_timeout: Duration,
     read_timeout: Duration,
@@ -135,6 +147,15 @@ impl HttpUpstreamBuilder {
         self
     }
 
+    /// Every call carries `name=value` in its query string: an API key the API takes only there
+    /// (`?api_key=…`). It is added when the call is sent, after the call's own query, and never
+    /// shows in [`url_of`](HttpUpstream::url_of), in `Debug` or in errors.
+    #[must_use]
+    pub fn query_credential(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.query.push((name.into(), value.into()));
+        self
+    }
+
     /// The longest a whole call may take, answer read included (30 s by default): past it the
     /// call is `UPSTREAM_UNAVAILABLE`, retryable.
     #[must_use]
@@ -166,7 +187,7 @@ impl HttpUpstreamBuilder {
         self
     }
 
-    /// The largest JSON body sent (1 MiB by default).
+    /// The largest body sent (1 MiB by default).
     #[must_use]
     pub fn max_request_bytes(mut self, bytes: usize) -> Self {
         self.max_request_bytes = bytes;
@@ -253,6 +274,7 @@ impl HttpUpstreamBuilder {
                 client,
                 base,
                 headers,
+                query: self.query,
                 max_response_bytes: self.max_response_bytes,
                 max_request_bytes: self.max_request_bytes,
             }),
@@ -280,6 +302,7 @@ impl HttpUpstream {
         HttpUpstreamBuilder {
             base: base_url.into(),
             headers: Vec::new(),
+            query: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             read_timeout: DEFAULT_READ_TIMEOUT,
@@ -296,7 +319,8 @@ impl HttpUpstream {
     }
 
     /// The URL a request goes to: the base URL's path, then the request's encoded path, then
-    /// its query.
+    /// its query (without the upstream's [query credentials](HttpUpstreamBuilder::query_credential),
+    /// added only when the call is sent).
     pub fn url_of(&self, request: &UpstreamRequest) -> Url {
         let mut url = self.inner.base.clone();
         let path = format!(
@@ -330,13 +354,24 @@ impl HttpUpstream {
         })
     }
 
+    /// Sends `request` and returns the bytes of a successful answer as they are, for an
+    /// operation that answers something other than JSON (an image, a CSV file); the request
+    /// names what it accepts with an `accept` [header](UpstreamRequest::header). Failures are
+    /// classified as [`send`](Self::send)'s.
+    pub async fn send_bytes(&self, request: UpstreamRequest) -> Result<Vec<u8>, ToolError> {
+        self.exchange(&request).await.map(|(_, body)| body)
+    }
+
     /// Sends `request`: the status and the body of a successful answer, or the classified
     /// failure.
     async fn exchange(
         &self,
         request: &UpstreamRequest,
     ) -> Result<(StatusCode, Vec<u8>), ToolError> {
-        let url = self.url_of(request);
+        let mut url = self.url_of(request);
+        if !self.inner.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(&self.inner.query);
+        }
         let method = match request.method() {
             HttpMethod::Get => reqwest::Method::GET,
             HttpMethod::Head => reqwest::Method::HEAD,
@@ -349,10 +384,18 @@ impl HttpUpstream {
             .inner
             .client
             .request(method, url)
-            .headers(self.inner.headers.clone())
-            .header(reqwest::header::ACCEPT, "application/json");
-        if let Some(body) = request.body() {
-            let bytes = serde_json::to_vec(body).map_err(ToolError::internal)?;
+            .headers(self.inner.headers.clone());
+        if !request
+            .headers()
+            .any(|(name, _)| name.eq_ignore_ascii_case("accept"))
+        {
+            builder = builder.header(reqwest::header::ACCEPT, "application/json");
+        }
+        for (name, value) in request.headers() {
+            builder = builder.header(name, value);
+        }
+        if let Some(body) = request.encode_body()? {
+            let bytes = body.bytes;
             if bytes.len() > self.inner.max_request_bytes {
                 return Err(ToolError::new(
                     codes::VALIDATION_ERROR,
@@ -365,7 +408,7 @@ impl HttpUpstream {
                 .with_recovery("Send shorter values."));
             }
             builder = builder
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::CONTENT_TYPE, body.content_type)
                 .body(bytes);
         }
         let mut response = builder

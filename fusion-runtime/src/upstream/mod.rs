@@ -7,7 +7,9 @@
 //!   segment ([`encode_segment`]: `../admin` is `..%2Fadmin`; `.`, `..` and empty values are
 //!   refused);
 //! - puts the other arguments (plain ones, or a fillable profile's fields) in the query for
-//!   `GET`/`HEAD`/`DELETE`, in a JSON body for `POST`/`PUT`/`PATCH`;
+//!   `GET`/`HEAD`/`DELETE`, in a JSON body for `POST`/`PUT`/`PATCH` (code that builds its
+//!   [`UpstreamRequest`] may send a form, a multipart body, a JSON array or raw bytes instead,
+//!   and add headers the operation fixes);
 //! - sends it with the server's [`HttpUpstream`] (base URL, credentials, timeouts, size
 //!   limits: configuration, never arguments) over one pooled client;
 //! - reads the answer into the model ([`FromUpstream`], which `#[model(upstream)]`
@@ -34,5 +36,7 @@ pub use client::{
 pub use decode::{DecodeError, FromUpstream, kinds, object};
 #[cfg(not(feature = "http-client"))]
 pub use disabled::Upstream;
-pub use request::{PathSegment, Placement, UpstreamFields, UpstreamRequest};
+pub use request::{
+    BodyEncoding, EncodedBody, PathSegment, Placement, UpstreamFields, UpstreamRequest,
+};
 pub use route::{HttpMethod, HttpRoute, RouteSegment, SegmentError, encode_segment};

@@ -1,6 +1,7 @@
-//! What a proxy call sends: the path with its parameters encoded, the query and the JSON body,
-//! all built from typed arguments. Nothing of it comes from anywhere else: the base URL, the
-//! headers and the credentials are the upstream's configuration.
+//! What a proxy call sends: the path with its parameters encoded, the query and the body (JSON,
+//! a form, multipart or raw bytes), all built from typed arguments, and the headers the tool
+//! itself fixes. Nothing of it comes from anywhere else: the base URL, the credentials and the
+//! limits are the upstream's configuration.
 
 use std::borrow::Cow;
 
@@ -82,6 +83,45 @@ pub struct UpstreamRequest {
     path: String,
     query: Vec<(String, String)>,
     body: Option<Map<String, Value>>,
+    encoding: BodyEncoding,
+    /// Body fields sent as file parts of a multipart body, their values base64 text.
+    file_fields: Vec<Cow<'static, str>>,
+    /// A body that is not a set of fields: a JSON array or scalar, or bytes.
+    whole: Option<WholeBody>,
+    headers: Vec<(Cow<'static, str>, String)>,
+}
+
+/// How the fields of a request's body are written (see [`UpstreamRequest::encode_body`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BodyEncoding {
+    /// A JSON object (`application/json`), the default.
+    #[default]
+    Json,
+    /// `application/x-www-form-urlencoded`: `name=value` pairs; a list repeats its name, an
+    /// object is its JSON text, `null` (a value cleared) is empty.
+    Form,
+    /// `multipart/form-data`: a text part per field (as in a form), and a file part per field
+    /// named with [`UpstreamRequest::file_fields`].
+    Multipart,
+}
+
+/// A body sent whole rather than as fields.
+#[derive(Debug, Clone)]
+enum WholeBody {
+    Json(Value),
+    Bytes {
+        content_type: Cow<'static, str>,
+        bytes: Vec<u8>,
+    },
+}
+
+/// A request's body as it goes on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedBody {
+    /// The `Content-Type` header (with the boundary of a multipart body).
+    pub content_type: String,
+    /// The bytes.
+    pub bytes: Vec<u8>,
 }
 
 impl UpstreamRequest {
@@ -94,6 +134,10 @@ impl UpstreamRequest {
             path: String::new(),
             query: Vec::new(),
             body: method.has_body().then(Map::new),
+            encoding: BodyEncoding::Json,
+            file_fields: Vec::new(),
+            whole: None,
+            headers: Vec::new(),
         }
     }
 
@@ -273,6 +317,210 @@ impl UpstreamRequest {
         }
     }
 
+    /// Writes the body's fields as `encoding` says (JSON by default).
+    pub fn set_encoding(&mut self, encoding: BodyEncoding) {
+        self.encoding = encoding;
+    }
+
+    /// In a multipart body, the fields with these upstream names are files: their values are
+    /// base64 text (a list of them, several files), sent decoded as file parts named after the
+    /// field. A value that is not base64 is refused with `VALIDATION_ERROR` when the body is
+    /// encoded.
+    pub fn file_fields(&mut self, names: &[&'static str]) {
+        self.file_fields
+            .extend(names.iter().map(|name| Cow::Borrowed(*name)));
+    }
+
+    /// Sends `value` as the whole JSON body (an array or a scalar the upstream takes as it is),
+    /// instead of an object of fields.
+    pub fn json_body<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ToolError> {
+        let value = serde_json::to_value(value).map_err(ToolError::internal)?;
+        self.whole = Some(WholeBody::Json(value));
+        Ok(())
+    }
+
+    /// Sends `bytes` as the whole body, with this `Content-Type`.
+    pub fn bytes_body(&mut self, content_type: impl Into<Cow<'static, str>>, bytes: Vec<u8>) {
+        self.whole = Some(WholeBody::Bytes {
+            content_type: content_type.into(),
+            bytes,
+        });
+    }
+
+    /// Sends the bytes that the argument `name` holds as base64 text as the whole body, with
+    /// this `Content-Type` (how an agent passes a file). Text that is not base64 is refused with
+    /// `VALIDATION_ERROR`.
+    pub fn base64_body(
+        &mut self,
+        name: &str,
+        content_type: impl Into<Cow<'static, str>>,
+        text: &str,
+    ) -> Result<(), ToolError> {
+        let bytes = decode_base64(name, text)?;
+        self.bytes_body(content_type, bytes);
+        Ok(())
+    }
+
+    /// Sends this header with the call (a value the API fixes for the operation, such as
+    /// `X-Amz-Target`), on top of the upstream's own headers. A name or value that cannot be
+    /// a header is an internal error: tools fix them, agents never do.
+    pub fn header(
+        &mut self,
+        name: impl Into<Cow<'static, str>>,
+        value: impl Into<String>,
+    ) -> Result<(), ToolError> {
+        let name = name.into();
+        let value = value.into();
+        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        if name.is_empty() || !name.chars().all(token) {
+            return Err(ToolError::internal_message(format!(
+                "`{name}` is not a header name"
+            )));
+        }
+        if value.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(ToolError::internal_message(format!(
+                "the value of header `{name}` holds a control character"
+            )));
+        }
+        self.headers.push((name, value));
+        Ok(())
+    }
+
+    /// The headers this call adds, in order.
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.headers
+            .iter()
+            .map(|(name, value)| (name.as_ref(), value.as_str()))
+    }
+
+    /// How the body's fields are written.
+    pub fn encoding(&self) -> BodyEncoding {
+        self.encoding
+    }
+
+    /// The body as it goes on the wire, `None` when the call has none: the whole body when one
+    /// was given, else the fields in the request's [`BodyEncoding`].
+    pub fn encode_body(&self) -> Result<Option<EncodedBody>, ToolError> {
+        match &self.whole {
+            Some(WholeBody::Json(value)) => {
+                return Ok(Some(EncodedBody {
+                    content_type: "application/json".to_owned(),
+                    bytes: serde_json::to_vec(value).map_err(ToolError::internal)?,
+                }));
+            }
+            Some(WholeBody::Bytes {
+                content_type,
+                bytes,
+            }) => {
+                return Ok(Some(EncodedBody {
+                    content_type: content_type.clone().into_owned(),
+                    bytes: bytes.clone(),
+                }));
+            }
+            None => {}
+        }
+        let Some(fields) = &self.body else {
+            return Ok(None);
+        };
+        let encoded = match self.encoding {
+            BodyEncoding::Json => EncodedBody {
+                content_type: "application/json".to_owned(),
+                bytes: serde_json::to_vec(fields).map_err(ToolError::internal)?,
+            },
+            BodyEncoding::Form => {
+                let mut form = String::new();
+                for (name, value) in fields {
+                    for text in field_texts(value) {
+                        if !form.is_empty() {
+                            form.push('&');
+                        }
+                        form.push_str(&encode_form(name));
+                        form.push('=');
+                        form.push_str(&encode_form(&text));
+                    }
+                }
+                EncodedBody {
+                    content_type: "application/x-www-form-urlencoded".to_owned(),
+                    bytes: form.into_bytes(),
+                }
+            }
+            BodyEncoding::Multipart => self.multipart(fields)?,
+        };
+        Ok(Some(encoded))
+    }
+
+    fn multipart(&self, fields: &Map<String, Value>) -> Result<EncodedBody, ToolError> {
+        // (name, file bytes or text)
+        let mut parts: Vec<(&str, Result<Vec<u8>, String>)> = Vec::new();
+        for (name, value) in fields {
+            if self.file_fields.iter().any(|file| file == name) {
+                let items = match value {
+                    Value::Array(items) => items.as_slice(),
+                    Value::Null => &[],
+                    other => std::slice::from_ref(other),
+                };
+                for item in items {
+                    let Value::String(text) = item else {
+                        return Err(ToolError::new(
+                            codes::VALIDATION_ERROR,
+                            format!("`{name}` is a file: base64 text is expected."),
+                        )
+                        .with_recovery(format!("Call again with `{name}` as base64 text.")));
+                    };
+                    parts.push((name, Ok(decode_base64(name, text)?)));
+                }
+            } else {
+                for text in field_texts(value) {
+                    parts.push((name, Err(text)));
+                }
+            }
+        }
+        // A boundary that none of the parts holds.
+        let boundary = loop {
+            let boundary = format!("fusion-{}", uuid::Uuid::new_v4().simple());
+            let needle = boundary.as_bytes();
+            let clashes = parts.iter().any(|(_, part)| {
+                let bytes = match part {
+                    Ok(bytes) => bytes.as_slice(),
+                    Err(text) => text.as_bytes(),
+                };
+                bytes.windows(needle.len()).any(|window| window == needle)
+            });
+            if !clashes {
+                break boundary;
+            }
+        };
+        let mut bytes = Vec::new();
+        for (name, part) in &parts {
+            let name = quoted_name(name);
+            bytes.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            match part {
+                Ok(file) => {
+                    bytes.extend_from_slice(
+                        format!(
+                            "Content-Disposition: form-data; name=\"{name}\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                        )
+                        .as_bytes(),
+                    );
+                    bytes.extend_from_slice(file);
+                }
+                Err(text) => {
+                    bytes.extend_from_slice(
+                        format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n")
+                            .as_bytes(),
+                    );
+                    bytes.extend_from_slice(text.as_bytes());
+                }
+            }
+            bytes.extend_from_slice(b"\r\n");
+        }
+        bytes.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        Ok(EncodedBody {
+            content_type: format!("multipart/form-data; boundary={boundary}"),
+            bytes,
+        })
+    }
+
     /// The method.
     pub fn method(&self) -> HttpMethod {
         self.method
@@ -297,7 +545,8 @@ impl UpstreamRequest {
         &self.query
     }
 
-    /// The JSON body (`POST`, `PUT`, `PATCH`, or when an argument was placed in it).
+    /// The body's fields (`POST`, `PUT`, `PATCH`, or when an argument was placed in the body),
+    /// written as [`encoding`](Self::encoding) says.
     pub fn body(&self) -> Option<&Map<String, Value>> {
         self.body.as_ref()
     }
@@ -311,14 +560,73 @@ fn query_text(value: Value) -> String {
     }
 }
 
+/// A body field's values in a form or a multipart body: a list gives one per item, `null` (a
+/// value cleared) an empty one.
+fn field_texts(value: &Value) -> Vec<String> {
+    match value {
+        Value::Null => vec![String::new()],
+        Value::Array(items) => items
+            .iter()
+            .filter(|item| !item.is_null())
+            .map(|item| query_text(item.clone()))
+            .collect(),
+        other => vec![query_text(other.clone())],
+    }
+}
+
+/// `application/x-www-form-urlencoded` text: unreserved characters as they are, spaces as `+`,
+/// everything else percent-encoded.
+fn encode_form(text: &str) -> String {
+    const FORM: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'*')
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b' ');
+    percent_encoding::utf8_percent_encode(text, FORM)
+        .to_string()
+        .replace(' ', "+")
+}
+
+/// A multipart part's name between quotes: `"`, CR and LF percent-encoded, as browsers do.
+fn quoted_name(name: &str) -> String {
+    name.replace('"', "%22")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// The bytes of base64 text (standard or URL-safe alphabet, padded or not); anything else is a
+/// `VALIDATION_ERROR` naming the argument.
+fn decode_base64(name: &str, text: &str) -> Result<Vec<u8>, ToolError> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let trimmed = text.trim().trim_end_matches('=');
+    STANDARD_NO_PAD
+        .decode(trimmed)
+        .or_else(|_| URL_SAFE_NO_PAD.decode(trimmed))
+        .map_err(|_| {
+            ToolError::new(
+                codes::VALIDATION_ERROR,
+                format!("`{name}` is not base64: a file is passed as base64 text."),
+            )
+            .with_recovery(format!(
+                "Call again with the file's bytes in `{name}` as base64."
+            ))
+            .with_details(serde_json::json!({
+                "field": name,
+                "expected": "base64 text",
+            }))
+        })
+}
+
 /// Where an argument goes: by the method (`Default`), or always in the query or the body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
-    /// The query for `GET`, `HEAD` and `DELETE`, the JSON body for `POST`, `PUT` and `PATCH`.
+    /// The query for `GET`, `HEAD` and `DELETE`, the body for `POST`, `PUT` and `PATCH`.
     Default,
     /// The query string.
     Query,
-    /// The JSON body.
+    /// The body.
     Body,
 }
 
@@ -366,6 +674,99 @@ mod tests {
         let error =
             UpstreamRequest::from_arguments(&route, serde_json::json!({"sid": ""})).unwrap_err();
         assert_eq!(error.code(), codes::VALIDATION_ERROR);
+    }
+
+    fn post(fields: Value) -> UpstreamRequest {
+        let route = HttpRoute::parse("POST /Calls.json").unwrap();
+        UpstreamRequest::from_arguments(&route, fields).unwrap()
+    }
+
+    #[test]
+    fn a_form_body_repeats_lists_encodes_text_and_empties_cleared_values() {
+        let mut request = post(serde_json::json!({
+            "To": "+1 555 0100", "Tags": ["a&b", "c=d"], "Record": true, "Meta": {"k": 1}
+        }));
+        request.set_encoding(BodyEncoding::Form);
+        request
+            .body
+            .as_mut()
+            .unwrap()
+            .insert("Note".into(), Value::Null);
+        let body = request.encode_body().unwrap().unwrap();
+        assert_eq!(body.content_type, "application/x-www-form-urlencoded");
+        assert_eq!(
+            String::from_utf8(body.bytes).unwrap(),
+            "Meta=%7B%22k%22%3A1%7D&Note=&Record=true&Tags=a%26b&Tags=c%3Dd&To=%2B1+555+0100"
+        );
+    }
+
+    #[test]
+    fn a_multipart_body_has_text_parts_and_decoded_file_parts() {
+        let mut request = post(serde_json::json!({
+            "purpose": "fine-tune", "file": "aGVsbG8=", "n": 2, "weird\"name": "x"
+        }));
+        request.set_encoding(BodyEncoding::Multipart);
+        request.file_fields(&["file"]);
+        let body = request.encode_body().unwrap().unwrap();
+        let boundary = body
+            .content_type
+            .strip_prefix("multipart/form-data; boundary=")
+            .unwrap()
+            .to_owned();
+        let text = String::from_utf8(body.bytes).unwrap();
+        let expected = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"file\"\r\nContent-Type: application/octet-stream\r\n\r\nhello\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\n2\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nfine-tune\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"weird%22name\"\r\n\r\nx\r\n\
+             --{boundary}--\r\n"
+        );
+        assert_eq!(text, expected);
+
+        let mut request = post(serde_json::json!({"file": "not base64!"}));
+        request.set_encoding(BodyEncoding::Multipart);
+        request.file_fields(&["file"]);
+        let error = request.encode_body().unwrap_err();
+        assert_eq!(error.code(), codes::VALIDATION_ERROR);
+        assert!(
+            error.message().contains("`file` is not base64"),
+            "{}",
+            error.message()
+        );
+    }
+
+    #[test]
+    fn whole_bodies_replace_the_fields() {
+        let mut request = post(serde_json::json!({"ignored": 1}));
+        request.json_body(&["a", "b"]).unwrap();
+        let body = request.encode_body().unwrap().unwrap();
+        assert_eq!(body.content_type, "application/json");
+        assert_eq!(body.bytes, br#"["a","b"]"#);
+
+        request.base64_body("body", "image/png", "iVBORw").unwrap();
+        let body = request.encode_body().unwrap().unwrap();
+        assert_eq!(body.content_type, "image/png");
+        assert_eq!(body.bytes, [0x89, b'P', b'N', b'G']);
+        let error = request.base64_body("body", "image/png", "%%").unwrap_err();
+        assert_eq!(error.code(), codes::VALIDATION_ERROR);
+
+        let get = UpstreamRequest::new(HttpMethod::Get, "GET /x");
+        assert_eq!(get.encode_body().unwrap(), None);
+    }
+
+    #[test]
+    fn headers_a_tool_fixes_must_be_headers() {
+        let mut request = post(Value::Null);
+        request
+            .header("X-Amz-Target", "CodeStar_20191201.ListHosts")
+            .unwrap();
+        assert_eq!(
+            request.headers().collect::<Vec<_>>(),
+            [("X-Amz-Target", "CodeStar_20191201.ListHosts")]
+        );
+        assert!(request.header("Bad Name", "x").is_err());
+        assert!(request.header("X-Ok", "a\r\nInjected: 1").is_err());
+        assert_eq!(request.headers().count(), 1);
     }
 
     #[test]
