@@ -165,6 +165,8 @@ pub struct ActionFacts {
     pub(crate) concurrency: Option<Concurrency>,
     pub(crate) serialization: Serialization,
     pub(crate) max_bytes: Option<usize>,
+    /// The data block's form for clients that read `structuredContent`.
+    pub(crate) data_text: crate::envelope::DataText,
     pub(crate) timeout: Option<std::time::Duration>,
     pub(crate) rate_limit: Option<RateLimit>,
     pub(crate) toolset: Option<String>,
@@ -214,6 +216,7 @@ impl ActionFacts {
             concurrency: None,
             serialization: Serialization::Off,
             max_bytes: None,
+            data_text: crate::envelope::DataText::default(),
             timeout,
             rate_limit: None,
             toolset: toolset.map(str::to_owned),

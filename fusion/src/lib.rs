@@ -265,8 +265,8 @@ pub mod elicit {
 /// it back.
 pub mod envelope {
     pub use fusion_runtime::envelope::{
-        Const, CutReason, DataText, Dropped, Envelope, ErrorBody, Failure, Meta, Success,
-        SuggestedCall, Truncated,
+        ClientForm, Const, CutReason, DataText, Dropped, Envelope, ErrorBody, Failure, Meta,
+        Success, SuggestedCall, Truncated, UI_EXTENSION,
     };
 }
 

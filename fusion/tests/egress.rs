@@ -61,7 +61,8 @@ async fn the_view_contains_exactly_the_presented_fields() {
 
 #[tokio::test]
 async fn success_envelope_and_text_blocks_have_the_documented_shape_and_order() {
-    let tester = Tester::new(server());
+    // A client that draws UI: the UI blocks come between the data and the rules.
+    let tester = Tester::new(server()).rendering_ui();
     let result = tester
         .call("billing.get_invoice", json!({"id": "INV-1"}))
         .await;
@@ -91,6 +92,14 @@ async fn success_envelope_and_text_blocks_have_the_documented_shape_and_order() 
             "<action_suggestions"
         ]
     );
+    // Any other client reads the same answer without them.
+    let lean = Tester::new(server())
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
+    assert_eq!(lean.envelope(), envelope);
+    assert_eq!(lean.texts()[0], texts[0]);
+    assert_eq!(lean.texts()[1..], texts[6..]);
+    assert!(lean.ui_blocks().is_empty());
 }
 
 /// Calls covering every action of the test server, each with at least one success and one
@@ -210,15 +219,7 @@ async fn grouped_errors_before_dispatch_validate_against_the_grouped_output_sche
 
 /// The schema of `data` in a success envelope schema.
 fn data_schema(envelope: &Value) -> &Value {
-    let success = envelope["oneOf"]
-        .as_array()
-        .and_then(|branches| {
-            branches
-                .iter()
-                .find(|b| b["properties"]["ok"]["const"] == true)
-        })
-        .unwrap_or(envelope);
-    &success["properties"]["data"]
+    &envelope["properties"]["data"]
 }
 
 #[test]
