@@ -99,7 +99,7 @@ pub struct ToolSpec {
     pub(crate) concurrency: Option<Concurrency>,
     pub(crate) serialization: Serialization,
     pub(crate) max_bytes: Option<usize>,
-    pub(crate) data_text: Option<crate::envelope::DataText>,
+    pub(crate) data_text: Option<crate::action::DataText>,
     pub(crate) toolset: Option<Cow<'static, str>>,
     pub(crate) timeout: Option<std::time::Duration>,
     pub(crate) ask_timeout: Option<std::time::Duration>,
@@ -288,10 +288,10 @@ impl ToolSpec {
     }
 
     /// The form of the data block for clients that read `structuredContent` (the server's
-    /// default otherwise, see [`DataText`](crate::envelope::DataText)): `DataText::Json` for a
+    /// default otherwise, see [`DataText`](crate::action::DataText)): `DataText::Json` for a
     /// tool whose text copy programs parse. Older clients get JSON whatever this says.
     #[must_use]
-    pub fn with_data_text(mut self, form: crate::envelope::DataText) -> Self {
+    pub fn with_data_text(mut self, form: crate::action::DataText) -> Self {
         self.data_text = Some(form);
         self
     }

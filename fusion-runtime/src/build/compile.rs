@@ -28,7 +28,7 @@ pub(super) struct CompileContext<'a> {
     pub(super) server_middleware: &'a [Arc<dyn Middleware>],
     pub(super) server_version: &'a str,
     pub(super) max_bytes: Option<usize>,
-    pub(super) data_text: crate::envelope::DataText,
+    pub(super) data_text: crate::action::DataText,
     pub(super) default_timeout: Option<std::time::Duration>,
     pub(super) serialization_lock: Option<&'a Arc<dyn crate::guard::SerializationLock>>,
     /// The guarded fields of every model the server knows.

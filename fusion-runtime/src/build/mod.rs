@@ -76,7 +76,7 @@ pub struct ServerBuilder {
     enabled_toolsets: Option<Vec<String>>,
     disabled_toolsets: Vec<String>,
     max_bytes: Option<usize>,
-    data_text: crate::envelope::DataText,
+    data_text: crate::action::DataText,
     default_timeout: Option<std::time::Duration>,
     rate_limit: Option<RateLimit>,
     span_level: tracing::Level,
@@ -130,7 +130,7 @@ impl ServerBuilder {
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
             max_bytes: None,
-            data_text: crate::envelope::DataText::default(),
+            data_text: crate::action::DataText::default(),
             default_timeout: None,
             rate_limit: None,
             span_level: tracing::Level::DEBUG,
@@ -444,12 +444,12 @@ impl ServerBuilder {
 
     /// The form of the data block of every tool that does not set its own
     /// ([`ToolSpec::with_data_text`](crate::spec::ToolSpec::with_data_text)), for clients that
-    /// read `structuredContent`: [`DataText::Compact`](crate::envelope::DataText::Compact) by
-    /// default (a uniform list as a table), [`DataText::Json`](crate::envelope::DataText::Json)
+    /// read `structuredContent`: [`DataText::Compact`](crate::action::DataText::Compact) by
+    /// default (a uniform list as a table), [`DataText::Json`](crate::action::DataText::Json)
     /// for a server whose clients' programs parse the text copy. Clients before
     /// `structuredContent` get JSON whatever this says.
     #[must_use]
-    pub fn data_text(mut self, form: crate::envelope::DataText) -> Self {
+    pub fn data_text(mut self, form: crate::action::DataText) -> Self {
         self.data_text = form;
         self
     }

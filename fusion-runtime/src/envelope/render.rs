@@ -27,26 +27,9 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use rmcp::model::{ClientCapabilities, ContentBlock, ProtocolVersion};
-use serde_json::Value;
 
-/// What the data block of a success (its first text block) holds: the policy of the one copy
-/// of each answer the model reads.
-///
-/// The default, [`DataText::Compact`], is for clients that receive `structuredContent`
-/// (protocol 2025-06-18 and later): the program reads the data there, as JSON, and the model
-/// reads the text block, where a uniform list is a table (TOON's tabular form) and anything else the
-/// JSON it was. The 2025-11-25 specification asks a server that returns structured content to
-/// also put "the serialized JSON in a TextContent block" *for backwards compatibility*: for
-/// clients that predate `structuredContent` and read only `content`. Those get
-/// [`DataText::Json`] ([`DataText::for_protocol`]), so that their programs can still parse it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DataText {
-    /// A uniform list as a table, anything else as JSON.
-    #[default]
-    Compact,
-    /// The data as JSON, the specification's backward-compatible copy.
-    Json,
-}
+pub use crate::action::DataText;
+use serde_json::Value;
 
 impl DataText {
     /// The form for a client on `version` (the default when unknown): JSON for the versions

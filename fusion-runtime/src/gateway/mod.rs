@@ -567,7 +567,7 @@ fn proxy(
         concurrency: state.config.concurrency,
         serialization: Serialization::Off,
         max_bytes: None,
-        data_text: crate::envelope::DataText::default(),
+        data_text: crate::action::DataText::default(),
         timeout: Some(state.config.timeout),
         rate_limit: None,
         toolset: Some(
