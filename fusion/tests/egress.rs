@@ -335,8 +335,17 @@ async fn a_server_may_keep_the_json_text_copy_of_its_lists() {
             .await
     };
     let compact = list(server()).await;
-    assert!(compact.data().as_array().is_some_and(|items| items.len() >= 2));
-    assert!(compact.texts()[0].starts_with('['), "{}", compact.texts()[0]);
+    assert!(
+        compact
+            .data()
+            .as_array()
+            .is_some_and(|items| items.len() >= 2)
+    );
+    assert!(
+        compact.texts()[0].starts_with('['),
+        "{}",
+        compact.texts()[0]
+    );
     assert!(serde_json::from_str::<Value>(compact.texts()[0]).is_err());
     let json_server = tools(
         fusion::ServerBuilder::new("billing", "1.4.0")
