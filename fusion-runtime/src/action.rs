@@ -165,6 +165,8 @@ pub struct ActionFacts {
     pub(crate) concurrency: Option<Concurrency>,
     pub(crate) serialization: Serialization,
     pub(crate) max_bytes: Option<usize>,
+    /// The data block's form for clients that read `structuredContent`.
+    pub(crate) data_text: DataText,
     pub(crate) timeout: Option<std::time::Duration>,
     pub(crate) rate_limit: Option<RateLimit>,
     pub(crate) toolset: Option<String>,
@@ -216,6 +218,7 @@ impl ActionFacts {
             concurrency: None,
             serialization: Serialization::Off,
             max_bytes: None,
+            data_text: DataText::default(),
             timeout,
             rate_limit: None,
             toolset: toolset.map(str::to_owned),
@@ -435,6 +438,27 @@ pub(crate) fn rewrite_spans<'t, 'r>(
     }
     out.push_str(&text[copied..]);
     Cow::Owned(out)
+}
+
+/// What the data block of a success (its first text block) holds: the policy of the one copy
+/// of each answer the model reads.
+///
+/// The default, [`DataText::Compact`], is for clients that receive `structuredContent`
+/// (protocol 2025-06-18 and later): the program reads the data there, as JSON, and the model
+/// reads the text block, where a uniform list is a table (TOON's tabular form) and anything
+/// else the JSON it was. The 2025-11-25 specification asks a server that returns structured content to
+/// also put "the serialized JSON in a TextContent block" *for backwards compatibility*: for
+/// clients that predate `structuredContent` and read only `content`. Those get
+/// [`DataText::Json`] ([`DataText::for_protocol`](crate::envelope::DataText::for_protocol)),
+/// so that their programs can still parse it. Defined here, beside the facts of the tool whose
+/// policy it is (a server or a tool may keep the JSON copy); its rendering is the envelope's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DataText {
+    /// A uniform list as a table, anything else as JSON.
+    #[default]
+    Compact,
+    /// The data as JSON, the specification's backward-compatible copy.
+    Json,
 }
 
 #[cfg(test)]

@@ -56,38 +56,26 @@ pub(crate) fn attach_definitions(schema: &mut JsonObject, generator: &mut Schema
     }
 }
 
-/// A tool's output schema: what varies by tool, and no more. The success envelope
-/// `{"ok": true, "data": …, "meta": {…}}` with `data` described by the tool, or the error
-/// envelope `{"ok": false, "error": {…}, "meta": {…}}`. What is the same for every tool (the
-/// fields of `meta` and `error`) is stated once, in the server's instructions
-/// ([`envelope_note`]), instead of in every tool of the listing: it was nine tenths of it.
+/// A tool's output schema: what varies by tool, and no more. `{"ok": …, "data": …}` with
+/// `data` described by the tool: a success `{"ok": true, "data": …, "meta": {…}}`, or a
+/// failure `{"ok": false, "error": {…}, "meta": {…}}`, which has no `data`. What is the same
+/// for every tool (the fields of `meta` and `error`) is stated once, in the server's
+/// instructions ([`envelope_note`]), instead of in every tool of the listing: it was nine
+/// tenths of it.
 ///
-/// The error branch is there because some clients (the TypeScript SDK 1.x) validate
-/// `structuredContent` against the output schema even on `isError` results; `ok` tells the two
-/// apart. The root keeps `"type": "object"`, which MCP requires, and names no dialect: MCP
-/// assumes draft 2020-12.
+/// Failures validate too, because some clients (the TypeScript SDK 1.x) validate
+/// `structuredContent` against the output schema even on `isError` results: `ok` is any
+/// boolean and only `ok` is required (a `oneOf` of a success and a failure branch said the
+/// same at about 25 more tokens a tool). The root keeps `"type": "object"`, which MCP
+/// requires, and names no dialect: MCP assumes draft 2020-12.
 pub(crate) fn envelope(data: Schema, generator: &mut SchemaGenerator) -> JsonObject {
-    let branch = |ok: bool, body: (&str, Value)| {
-        let (name, body) = body;
-        let mut properties = Map::new();
-        properties.insert("ok".into(), serde_json::json!({ "const": ok }));
-        if !body.is_null() {
-            properties.insert(name.into(), body);
-        }
-        serde_json::json!({
-            "properties": properties,
-            "required": ["ok", name],
-        })
-    };
+    let mut properties = Map::new();
+    properties.insert("ok".into(), serde_json::json!({ "type": "boolean" }));
+    properties.insert("data".into(), data.to_value());
     let mut schema = Map::new();
     schema.insert("type".into(), "object".into());
-    schema.insert(
-        "oneOf".into(),
-        Value::Array(vec![
-            branch(true, ("data", data.to_value())),
-            branch(false, ("error", Value::Null)),
-        ]),
-    );
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("required".into(), serde_json::json!(["ok"]));
     attach_definitions(&mut schema, generator);
     schema
 }
@@ -218,7 +206,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_schema_tells_success_from_failure_and_describes_only_data() {
+    fn a_tool_schema_takes_a_success_and_a_failure_and_describes_only_data() {
         let mut generator = output_generator();
         let data = schemars::json_schema!({"type": "string"});
         let schema = Value::Object(envelope(data, &mut generator));
@@ -232,11 +220,9 @@ mod tests {
         assert!(!valid(
             serde_json::json!({"ok": true, "data": 1, "meta": {}})
         ));
+        assert!(!valid(serde_json::json!({"data": "x", "meta": {}})));
         assert!(!valid(
-            serde_json::json!({"ok": false, "data": "x", "meta": {}})
-        ));
-        assert!(!valid(
-            serde_json::json!({"ok": true, "error": {}, "meta": {}})
+            serde_json::json!({"ok": "yes", "data": "x", "meta": {}})
         ));
         assert!(!schema.to_string().contains("retryable"), "{schema}");
     }

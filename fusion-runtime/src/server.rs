@@ -151,22 +151,22 @@ impl Server {
 #[derive(Debug)]
 pub struct ToolResult {
     sealed: crate::envelope::Sealed,
-    data_text: crate::envelope::DataText,
+    form: crate::envelope::ClientForm,
 }
 
 impl ToolResult {
     pub(crate) fn new(sealed: crate::envelope::Sealed) -> Self {
         ToolResult {
             sealed,
-            data_text: crate::envelope::DataText::default(),
+            form: crate::envelope::ClientForm::default(),
         }
     }
 
-    /// The result as it is written for a client that reads its data block in `form` (see
-    /// [`DataText::for_protocol`](crate::envelope::DataText::for_protocol)).
+    /// The result as it is written for a client that reads it in `form` (see
+    /// [`ClientForm::of`](crate::envelope::ClientForm::of)).
     #[must_use]
-    pub fn for_client(mut self, form: crate::envelope::DataText) -> Self {
-        self.data_text = form;
+    pub fn for_client(mut self, form: crate::envelope::ClientForm) -> Self {
+        self.form = form;
         self
     }
 
@@ -191,10 +191,9 @@ impl ToolResult {
         self.sealed
     }
 
-    /// The form of the data block this result is written with (see
-    /// [`ToolResult::for_client`]).
-    pub(crate) fn data_text(&self) -> crate::envelope::DataText {
-        self.data_text
+    /// The form this result is written in (see [`ToolResult::for_client`]).
+    pub(crate) fn form(&self) -> crate::envelope::ClientForm {
+        self.form
     }
 }
 

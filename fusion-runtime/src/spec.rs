@@ -99,6 +99,7 @@ pub struct ToolSpec {
     pub(crate) concurrency: Option<Concurrency>,
     pub(crate) serialization: Serialization,
     pub(crate) max_bytes: Option<usize>,
+    pub(crate) data_text: Option<crate::action::DataText>,
     pub(crate) toolset: Option<Cow<'static, str>>,
     pub(crate) timeout: Option<std::time::Duration>,
     pub(crate) ask_timeout: Option<std::time::Duration>,
@@ -151,6 +152,7 @@ impl ToolSpec {
             concurrency: None,
             serialization: Serialization::ByVerb,
             max_bytes: None,
+            data_text: None,
             toolset: None,
             timeout: None,
             ask_timeout: None,
@@ -284,6 +286,15 @@ impl ToolSpec {
     #[must_use]
     pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
         self.max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// The form of the data block for clients that read `structuredContent` (the server's
+    /// default otherwise, see [`DataText`](crate::action::DataText)): `DataText::Json` for a
+    /// tool whose text copy programs parse. Older clients get JSON whatever this says.
+    #[must_use]
+    pub fn with_data_text(mut self, form: crate::action::DataText) -> Self {
+        self.data_text = Some(form);
         self
     }
 

@@ -40,7 +40,7 @@ use serde_json::{Value, json};
 use crate::context::CallContext;
 use crate::elicit::{Asked, Era, INPUT_REQUIRED, Need, Pending, Round};
 pub use crate::envelope::Dropped;
-use crate::envelope::{Envelope, ErrorBody, Meta, Sealed, SuggestedCall, Truncated};
+use crate::envelope::{ClientForm, Envelope, ErrorBody, Meta, Sealed, SuggestedCall, Truncated};
 use crate::principal::Principal;
 use crate::server::{Server, UnknownTool};
 
@@ -57,6 +57,8 @@ pub struct Tester {
     setup: Option<ContextSetup>,
     principal: Option<Principal>,
     script: Script,
+    /// Whether the tester's client renders UI (see [`Tester::rendering_ui`]).
+    ui: bool,
 }
 
 /// How the tester's client answers the questions a tool asks; `None`: it cannot be asked that.
@@ -259,7 +261,17 @@ impl Tester {
             setup: None,
             principal: None,
             script: Script::default(),
+            ui: false,
         }
+    }
+
+    /// The tester's client renders UI: it declares the
+    /// [`UI_EXTENSION`](crate::envelope::UI_EXTENSION), and answers carry their presenters' UI
+    /// blocks (left out for a client that does not, as by default).
+    #[must_use]
+    pub fn rendering_ui(mut self) -> Self {
+        self.ui = true;
+        self
     }
 
     /// Every call acts for `principal`, with its tenant, scopes and roles
@@ -418,6 +430,15 @@ impl Tester {
         message
     }
 
+    /// How the tester's client reads answers: the current protocol's, with UI blocks when it
+    /// [renders UI](Self::rendering_ui).
+    fn form(&self) -> ClientForm {
+        ClientForm {
+            ui: self.ui,
+            ..ClientForm::default()
+        }
+    }
+
     /// Calls an exposed tool by the name agents use, with raw arguments.
     pub async fn call_exposed(
         &self,
@@ -433,7 +454,7 @@ impl Tester {
                 .server
                 .call_sealed(name, arguments, self.context())
                 .await?;
-            return Ok(TestResult::sealed(sealed, Vec::new()));
+            return Ok(TestResult::sealed(sealed, Vec::new(), self.form()));
         }
         // A client that answers: the call runs in rounds, as on 2026-07-28, each run with the
         // answers to the questions of the runs before.
@@ -450,7 +471,7 @@ impl Tester {
                 .await?;
             let pending = round.take_pending();
             if pending.is_empty() || sealed.outcome.label() != INPUT_REQUIRED {
-                return Ok(TestResult::sealed(sealed, questions));
+                return Ok(TestResult::sealed(sealed, questions, self.form()));
             }
             for (
                 key,
@@ -524,12 +545,9 @@ pub struct ReceivedUiBlock {
 }
 
 impl TestResult {
-    fn sealed(mut sealed: Sealed, questions: Vec<Question>) -> Self {
+    fn sealed(mut sealed: Sealed, questions: Vec<Question>, form: ClientForm) -> Self {
         let dropped = std::mem::take(&mut sealed.dropped);
-        let mut result = TestResult::new(crate::serve::reply::call_tool_result(
-            sealed,
-            crate::envelope::DataText::default(),
-        ));
+        let mut result = TestResult::new(crate::serve::reply::call_tool_result(sealed, form));
         result.dropped = dropped;
         result.questions = questions;
         result

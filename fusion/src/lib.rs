@@ -78,8 +78,9 @@
 //! `{"ok": true, "data": …, "meta": {"tool", "version", …}}` or
 //! `{"ok": false, "error": {"code", "message", "retryable", "recovery", "availableActions",
 //! "details", "retryAfterMs", "errorId"}, "meta": …}`, with `isError` set exactly on errors.
-//! `content` carries text blocks for the agent, in order: the data as JSON, a truncation notice,
-//! `<ui_passthrough>` blocks, `<domain_rules>`, `<action_suggestions>` and
+//! `content` carries text blocks for the agent, in order: the data (JSON, or a table for a
+//! uniform list), a truncation notice, `<ui_passthrough>` blocks (only for a client that
+//! declares [`envelope::UI_EXTENSION`]), `<domain_rules>`, `<action_suggestions>` and
 //! `<cache_invalidation/>`; or one `<tool_error>` block. A collection that reaches the agent
 //! cut (a [`Page`] of a larger one, the presenter's agent limit, the egress budget) is
 //! described once, in `meta.truncated` (`shown`, `total`, `hidden`, `reason`, `offset`,
@@ -276,8 +277,8 @@ pub mod elicit {
 /// it back.
 pub mod envelope {
     pub use fusion_runtime::envelope::{
-        Const, CutReason, DataText, Dropped, Envelope, ErrorBody, Failure, Meta, Success,
-        SuggestedCall, Truncated,
+        ClientForm, Const, CutReason, DataText, Dropped, Envelope, ErrorBody, Failure, Meta,
+        Success, SuggestedCall, Truncated, UI_EXTENSION,
     };
 }
 

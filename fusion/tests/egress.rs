@@ -61,7 +61,8 @@ async fn the_view_contains_exactly_the_presented_fields() {
 
 #[tokio::test]
 async fn success_envelope_and_text_blocks_have_the_documented_shape_and_order() {
-    let tester = Tester::new(server());
+    // A client that draws UI: the UI blocks come between the data and the rules.
+    let tester = Tester::new(server()).rendering_ui();
     let result = tester
         .call("billing.get_invoice", json!({"id": "INV-1"}))
         .await;
@@ -91,6 +92,14 @@ async fn success_envelope_and_text_blocks_have_the_documented_shape_and_order() 
             "<action_suggestions"
         ]
     );
+    // Any other client reads the same answer without them.
+    let lean = Tester::new(server())
+        .call("billing.get_invoice", json!({"id": "INV-1"}))
+        .await;
+    assert_eq!(lean.envelope(), envelope);
+    assert_eq!(lean.texts()[0], texts[0]);
+    assert_eq!(lean.texts()[1..], texts[6..]);
+    assert!(lean.ui_blocks().is_empty());
 }
 
 /// Calls covering every action of the test server, each with at least one success and one
@@ -171,14 +180,23 @@ async fn every_result_validates_against_the_advertised_output_schema_in_both_exp
             );
             let schema = output_schema(&server, key);
             assert_valid(&schema, result.envelope());
-            // The schema is not vacuous: the same envelope with `ok` flipped matches neither
-            // the success nor the error branch.
-            let mut flipped = result.envelope().clone();
-            flipped["ok"] = json!(fails);
+            // The schema is not vacuous: `ok` is required and a boolean, and a success's
+            // `data` is the tool's (a success and a failure both validate against the one
+            // schema, which no longer spends a `oneOf` on telling them apart: `ok` does).
+            let mut wrong = result.envelope().clone();
+            wrong["ok"] = json!("yes");
             assert!(
-                !jsonschema::is_valid(&schema, &flipped),
-                "{exposition:?} {key}: {flipped} should not validate"
+                !jsonschema::is_valid(&schema, &wrong),
+                "{exposition:?} {key}: {wrong} should not validate"
             );
+            if !fails && schema["properties"]["data"].get("type").is_some() {
+                let mut wrong = result.envelope().clone();
+                wrong["data"] = json!(true);
+                assert!(
+                    !jsonschema::is_valid(&schema, &wrong),
+                    "{exposition:?} {key}: {wrong} should not validate"
+                );
+            }
         }
     }
 }
@@ -210,15 +228,7 @@ async fn grouped_errors_before_dispatch_validate_against_the_grouped_output_sche
 
 /// The schema of `data` in a success envelope schema.
 fn data_schema(envelope: &Value) -> &Value {
-    let success = envelope["oneOf"]
-        .as_array()
-        .and_then(|branches| {
-            branches
-                .iter()
-                .find(|b| b["properties"]["ok"]["const"] == true)
-        })
-        .unwrap_or(envelope);
-    &success["properties"]["data"]
+    &envelope["properties"]["data"]
 }
 
 #[test]
@@ -313,4 +323,39 @@ async fn the_agent_limit_cuts_collections_and_says_so() {
             .iter()
             .all(|text| !text.starts_with("<truncation"))
     );
+}
+
+/// A uniform list reads as a table by default; a server (or a tool) whose clients' programs
+/// parse the text copy keeps it JSON.
+#[tokio::test]
+async fn a_server_may_keep_the_json_text_copy_of_its_lists() {
+    let list = |server| async move {
+        Tester::new(server)
+            .call("billing.list_invoices", json!({}))
+            .await
+    };
+    let compact = list(server()).await;
+    assert!(
+        compact
+            .data()
+            .as_array()
+            .is_some_and(|items| items.len() >= 2)
+    );
+    assert!(
+        compact.texts()[0].starts_with('['),
+        "{}",
+        compact.texts()[0]
+    );
+    assert!(serde_json::from_str::<Value>(compact.texts()[0]).is_err());
+    let json_server = tools(
+        fusion::ServerBuilder::new("billing", "1.4.0")
+            .state(Db::seeded())
+            .data_text(fusion::envelope::DataText::Json),
+    )
+    .build()
+    .unwrap();
+    let json = list(json_server).await;
+    let text: Value = serde_json::from_str(json.texts()[0]).expect("the text copy is JSON");
+    assert_eq!(&text, json.data());
+    assert_eq!(json.envelope(), compact.envelope());
 }

@@ -141,7 +141,7 @@ fn result_tool_schema(name: &str) -> serde_json::Value {
     let server = server();
     let tool = server.tool(name).unwrap();
     let schema = serde_json::to_value(tool.definition().output_schema.as_ref()).unwrap();
-    schema["oneOf"][0]["properties"]["data"].clone()
+    schema["properties"]["data"].clone()
 }
 
 /// rmcp's client over an in-memory pipe: with the `initialize` handshake, and already on

@@ -78,7 +78,7 @@ async fn suggestions_follow_the_data_with_exposed_names_and_arguments() {
 
 #[tokio::test]
 async fn ui_blocks_are_rendered_by_the_server_deterministically() {
-    let tester = Tester::new(server());
+    let tester = Tester::new(server()).rendering_ui();
     let first = tester
         .call("billing.get_invoice", json!({"id": "INV-1"}))
         .await;
@@ -220,6 +220,7 @@ async fn a_ui_block_of_a_kind_the_presenter_did_not_declare_is_dropped_never_sho
         .build()
         .unwrap();
     let result = Tester::new(server)
+        .rendering_ui()
         .call("billing.table_only", json!({}))
         .await;
     let kinds: Vec<String> = result
@@ -305,6 +306,7 @@ async fn the_agent_is_told_how_many_items_were_shown_and_how_many_hidden() {
 async fn over_the_budget_the_ui_blocks_go_before_any_item() {
     let list = |server| async move {
         Tester::new(server)
+            .rendering_ui()
             .call("billing.list_invoices", json!({"status": "paid"}))
             .await
     };

@@ -11,7 +11,10 @@ use fusion::{Exposition, Principal};
 fn tester(exposition: Exposition) -> Tester {
     let store = Arc::new(Store::open_in_memory().expect("an in-memory store"));
     let server = billing::server(store, exposition).expect("the billing server builds");
-    Tester::new(server).with_principal(local_principal())
+    // A client that draws UI, so that answers carry the presenters' blocks.
+    Tester::new(server)
+        .with_principal(local_principal())
+        .rendering_ui()
 }
 
 #[tokio::test]

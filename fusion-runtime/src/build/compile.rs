@@ -28,6 +28,7 @@ pub(super) struct CompileContext<'a> {
     pub(super) server_middleware: &'a [Arc<dyn Middleware>],
     pub(super) server_version: &'a str,
     pub(super) max_bytes: Option<usize>,
+    pub(super) data_text: crate::action::DataText,
     pub(super) default_timeout: Option<std::time::Duration>,
     pub(super) serialization_lock: Option<&'a Arc<dyn crate::guard::SerializationLock>>,
     /// The guarded fields of every model the server knows.
@@ -81,6 +82,7 @@ pub(super) fn compile_action(
         concurrency,
         serialization,
         max_bytes,
+        data_text,
         toolset,
         timeout,
         ask_timeout,
@@ -251,6 +253,7 @@ pub(super) fn compile_action(
         concurrency,
         serialization,
         max_bytes,
+        data_text: data_text.unwrap_or(context.data_text),
         timeout: timeout.or(context.default_timeout),
         rate_limit,
         toolset: toolset.map(|toolset| toolset.into_owned()),

@@ -79,6 +79,7 @@ pub struct ServerBuilder {
     enabled_toolsets: Option<Vec<String>>,
     disabled_toolsets: Vec<String>,
     max_bytes: Option<usize>,
+    data_text: crate::action::DataText,
     default_timeout: Option<std::time::Duration>,
     rate_limit: Option<RateLimit>,
     span_level: tracing::Level,
@@ -134,6 +135,7 @@ impl ServerBuilder {
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
             max_bytes: None,
+            data_text: crate::action::DataText::default(),
             default_timeout: None,
             rate_limit: None,
             span_level: tracing::Level::DEBUG,
@@ -445,6 +447,18 @@ impl ServerBuilder {
         self
     }
 
+    /// The form of the data block of every tool that does not set its own
+    /// ([`ToolSpec::with_data_text`](crate::spec::ToolSpec::with_data_text)), for clients that
+    /// read `structuredContent`: [`DataText::Compact`](crate::action::DataText::Compact) by
+    /// default (a uniform list as a table), [`DataText::Json`](crate::action::DataText::Json)
+    /// for a server whose clients' programs parse the text copy. Clients before
+    /// `structuredContent` get JSON whatever this says.
+    #[must_use]
+    pub fn data_text(mut self, form: crate::action::DataText) -> Self {
+        self.data_text = form;
+        self
+    }
+
     /// Makes [`build`](ServerBuilder::build) fail closed unless the server's surface is the
     /// one this lockfile describes (SPEC L1): a connector never serves tools, schemas,
     /// annotations or egress that were not reviewed. Any change fails, cosmetic ones too, and
@@ -616,6 +630,7 @@ impl ServerBuilder {
                 server_middleware: &self.middleware,
                 server_version: &self.version,
                 max_bytes: self.max_bytes,
+                data_text: self.data_text,
                 default_timeout: self.default_timeout,
                 serialization_lock: self.serialization_lock.as_ref(),
                 guarded: &guarded,

@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::action::{ActionFacts, CacheHint, Verb};
 use crate::xml;
 
-pub use render::DataText;
+pub use render::{ClientForm, DataText, UI_EXTENSION};
 pub(crate) use rpc::{content_error, failure};
 pub use seal::Dropped;
 pub(crate) use seal::{Outcome, Reply, Sealed, seal_error, seal_success};

@@ -20,31 +20,16 @@
 //! text is always exact; `structuredContent` carries the data as JSON in every case.
 //!
 //! Sealing writes the data block as JSON (the egress budget measures that, an upper bound of
-//! the table); the conversion to the protocol's result applies the [`DataText`] policy.
+//! the table); the conversion to the protocol's result applies the client's [`ClientForm`].
 
 use std::fmt::Write as _;
 
-use rmcp::model::{ContentBlock, ProtocolVersion};
-use serde_json::Value;
+use std::ops::Range;
 
-/// What the data block of a success (its first text block) holds: the policy of the one copy
-/// of each answer the model reads.
-///
-/// The default, [`DataText::Compact`], is for clients that receive `structuredContent`
-/// (protocol 2025-06-18 and later): the program reads the data there, as JSON, and the model
-/// reads the text block, where a uniform list is a table (TOON's tabular form) and anything else the
-/// JSON it was. The 2025-11-25 specification asks a server that returns structured content to
-/// also put "the serialized JSON in a TextContent block" *for backwards compatibility*: for
-/// clients that predate `structuredContent` and read only `content`. Those get
-/// [`DataText::Json`] ([`DataText::for_protocol`]), so that their programs can still parse it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DataText {
-    /// A uniform list as a table, anything else as JSON.
-    #[default]
-    Compact,
-    /// The data as JSON, the specification's backward-compatible copy.
-    Json,
-}
+use rmcp::model::{ClientCapabilities, ContentBlock, ProtocolVersion};
+
+pub use crate::action::DataText;
+use serde_json::Value;
 
 impl DataText {
     /// The form for a client on `version` (the default when unknown): JSON for the versions
@@ -55,28 +40,148 @@ impl DataText {
             _ => DataText::Compact,
         }
     }
+}
 
-    /// Rewrites the data block of a success (`content[0]`, written as JSON by sealing) in
-    /// this form; `envelope` is its `structuredContent`, whose `data` it renders.
-    pub(crate) fn apply(self, content: &mut [ContentBlock], envelope: &Value) {
-        if self == DataText::Json {
+/// The extension a client declares (in its capabilities' `extensions` or `experimental`) to
+/// say that it renders UI: only such a client receives a presenter's UI blocks.
+pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+
+/// How an answer is written for the client that asked: the form of its data block, and
+/// whether its UI blocks are sent.
+///
+/// UI blocks (a table, a chart, a diagram of the data) repeat what the data block already
+/// says, for a client that draws them; a model reading them pays for the data twice. They are
+/// opt-in: sent to a client that declares [`UI_EXTENSION`], left out for any other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClientForm {
+    /// The data block's form.
+    pub data_text: DataText,
+    /// Whether the presenter's UI blocks are sent.
+    pub ui: bool,
+}
+
+impl ClientForm {
+    /// The form for a client on `version` that declared `capabilities` (either unknown: the
+    /// defaults, compact data and no UI blocks).
+    pub fn of(
+        version: Option<&ProtocolVersion>,
+        capabilities: Option<&ClientCapabilities>,
+    ) -> Self {
+        let declares = |map: Option<&std::collections::BTreeMap<String, _>>| {
+            map.is_some_and(|map| map.contains_key(UI_EXTENSION))
+        };
+        ClientForm {
+            data_text: DataText::for_protocol(version),
+            ui: capabilities.is_some_and(|capabilities| {
+                declares(capabilities.extensions.as_ref())
+                    || declares(capabilities.experimental.as_ref())
+            }),
+        }
+    }
+
+    /// This form for a tool whose data block is `tool_form` for clients that read
+    /// `structuredContent` (a client before it keeps the JSON copy).
+    pub(crate) fn for_tool(self, tool_form: DataText) -> Self {
+        ClientForm {
+            data_text: match self.data_text {
+                DataText::Json => DataText::Json,
+                DataText::Compact => tool_form,
+            },
+            ..self
+        }
+    }
+
+    /// Writes the text blocks of a success (sealed with the data block as JSON first, and its
+    /// UI blocks at `ui`) in this form; `envelope` is its `structuredContent`.
+    pub(crate) fn apply(self, content: &mut Vec<ContentBlock>, ui: Range<usize>, envelope: &Value) {
+        if !self.ui && ui.end <= content.len() {
+            content.drain(ui);
+        }
+        if self.data_text == DataText::Json {
             return;
         }
-        if let (Some(block), Some(table)) = (content.first_mut(), tabular(&envelope["data"])) {
+        let Some(block) = content.first_mut() else {
+            return;
+        };
+        // The sealed JSON text is written from the presenter's view: its keys are in the
+        // presenter's field order, which `data` (a sorted map) has lost.
+        let order = block.as_text().and_then(|text| first_keys(&text.text));
+        if let Some(table) = tabular(&envelope["data"], order.as_deref()) {
             *block = ContentBlock::text(table);
         }
     }
 }
 
+/// The keys of the first item of a JSON array of objects, in the order written.
+fn first_keys(json: &str) -> Option<Vec<String>> {
+    struct Keys(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl<'de> serde::de::Visitor<'de> for Visitor {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some(key) = map.next_key::<String>()? {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                        keys.push(key);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            deserializer.deserialize_map(Visitor)
+        }
+    }
+    struct First(Option<Keys>);
+    impl<'de> serde::Deserialize<'de> for First {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl<'de> serde::de::Visitor<'de> for Visitor {
+                type Value = First;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an array")
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut seq: A,
+                ) -> Result<First, A::Error> {
+                    let first = seq.next_element::<Keys>()?;
+                    while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                    Ok(First(first))
+                }
+            }
+            deserializer.deserialize_seq(Visitor)
+        }
+    }
+    serde_json::from_str::<First>(json)
+        .ok()?
+        .0
+        .map(|keys| keys.0)
+}
+
 /// The text block's form of `data`: the tabular form for a uniform list of two items or
-/// more, `None` (JSON) for anything else.
-pub(crate) fn tabular(data: &Value) -> Option<String> {
+/// more, `None` (JSON) for anything else. The columns are in `order` when it names exactly
+/// the items' keys (the presenter's field order), else in the items' own.
+pub(crate) fn tabular(data: &Value, order: Option<&[String]>) -> Option<String> {
     let items = data.as_array().filter(|items| items.len() >= 2)?;
     let first = items
         .first()?
         .as_object()
         .filter(|first| !first.is_empty())?;
-    let keys: Vec<&String> = first.keys().collect();
+    let keys: Vec<&str> = match order {
+        Some(order)
+            if order.len() == first.len() && order.iter().all(|key| first.contains_key(key)) =>
+        {
+            order.iter().map(String::as_str).collect()
+        }
+        _ => first.keys().map(String::as_str).collect(),
+    };
     if keys.iter().any(|key| !plain(key)) {
         return None;
     }
@@ -94,14 +199,11 @@ pub(crate) fn tabular(data: &Value) -> Option<String> {
             return None;
         }
         text.push('\n');
-        for (index, (key, value)) in item.iter().enumerate() {
-            if key != keys[index] {
-                return None;
-            }
+        for (index, key) in keys.iter().enumerate() {
             if index > 0 {
                 text.push(',');
             }
-            cell(&mut text, value)?;
+            cell(&mut text, item.get(*key)?)?;
         }
     }
     Some(text)
@@ -173,7 +275,7 @@ mod tests {
             {"id": "INV-2", "customer_id": "C-2", "total_cents": -900, "status": "open", "memo": "a, \"b\"\nc"},
             {"id": "42", "customer_id": " C-3", "total_cents": 1.5, "status": "true", "memo": "-x"},
         ]);
-        let text = tabular(&data).unwrap();
+        let text = tabular(&data, None).unwrap();
         assert!(
             text.starts_with(
                 "[3]{customer_id,id,memo,status,total_cents}:\nC-1,INV-1,null,paid,12345\n"
@@ -181,6 +283,63 @@ mod tests {
             "{text}"
         );
         assert_eq!(read_back(&text), data);
+    }
+
+    #[test]
+    fn the_columns_follow_the_presenters_field_order() {
+        // `data` is a sorted map; the sealed JSON text keeps the order the presenter wrote.
+        let written = r#"[{"id":"INV-1","total_cents":5,"status":"paid"},{"id":"INV-2","total_cents":7,"status":"open"}]"#;
+        let data: Value = serde_json::from_str(written).unwrap();
+        let envelope = json!({"ok": true, "data": data, "meta": {}});
+        let mut content = vec![ContentBlock::text(written)];
+        ClientForm::default().apply(&mut content, 1..1, &envelope);
+        assert_eq!(
+            content[0].as_text().unwrap().text,
+            "[2]{id,total_cents,status}:\nINV-1,5,paid\nINV-2,7,open"
+        );
+        // An order that does not name exactly the items' keys is not used.
+        let order = ["id".to_owned(), "status".to_owned()];
+        assert!(
+            tabular(&data, Some(&order))
+                .unwrap()
+                .starts_with("[2]{id,status,total_cents}:")
+        );
+    }
+
+    #[test]
+    fn ui_blocks_reach_only_a_client_that_declares_it_renders_them() {
+        let envelope = json!({"ok": true, "data": {"id": "INV-1"}, "meta": {}});
+        let sealed = || {
+            vec![
+                ContentBlock::text(r#"{"id":"INV-1"}"#),
+                ContentBlock::text("<ui_passthrough type=\"markdown\">\nINV-1\n</ui_passthrough>"),
+                ContentBlock::text("<domain_rules>\n- r\n</domain_rules>"),
+            ]
+        };
+        let mut declares = ClientCapabilities::default();
+        declares.extensions = Some([(UI_EXTENSION.to_owned(), Default::default())].into());
+        let mut experimental = ClientCapabilities::default();
+        experimental.experimental = Some([(UI_EXTENSION.to_owned(), Default::default())].into());
+        for (capabilities, blocks) in [
+            (None, 2),
+            (Some(ClientCapabilities::default()), 2),
+            (Some(declares), 3),
+            (Some(experimental), 3),
+        ] {
+            let form = ClientForm::of(None, capabilities.as_ref());
+            let mut content = sealed();
+            form.apply(&mut content, 1..2, &envelope);
+            assert_eq!(content.len(), blocks, "{capabilities:?}");
+            assert!(
+                content
+                    .last()
+                    .unwrap()
+                    .as_text()
+                    .unwrap()
+                    .text
+                    .starts_with("<domain_rules>")
+            );
+        }
     }
 
     #[test]
@@ -202,7 +361,7 @@ mod tests {
             (None, "[2]{id}:\nINV-1\nINV-2".to_owned()),
         ] {
             let mut content = vec![ContentBlock::text(json_text.clone())];
-            DataText::for_protocol(version.as_ref()).apply(&mut content, &envelope);
+            ClientForm::of(version.as_ref(), None).apply(&mut content, 1..1, &envelope);
             assert_eq!(content[0].as_text().unwrap().text, expected, "{version:?}");
         }
     }
@@ -219,7 +378,7 @@ mod tests {
             json!([{"a,b": 1}, {"a,b": 2}]),
             json!([{}, {}]),
         ] {
-            assert_eq!(tabular(&data), None, "{data}");
+            assert_eq!(tabular(&data, None), None, "{data}");
         }
     }
 }

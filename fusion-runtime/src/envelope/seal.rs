@@ -72,6 +72,10 @@ pub(crate) enum Reply {
     /// of the resources it invalidates.
     Success {
         content: Vec<ContentBlock>,
+        /// Where the UI blocks are in `content` (sent only to a client that renders them).
+        ui: std::ops::Range<usize>,
+        /// The tool's form of the data block for clients that read `structuredContent`.
+        data_text: super::DataText,
         envelope: Value,
         invalidated: Option<std::sync::Arc<[crate::key::Glob]>>,
     },
@@ -402,6 +406,7 @@ pub(crate) fn seal_success(
         meta.truncated = Some(truncated);
     }
     let ui_blocks = ui.len();
+    let first_ui = content.len();
     for block in &ui {
         content.push(ContentBlock::text(block.render()));
     }
@@ -461,6 +466,9 @@ pub(crate) fn seal_success(
     Sealed {
         reply: Reply::Success {
             content,
+            // A cut drops the UI blocks first (see `fit_budget`).
+            ui: first_ui..if cut { first_ui } else { first_ui + ui_blocks },
+            data_text: action.data_text,
             envelope: structured_content.unwrap_or(Value::Null),
             invalidated: sealed.invalidated.clone(),
         },

@@ -568,6 +568,7 @@ fn proxy(
         concurrency: state.config.concurrency,
         serialization: Serialization::Off,
         max_bytes: None,
+        data_text: crate::action::DataText::default(),
         timeout: Some(state.config.timeout),
         rate_limit: None,
         toolset: Some(

@@ -136,7 +136,7 @@ pub use signal::shutdown_signal;
 pub use streamable::HttpOptions;
 
 use crate::context::{CallContext, RequestFacts};
-use crate::envelope::DataText;
+use crate::envelope::ClientForm;
 use crate::error::{ToolError, panicked};
 #[cfg(feature = "http")]
 use crate::principal::Principal;
@@ -748,6 +748,12 @@ impl ServerHandler for McpHandler {
                         .call_proxied(&name, request.arguments, rounds, asking, call)
                         .await;
                 }
+                // The answer as this client reads it: its protocol era's data block, and UI
+                // blocks if it renders them.
+                let form = ClientForm::of(
+                    call.protocol_version().as_ref(),
+                    asking.capabilities.as_ref(),
+                );
                 let binding = LazyBinding::new(
                     &asking,
                     &name,
@@ -764,8 +770,7 @@ impl ServerHandler for McpHandler {
                     Err(error) => return Err(self.refuse_request(&name, error)?),
                 };
                 call.extensions_mut().insert(Arc::clone(&round));
-                // The data block as this client's protocol era reads it.
-                let form = DataText::for_protocol(call.protocol_version().as_ref());
+
                 let change = self.change_of(&call, request.arguments.as_ref());
                 let outcome = self
                     .shared
@@ -806,7 +811,7 @@ impl McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         match outcome {
             Ok(result) => {
-                let form = result.data_text();
+                let form = result.form();
                 Ok(CallToolResponse::Complete(reply::call_tool_result(
                     result.into_sealed(),
                     form,

@@ -14,21 +14,22 @@ use crate::action::CacheHint;
 use crate::content::{IMMUTABLE_TTL_MS, Read};
 use crate::context::CallContext;
 use crate::envelope::content_error;
-use crate::envelope::{DataText, Reply, Sealed};
+use crate::envelope::{ClientForm, Reply, Sealed};
 use crate::prompt::PromptMessages;
 
-/// A sealed tool result as the protocol's `CallToolResult`: its text blocks, the data block in
-/// `form` (the client's protocol era's, see [`DataText::for_protocol`]), and its envelope as
-/// `structuredContent`.
+/// A sealed tool result as the protocol's `CallToolResult`: its text blocks in the client's
+/// `form` (see [`ClientForm::of`]), and its envelope as `structuredContent`.
 #[inline]
-pub(crate) fn call_tool_result(sealed: Sealed, form: DataText) -> CallToolResult {
+pub(crate) fn call_tool_result(sealed: Sealed, form: ClientForm) -> CallToolResult {
     match sealed.reply {
         Reply::Success {
             mut content,
+            ui,
+            data_text,
             envelope,
             ..
         } => {
-            form.apply(&mut content, &envelope);
+            form.for_tool(data_text).apply(&mut content, ui, &envelope);
             let mut result = CallToolResult::success(content);
             result.structured_content = Some(envelope);
             result
@@ -127,7 +128,7 @@ fn to_value<T: serde::Serialize>(value: &T) -> Value {
 impl crate::server::ToolResult {
     /// The protocol's result (rmcp's `CallToolResult`): what goes on the wire.
     pub fn into_protocol(self) -> CallToolResult {
-        let form = self.data_text();
+        let form = self.form();
         call_tool_result(self.into_sealed(), form)
     }
 }

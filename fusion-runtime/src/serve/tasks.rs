@@ -179,7 +179,10 @@ impl McpHandler {
             capabilities.as_ref(),
         ));
         call.extensions_mut().insert(Arc::clone(&round));
-        let form = crate::envelope::DataText::for_protocol(call.protocol_version().as_ref());
+        let form = crate::envelope::ClientForm::of(
+            call.protocol_version().as_ref(),
+            capabilities.as_ref(),
+        );
         let change = self.change_of(&call, parked.arguments.as_ref());
         let id = record.id.clone();
         locked(&self.tasks().live).insert(id.clone(), Live::Running(cancel.clone()));
