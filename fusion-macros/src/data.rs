@@ -63,7 +63,7 @@ fn try_expand(args: TokenStream, item: TokenStream) -> darling::Result<TokenStre
         derives.push(quote!(#private::schemars::JsonSchema));
     }
     let serde_path = krate.serde_path();
-    let schemars_path = serde_path.replace("__private::serde", "__private::schemars");
+    let schemars_path = krate.text_of("schemars");
     let serde_attr =
         (all || args.serialize || args.deserialize).then(|| quote!(#[serde(crate = #serde_path)]));
     let schemars_attr = (all || args.schema).then(|| quote!(#[schemars(crate = #schemars_path)]));

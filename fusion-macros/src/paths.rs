@@ -1,5 +1,5 @@
-//! The path to the facade: the only place that spells `__private`, the module generated code
-//! names (besides `::core`).
+//! The path to the facade: the only place that spells `__private` and `rules::checks`, the
+//! modules generated code names (besides `::core`).
 
 use darling::ast::NestedMeta;
 use darling::{Error, FromMeta, Result};
@@ -25,6 +25,13 @@ impl Krate {
         quote!(#path::__private)
     }
 
+    /// `#krate::rules::checks`: the checks against Fusion's rules, public so that a note naming
+    /// one names a rule and not Fusion's internals.
+    pub(crate) fn checks(&self) -> TokenStream {
+        let path = &self.0;
+        quote!(#path::rules::checks)
+    }
+
     /// `#krate::__private`, spanned on a user's token: rustc reports an expression's errors
     /// where its tokens are, so code whose errors belong on that token is written with these.
     /// The path resolves the same from there: it is global (`::fusion`) or the user's own.
@@ -38,20 +45,23 @@ impl Krate {
             .collect()
     }
 
-    /// `#krate::__private::serde` as a string, for `#[serde(crate = "…")]`.
+    /// `#krate::serde` as a string, for `#[serde(crate = "…")]`: the facade's public
+    /// re-export, so that an error in derived code names `fusion::serde`, as the user would.
     pub(crate) fn serde_path(&self) -> String {
+        self.text_of("serde")
+    }
+
+    /// `#krate::tail` as a string, for the attributes that take a path as text.
+    pub(crate) fn text_of(&self, tail: &str) -> String {
         let mut text = String::new();
         if self.0.leading_colon.is_some() {
             text.push_str("::");
         }
-        let segments: Vec<String> = self
-            .0
-            .segments
-            .iter()
-            .map(|segment| segment.ident.to_string())
-            .collect();
-        text.push_str(&segments.join("::"));
-        text.push_str("::__private::serde");
+        for segment in &self.0.segments {
+            text.push_str(&segment.ident.to_string());
+            text.push_str("::");
+        }
+        text.push_str(tail);
         text
     }
 

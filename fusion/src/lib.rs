@@ -368,6 +368,21 @@ pub mod rules {
         AcceptsRawModel, CarriesHiddenValue, CarriesRawModel, ComparedOnlyWithMatches,
         DescribesRawModel, HashedOnlyWithKeyedDigest, NeverOrderedUseMatches, TheWire,
     };
+
+    /// The checks generated code runs against the rules above, named here so that a note
+    /// "required by a bound in …" points at a rule rather than at Fusion's internals.
+    pub mod checks {
+        pub use fusion_runtime::args::kinds::{
+            FieldParam, HiddenInMessage, ModelInMessage, ModelParam, UnusableParam,
+        };
+        pub use fusion_runtime::model::kinds::{UnmarkedHidden, hidden_field};
+        pub use fusion_runtime::present::{PresentedField, presented_value_schema};
+        pub use fusion_runtime::resource::not_a_variable;
+
+        /// A presenter's expansion, run by its model's `#[model]` (which knows the fields).
+        #[doc(hidden)]
+        pub use fusion_macros::__presenter_for_model as presenter_for_model;
+    }
 }
 
 /// Used by generated code. Not public API.

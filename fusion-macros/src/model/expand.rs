@@ -351,10 +351,7 @@ fn generate_profile(model: &Model, profile: &Profile) -> TokenStream {
             }
         }
     });
-    let present = format!(
-        "{}::present_field",
-        model.krate.serde_path().trim_end_matches("::serde")
-    );
+    let present = model.krate.text_of("__private::present_field");
     let fields = listed.iter().map(|(ident, label, ty, _)| {
         if required {
             quote_spanned! {ident.span()=>

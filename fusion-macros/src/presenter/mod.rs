@@ -34,9 +34,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         };
         return fallback::presenter_without_model(Some(error), &list, item);
     };
-    let private = Krate::find_in(&list).private();
+    let checks = Krate::find_in(&list).checks();
     quote! {
-        #model! { [#private::__presenter_for_model] attr { #args } item { #item } }
+        #model! { [#checks::presenter_for_model] attr { #args } item { #item } }
     }
 }
 
