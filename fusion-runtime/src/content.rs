@@ -37,7 +37,7 @@ use crate::catalog::{CompiledPrompt, CompiledResource, Definition};
 use crate::complete::CompletionRequest;
 use crate::context::CallContext;
 use crate::envelope::{Sealed, SealedParts, seal_error};
-use crate::error::{ToolError, codes};
+use crate::error::ToolError;
 use crate::middleware::Middleware;
 use crate::observe::{PROMPTS_GET, RESOURCES_READ};
 use crate::pipeline::report::Report;
@@ -377,14 +377,6 @@ impl Target for CompiledResource {
         &self.middleware
     }
 
-    async fn guards(
-        &self,
-        _key: Option<String>,
-        _context: &mut CallContext,
-    ) -> Result<(), ToolError> {
-        Ok(())
-    }
-
     fn run(
         &self,
         ready: ReadyCall,
@@ -431,24 +423,11 @@ impl Target for CompiledPrompt {
         &self.middleware
     }
 
-    async fn guards(
-        &self,
-        _key: Option<String>,
-        _context: &mut CallContext,
-    ) -> Result<(), ToolError> {
-        Ok(())
-    }
-
-    async fn run(
+    fn run(
         &self,
         ready: ReadyPrompt,
         context: CallContext,
-    ) -> Result<PromptMessages, ToolError> {
-        let cancellation = context.cancellation.clone();
-        let future = catch_panic("the prompt", || ready(context))?;
-        tokio::select! {
-            outcome = CatchPanic::new(future, "the prompt") => outcome,
-            () = cancellation.cancelled() => Err(ToolError::new(codes::CANCELLED, "The request was cancelled.")),
-        }
+    ) -> impl Future<Output = Result<PromptMessages, ToolError>> + Send {
+        Running::start(context, ready)
     }
 }

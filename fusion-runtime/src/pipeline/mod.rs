@@ -427,8 +427,10 @@ impl Target for CompiledAction {
         &self,
         key: Option<String>,
         context: &mut CallContext,
-    ) -> Result<Self::Held, ToolError> {
-        crate::waiting::Held::enter(self, context, key).await
+    ) -> Result<Option<Self::Held>, ToolError> {
+        crate::waiting::Held::enter(self, context, key)
+            .await
+            .map(Some)
     }
 
     fn run(

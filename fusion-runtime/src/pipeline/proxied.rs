@@ -34,7 +34,7 @@ impl Target for Forward<'_> {
     /// The arguments, forwarded as they came: the upstream reads them.
     type Ready = JsonObject;
     type Output = CallToolResult;
-    type Held = Option<crate::guard::Slot>;
+    type Held = crate::guard::Slot;
 
     fn facts(&self) -> &ActionFacts {
         &self.tool.facts
@@ -76,7 +76,7 @@ impl Target for Forward<'_> {
         &self,
         _key: Option<String>,
         context: &mut CallContext,
-    ) -> Result<Self::Held, ToolError> {
+    ) -> Result<Option<Self::Held>, ToolError> {
         match &self.upstream.concurrency {
             Some(guard) => Ok(Some(guard.enter(crate::tenancy::tenant_of(context)).await?)),
             None => Ok(None),

@@ -11,26 +11,54 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use crate::context::CallContext;
 use crate::error::{ToolError, codes, panicked};
 use crate::present::Presentation;
-use crate::spec::{HandlerFuture, ReadyCall};
+use crate::spec::ReadyCall;
 
-/// A running handler: a panic becomes an `INTERNAL_ERROR` and the server keeps serving; a
-/// cancelled request drops the handler's future and yields `CANCELLED`. One future doing both,
-/// polled directly: the cancellation is only armed once the handler has had to wait.
-pub(crate) struct Running {
-    handler: Option<HandlerFuture>,
+/// A handler's future, once started.
+type Started<T> = Pin<Box<dyn Future<Output = Result<T, ToolError>> + Send>>;
+
+/// A running handler (a tool's or a prompt's): a panic becomes an `INTERNAL_ERROR` and the
+/// server keeps serving; a cancelled request drops the handler's future and yields `CANCELLED`.
+/// One future doing both, polled directly: the cancellation is only armed once the handler has
+/// had to wait (cheaper than racing the two, which builds the cancellation's future per call).
+pub(crate) struct Running<T: Ran = Presentation> {
+    handler: Option<Started<T>>,
     early: Option<ToolError>,
     cancellation: CancellationToken,
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
 }
 
+/// What a handler gives: it names the handler in a panic's log (a constant, so that a running
+/// handler carries no more than it did when only tools had one).
+pub(crate) trait Ran {
+    const STAGE: &'static str;
+}
+
+impl Ran for Presentation {
+    const STAGE: &'static str = "the handler";
+}
+
+impl Ran for crate::prompt::PromptMessages {
+    const STAGE: &'static str = "the prompt";
+}
+
 impl Running {
+    /// A tool's handler with its arguments read, running.
     pub(crate) fn new(call: ReadyCall, context: CallContext) -> Self {
+        Running::start(context, |context| call.run(context))
+    }
+}
+
+impl<T: Ran> Running<T> {
+    /// Starts the handler `start` gives for `context`.
+    pub(crate) fn start(
+        context: CallContext,
+        start: impl FnOnce(CallContext) -> Started<T>,
+    ) -> Self {
         let cancellation = context.cancellation.clone();
-        let (handler, early) =
-            match std::panic::catch_unwind(AssertUnwindSafe(|| call.run(context))) {
-                Ok(future) => (Some(future), None),
-                Err(panic) => (None, Some(panicked("the handler", panic))),
-            };
+        let (handler, early) = match std::panic::catch_unwind(AssertUnwindSafe(|| start(context))) {
+            Ok(future) => (Some(future), None),
+            Err(panic) => (None, Some(panicked(T::STAGE, panic))),
+        };
         Running {
             handler,
             early,
@@ -40,8 +68,8 @@ impl Running {
     }
 }
 
-impl Future for Running {
-    type Output = Result<Presentation, ToolError>;
+impl<T: Ran> Future for Running<T> {
+    type Output = Result<T, ToolError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
@@ -57,7 +85,7 @@ impl Future for Running {
             Ok(Poll::Ready(outcome)) => return Poll::Ready(outcome),
             Err(panic) => {
                 this.handler = None;
-                return Poll::Ready(Err(panicked("the handler", panic)));
+                return Poll::Ready(Err(panicked(T::STAGE, panic)));
             }
             Ok(Poll::Pending) => {}
         }

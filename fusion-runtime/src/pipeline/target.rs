@@ -29,7 +29,7 @@ pub(crate) trait Target: Sync {
     type Ready: Send;
     /// What running it gives, before it is sealed.
     type Output: Send;
-    /// What the guards hold until the target has run.
+    /// What its guards hold until it has run (`()` for an unguarded target).
     type Held: Send;
 
     /// What middleware, spans and reports see of it.
@@ -72,12 +72,15 @@ pub(crate) trait Target: Sync {
     }
 
     /// 5. Its guards, entered in order for the caller of `context` (shares and turns are
-    ///    per tenant); what they hold is released when the call ends.
+    ///    per tenant); what they hold (if anything) is released when the call ends. Unguarded
+    ///    by default: resources and prompts have only the server's rate limit and middleware.
     fn guards(
         &self,
-        key: Option<String>,
-        context: &mut CallContext,
-    ) -> impl Future<Output = Result<Self::Held, ToolError>> + Send;
+        _key: Option<String>,
+        _context: &mut CallContext,
+    ) -> impl Future<Output = Result<Option<Self::Held>, ToolError>> + Send {
+        std::future::ready(Ok(None))
+    }
 
     /// 6. Runs it with its arguments read.
     fn run(
@@ -140,7 +143,7 @@ impl Server {
                             .await?;
                             target.guards(key, &mut context).await
                         };
-                        Some(CatchPanic::new(Box::pin(around), "a middleware").await?)
+                        CatchPanic::new(Box::pin(around), "a middleware").await?
                     };
                     // 5. Then a slot of the server as a whole, for every target.
                     let _seated = match &inner.server_slots {
