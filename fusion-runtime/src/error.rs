@@ -147,6 +147,14 @@ impl ToolError {
         .with_retry_after(retry_after)
     }
 
+    /// `SERVER_BUSY` for the server as a whole: every call of the caller's tenant (or of
+    /// everyone) it can take runs or waits already, whatever the tool.
+    pub(crate) fn server_full(retry_after: Duration) -> Self {
+        ToolError::new(codes::SERVER_BUSY, "The server is at capacity.")
+            .with_recovery("Wait for the retry window, then call again with the same arguments.")
+            .with_retry_after(retry_after)
+    }
+
     /// Sets the recovery line: what the agent should do next.
     #[must_use]
     pub fn with_recovery(mut self, recovery: impl Into<Text>) -> Self {

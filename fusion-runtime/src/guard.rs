@@ -3,7 +3,8 @@
 //! - **Concurrency** ([`Concurrency`]): at most `max_active` calls run at once, at most
 //!   `max_queued` wait; beyond that a call gets `SERVER_BUSY` with a retry hint at once. One
 //!   tenant may take only its share of both (half, by default), so that its flood or its stuck
-//!   calls never deny another tenant.
+//!   calls never deny another tenant. The server as a whole has such a limit too, over every
+//!   tool, read and prompt ([`DEFAULT_SERVER_CONCURRENCY`] unless set), shared the same way.
 //! - **Serialization** ([`Serialization`]): calls of a destructive action run one at a time, in
 //!   arrival order (FIFO), per action or per value of one argument, and always per tenant:
 //!   invoice `INV-3` of one tenant is not another's.
@@ -37,6 +38,16 @@ pub struct Concurrency {
 
 /// The default share of one tenant: half of a tool's slots and seats.
 pub const DEFAULT_TENANT_SHARE_PERCENT: u8 = 50;
+
+/// The default limit of the server as a whole, over every tool, read and prompt: as many
+/// calls running as tokio's blocking pool has threads (512; past that, blocking handlers
+/// queue there anyway), as many waiting, and each tenant at most half of both.
+pub const DEFAULT_SERVER_CONCURRENCY: Concurrency = Concurrency {
+    max_active: 512,
+    max_queued: 512,
+    retry_after: Duration::from_secs(1),
+    tenant_share_percent: DEFAULT_TENANT_SHARE_PERCENT,
+};
 
 impl Concurrency {
     /// `max_active` at once, `max_queued` waiting, retry hint of one second, each tenant at
@@ -185,6 +196,8 @@ pub(crate) struct ConcurrencyGuard(Arc<Limiter>);
 
 struct Limiter {
     limits: Concurrency,
+    /// Whether it is the server's limit, not one tool's: the refusal says which.
+    whole_server: bool,
     slots: Arc<Semaphore>,
     queued: AtomicUsize,
     /// The tenants with calls in the guard (running, queued, or waiting on a person).
@@ -233,8 +246,20 @@ impl Drop for TenantSeat {
 
 impl ConcurrencyGuard {
     pub(crate) fn new(limits: Concurrency) -> Self {
+        Self::limiting(limits, false)
+    }
+
+    /// The limit of the server as a whole (see [`ServerBuilder::server_concurrency`]).
+    ///
+    /// [`ServerBuilder::server_concurrency`]: crate::ServerBuilder::server_concurrency
+    pub(crate) fn for_server(limits: Concurrency) -> Self {
+        Self::limiting(limits, true)
+    }
+
+    fn limiting(limits: Concurrency, whole_server: bool) -> Self {
         ConcurrencyGuard(Arc::new(Limiter {
             limits,
+            whole_server,
             slots: Arc::new(Semaphore::new(limits.max_active)),
             queued: AtomicUsize::new(0),
             tenants: Mutex::new(HashMap::new()),
@@ -242,7 +267,12 @@ impl ConcurrencyGuard {
     }
 
     fn busy(&self) -> ToolError {
-        ToolError::server_busy(self.0.limits.retry_after)
+        let retry_after = self.0.limits.retry_after;
+        if self.0.whole_server {
+            ToolError::server_full(retry_after)
+        } else {
+            ToolError::server_busy(retry_after)
+        }
     }
 
     /// A slot now, or after waiting in the bounded queue, or `SERVER_BUSY` at once; for a call

@@ -76,7 +76,8 @@ pub use context::{CallContext, Ext, FromContext, Progress, Provided, ServerParts
 pub use elicit::DEFAULT_ASK_TIMEOUT;
 pub use error::{BuildError, ErrorCatalog, ToolError, codes, echo};
 pub use guard::{
-    Concurrency, DEFAULT_TENANT_SHARE_PERCENT, RateLimit, Serialization, SerializationLock,
+    Concurrency, DEFAULT_SERVER_CONCURRENCY, DEFAULT_TENANT_SHARE_PERCENT, RateLimit,
+    Serialization, SerializationLock,
 };
 pub use guarded::{GuardedInput, InputSurface};
 pub use hidden::Hidden;

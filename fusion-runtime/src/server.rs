@@ -43,6 +43,8 @@ pub(crate) struct ServerInner {
     pub(crate) metrics: Option<Arc<dyn Metrics>>,
     /// The rate limit of each caller across the server.
     pub(crate) rate_limiter: Option<RateLimiter>,
+    /// The concurrency limit of the server as a whole, each tenant within its share.
+    pub(crate) server_slots: Option<crate::guard::ConcurrencyGuard>,
     pub(crate) span_level: tracing::Level,
     /// Mounted upstream servers (SPEC R7).
     #[cfg(feature = "gateway")]

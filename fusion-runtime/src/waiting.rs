@@ -10,9 +10,9 @@
 //!   nothing waits: the call ends with its questions, and their sealed state expires with the
 //!   tool's or server's deadline when one is set (the request-state lifetime otherwise).
 //! - **Lend, then take back.** The design chosen is release and re-acquire: while a question
-//!   waits, the call gives back its running slot (the tool's and its tenant's) and its FIFO
-//!   turn (and the replicas' shared lock); once answered it takes them back, in the order the
-//!   request path takes them, before the handler goes on. It keeps one thing: its seat in its
+//!   waits, the call gives back its running slots (the tool's and the server's, and its
+//!   tenant's of both) and its FIFO turn (and the replicas' shared lock); once answered it
+//!   takes them back, in the order the request path takes them, before the handler goes on. It keeps one thing: its seat in its
 //!   own tenant's share, so that one tenant's unanswered questions fill only that tenant's
 //!   share. Both eras thus behave alike: on 2026-07-28 the handler ends at its question and
 //!   runs again from the start with the answer. A serialized handler therefore checks again
@@ -173,5 +173,111 @@ impl Held {
         state.turn = turn;
         state.shared = shared?;
         Ok(())
+    }
+}
+
+/// A call's slot of the server as a whole, taken after its target's own guards and lent with
+/// them while the call waits on a person: it wraps what the target registered to lend (if
+/// anything), so that lending gives back both and resuming takes back the target's first, in
+/// the order they were entered.
+pub(crate) struct ServerSeat {
+    guard: ConcurrencyGuard,
+    target: Option<Arc<dyn Lend>>,
+    state: Mutex<SeatState>,
+}
+
+#[derive(Default)]
+struct SeatState {
+    asking: usize,
+    closed: bool,
+    slot: Option<Slot>,
+}
+
+/// Kept by the request path while the target runs: the server's slot is released when it drops.
+pub(crate) struct Seated(Arc<ServerSeat>);
+
+impl Drop for Seated {
+    fn drop(&mut self) {
+        let slot = {
+            let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.closed = true;
+            state.slot.take()
+        };
+        drop(slot);
+    }
+}
+
+impl ServerSeat {
+    /// A slot of `guard` for the call of `context`, within its tenant's share, or
+    /// `SERVER_BUSY` at once when full; the call's questions lend it from now on.
+    pub(crate) async fn enter(
+        guard: &ConcurrencyGuard,
+        context: &mut CallContext,
+    ) -> Result<Seated, ToolError> {
+        let slot = guard.enter(crate::tenancy::tenant_of(context)).await?;
+        let seat = Arc::new(ServerSeat {
+            guard: guard.clone(),
+            target: context.request.waiting.held.take(),
+            state: Mutex::new(SeatState {
+                slot: Some(slot),
+                ..SeatState::default()
+            }),
+        });
+        context.request.waiting.held = Some(Arc::clone(&seat) as Arc<dyn Lend>);
+        Ok(Seated(seat))
+    }
+
+    async fn take_back(&self) -> Result<(), ToolError> {
+        let mut slot = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.asking -= 1;
+            if state.asking > 0 || state.closed {
+                return Ok(());
+            }
+            state.slot.take()
+        };
+        let target = match &self.target {
+            Some(target) => target.resume().await,
+            None => Ok(()),
+        };
+        if target.is_ok()
+            && let Some(slot) = &mut slot
+        {
+            self.guard.resume(slot).await;
+        }
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.closed {
+            return target;
+        }
+        state.slot = slot;
+        if state.asking > 0 || target.is_err() {
+            // Another question started meanwhile (it waits with nothing held either), or the
+            // target's guards could not be taken back: the call ends without running on.
+            if let Some(slot) = &mut state.slot {
+                slot.lend();
+            }
+        }
+        target
+    }
+}
+
+impl Lend for ServerSeat {
+    fn lend(&self) {
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.asking += 1;
+            if state.asking == 1
+                && let Some(slot) = &mut state.slot
+            {
+                slot.lend();
+            }
+        }
+        if let Some(target) = &self.target {
+            target.lend();
+        }
+    }
+
+    fn resume(&self) -> futures::future::BoxFuture<'_, Result<(), ToolError>> {
+        Box::pin(self.take_back())
     }
 }

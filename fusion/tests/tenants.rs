@@ -1,8 +1,8 @@
 //! What one tenant does never holds up another (issue 24), over rmcp's client and server
 //! in-process (2025-11-25 sessions over `tokio::io::duplex`), two tenants attached by the
 //! transport's context: the FIFO turn of a destructive action and a tool's concurrency slots
-//! are per tenant, and a question to the client (sampling, roots) ends at the tool's
-//! `ask_timeout` with a retryable `NO_ANSWER`.
+//! are per tenant, so are the server's slots as a whole, and a question to the client
+//! (sampling, roots) ends at the tool's `ask_timeout` with a retryable `NO_ANSWER`.
 
 // The client side answers sampling and roots, which rmcp marks deprecated (SEP-2577).
 #![allow(deprecated)]
@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use fusion::protocol as rmcp;
 use fusion::serve::Mcp;
-use fusion::{Principal, Roots, Sample, Server, ServerBuilder, State, ToolError, tool};
+use fusion::{
+    Concurrency, Principal, Roots, Sample, Server, ServerBuilder, State, ToolError, tool,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
     CreateMessageRequestParams, CreateMessageResult, ListRootsResult,
@@ -75,7 +77,55 @@ async fn roots(roots: Roots) -> Result<usize, ToolError> {
     Ok(roots.list().await?.len())
 }
 
+/// Lists, searches and peeks, each without limits of its own: only the server's hold them.
+#[tool(query, name = "desk.list")]
+async fn list(gate: State<Gate>, caller: Principal) -> Result<String, ToolError> {
+    pass(&gate, &caller).await
+}
+
+/// Searches (see `desk.list`).
+#[tool(query, name = "desk.search")]
+async fn search(gate: State<Gate>, caller: Principal) -> Result<String, ToolError> {
+    pass(&gate, &caller).await
+}
+
+/// Peeks (see `desk.list`).
+#[tool(query, name = "desk.peek")]
+async fn peek(gate: State<Gate>, caller: Principal) -> Result<String, ToolError> {
+    pass(&gate, &caller).await
+}
+
+/// Holds a call of `t_b` at the gate.
+async fn pass(gate: &Gate, caller: &Principal) -> Result<String, ToolError> {
+    if of_b(caller) {
+        let _pass = gate.0.acquire().await.map_err(ToolError::internal)?;
+    }
+    Ok("done".to_owned())
+}
+
+/// Asks the model, which may take 3 s (and never answers here).
+#[tool(query, name = "desk.ponder", ask_timeout = "3s")]
+async fn ponder(sample: Sample) -> Result<String, ToolError> {
+    sample.text("Ponder the desk.", 20).await
+}
+
 fn server(gate: &Arc<Semaphore>) -> Server {
+    desk(gate).build().expect("the desk builds")
+}
+
+/// The desk with the server as a whole limited to `limits`.
+fn limited(gate: &Arc<Semaphore>, limits: Concurrency) -> Server {
+    desk(gate)
+        .tool::<list>()
+        .tool::<search>()
+        .tool::<peek>()
+        .tool::<ponder>()
+        .server_concurrency(Some(limits))
+        .build()
+        .expect("the desk builds")
+}
+
+fn desk(gate: &Arc<Semaphore>) -> ServerBuilder {
     ServerBuilder::new("desk", "1.0.0")
         .state(Gate(Arc::clone(gate)))
         .tool::<close>()
@@ -83,8 +133,6 @@ fn server(gate: &Arc<Semaphore>) -> Server {
         .tool::<summarize>()
         .tool::<roots>()
         .tool::<count>()
-        .build()
-        .expect("the desk builds")
 }
 
 /// A client that declares sampling and roots and never answers either.
@@ -249,4 +297,75 @@ async fn a_rate_limit_counts_each_tenants_callers_apart_even_with_the_same_subje
         Some("RATE_LIMITED")
     );
     assert_eq!(code(&call(&a, "desk_count", json!({})).await), None);
+}
+
+/// One call of each of four tools with no limit of their own.
+fn flood() -> impl Iterator<Item = (&'static str, Value)> {
+    [
+        ("desk_list", json!({})),
+        ("desk_search", json!({})),
+        ("desk_peek", json!({})),
+        ("desk_close", json!({ "id": "1" })),
+    ]
+    .into_iter()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenant_flooding_many_tools_takes_at_most_its_share_of_the_server() {
+    let gate = Arc::new(Semaphore::new(0));
+    // 4 running and 4 waiting in all; a tenant may hold 2 running and 4 in all.
+    let server = limited(&gate, Concurrency::new(4, 4));
+    let (a, b) = (connect(&server, "t_a").await, connect(&server, "t_b").await);
+    // B floods four tools, none of which has a limit of its own: two run, two wait.
+    let b_calls: Vec<_> = flood()
+        .map(|(tool, arguments)| spawn_call(&b, tool, arguments))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // B's fifth call, on yet another tool, is refused at once, retryable, with a hint.
+    let refused = call(&b, "desk_close", json!({ "id": "2" })).await;
+    assert_eq!(code(&refused), Some("SERVER_BUSY"), "{refused:?}");
+    let error = error_of(&refused).unwrap();
+    assert_eq!(error["retryable"], true, "{error}");
+    assert_eq!(error["message"], "The server is at capacity.", "{error}");
+    assert!(
+        error["recovery"].as_str().unwrap().contains("retry"),
+        "{error}"
+    );
+    // A gets in at once on every tool, on the slots B may not take.
+    for (tool, arguments) in flood() {
+        let answered = call(&a, tool, arguments).await;
+        assert_eq!(code(&answered), None, "{tool}: {answered:?}");
+    }
+    // B's four, and one more.
+    gate.add_permits(5);
+    for answered in b_calls {
+        assert_eq!(code(&answered.await.unwrap()), None);
+    }
+    // Everything B held is given back: B's calls get in again.
+    assert_eq!(
+        code(&call(&b, "desk_close", json!({ "id": "2" })).await),
+        None
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_on_a_person_lends_its_server_slot() {
+    let gate = Arc::new(Semaphore::new(1));
+    // One call of a tenant running at once, two in all.
+    let server = limited(&gate, Concurrency::new(2, 2));
+    let b = connect(&server, "t_b").await;
+    // B's question nobody answers waits 3 s…
+    let pondering = spawn_call(&b, "desk_ponder", json!({}));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // …without B's one running slot: B's next call runs meanwhile.
+    let started = Instant::now();
+    let listed = call(&b, "desk_list", json!({})).await;
+    assert_eq!(code(&listed), None, "{listed:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!pondering.is_finished());
+    assert_eq!(code(&pondering.await.unwrap()), Some("NO_ANSWER"));
 }

@@ -13,7 +13,9 @@ use crate::audit::AuditSink;
 use crate::context::{ServerParts, StateMap};
 use crate::error::BuildError;
 use crate::expose::expose;
-use crate::guard::{RateLimit, RateLimiter};
+use crate::guard::{
+    Concurrency, ConcurrencyGuard, DEFAULT_SERVER_CONCURRENCY, RateLimit, RateLimiter,
+};
 use crate::guarded::{GuardedInput, GuardedNames};
 use crate::key::ToolKey;
 use crate::key::check_exposed_name;
@@ -82,6 +84,8 @@ pub struct ServerBuilder {
     data_text: crate::action::DataText,
     default_timeout: Option<std::time::Duration>,
     rate_limit: Option<RateLimit>,
+    /// The concurrency limit of the server as a whole; none when turned off.
+    server_concurrency: Option<Concurrency>,
     span_level: tracing::Level,
     /// The reviewed lockfile the built surface must match, and the check: a function pointer
     /// set by [`lock`](ServerBuilder::lock), so that a connector without a lockfile does not
@@ -138,6 +142,7 @@ impl ServerBuilder {
             data_text: crate::action::DataText::default(),
             default_timeout: None,
             rate_limit: None,
+            server_concurrency: Some(DEFAULT_SERVER_CONCURRENCY),
             span_level: tracing::Level::DEBUG,
             lock: None,
             serialization_lock: None,
@@ -360,6 +365,21 @@ impl ServerBuilder {
     #[must_use]
     pub fn ask_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.ask_timeout = Some(timeout);
+        self
+    }
+
+    /// The concurrency limit of the server as a whole, over every tool (built in or proxied),
+    /// read and prompt: [`DEFAULT_SERVER_CONCURRENCY`] unless set. A call takes one of its
+    /// slots after its tool's own guards; past `max_active` running and `max_queued` waiting,
+    /// or past its tenant's share of either (`tenant_share_percent`, half by default), it gets
+    /// a retryable `SERVER_BUSY` with the retry hint at once, so that one tenant flooding many
+    /// tools never denies another. A call waiting on a person lends its slot back, as it does
+    /// its tool's (see [`waiting`](crate::waiting)). `None` turns the limit off.
+    ///
+    /// [`DEFAULT_SERVER_CONCURRENCY`]: crate::DEFAULT_SERVER_CONCURRENCY
+    #[must_use]
+    pub fn server_concurrency(mut self, limits: Option<Concurrency>) -> Self {
+        self.server_concurrency = limits;
         self
     }
 
@@ -724,6 +744,7 @@ impl ServerBuilder {
                 audit_digest_key: self.audit_digest_key.unwrap_or_else(DigestKey::random),
                 metrics: self.metrics,
                 rate_limiter: self.rate_limit.map(RateLimiter::new),
+                server_slots: self.server_concurrency.map(ConcurrencyGuard::for_server),
                 span_level: self.span_level,
                 #[cfg(feature = "gateway")]
                 gateway,

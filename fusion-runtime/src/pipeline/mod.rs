@@ -8,7 +8,7 @@
 //!    every issue, and nothing after this runs;
 //! 4. **middleware**: the server's, then the router's, then the action's own;
 //! 5. **guards**: the concurrency limit, then the FIFO turn of a serialized action, keyed on a
-//!    validated argument;
+//!    validated argument, then a slot of the server as a whole (every target takes one);
 //! 6. **handler**: context parameters, then the author's function, stopped if the request is
 //!    cancelled or its timeout (which counts from stage 4) runs out, its panics caught;
 //! 7. **present**: the result through its presenter;

@@ -21,6 +21,7 @@ use crate::error::ToolError;
 use crate::guard::RateLimiter;
 use crate::middleware::{Middleware, run_chain};
 use crate::server::{Server, ServerInner};
+use crate::waiting::ServerSeat;
 
 /// What differs between the targets of the request path (see the [pipeline](super)).
 pub(crate) trait Target: Sync {
@@ -143,6 +144,11 @@ impl Server {
                             target.guards(key, &mut context).await
                         };
                         CatchPanic::new(Box::pin(around), "a middleware").await?
+                    };
+                    // 5. Then a slot of the server as a whole, for every target.
+                    let _seated = match &inner.server_slots {
+                        Some(guard) => Some(ServerSeat::enter(guard, &mut context).await?),
+                        None => None,
                     };
                     // 6–7.
                     target.run(ready, context).await
