@@ -54,7 +54,7 @@ async fn billing_over_http_in_each_era() {
                 .iter()
                 .filter(|tool| tool.name.starts_with(&format!("{prefix}_")))
                 .count();
-            assert_eq!(count, 8, "{prefix}");
+            assert_eq!(count, 9, "{prefix}");
         }
         // Reads and writes in either era; the three mounts share billing's one store.
         for (prefix, invoice) in [("sess", "INV-3"), ("stl", "INV-6")] {

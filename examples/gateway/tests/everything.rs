@@ -287,7 +287,7 @@ async fn an_http_upstream_with_a_bearer_token() {
         let tools = client.peer().list_all_tools().await.unwrap();
         assert_eq!(
             tools.iter().filter(|t| t.name.starts_with("acct_")).count(),
-            8
+            9
         );
         // A read-only token sees only reads: that is the upstream's own list.
         assert!(tools.iter().any(|t| t.name == "ro_billing_get_invoice"));

@@ -108,7 +108,7 @@ async fn proxied_tools_are_listed_under_the_prefix_with_their_definitions_intact
             .list_all_tools()
             .await
             .expect("billing tools/list");
-        assert_eq!(upstream.len(), 8);
+        assert_eq!(upstream.len(), 9);
         let names: Vec<&str> = listed.iter().map(|tool| tool.name.as_ref()).collect();
         // Built-in first, then the upstream's, in its order; the denied one is not listed.
         assert_eq!(names[0], "health_ping");
@@ -312,7 +312,7 @@ async fn an_upstream_that_cannot_start_leaves_the_others_serving() {
         let client = serve_in_process(&server).await;
         let listed = client.peer().list_all_tools().await.unwrap();
         assert!(listed.iter().all(|tool| !tool.name.starts_with("ghost_")));
-        assert_eq!(listed.len(), 8);
+        assert_eq!(listed.len(), 9);
         client.cancel().await.unwrap();
         server.shutdown_upstreams().await;
         assert!(server.upstreams().iter().all(|status| !status.connected));

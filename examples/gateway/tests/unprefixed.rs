@@ -132,7 +132,7 @@ async fn an_unprefixed_upstream_is_served_under_its_own_names_and_policed_under_
             .into_iter()
             .filter(|tool| tool.name != "billing_void_invoice")
             .collect();
-        assert_eq!(expected.len(), 7);
+        assert_eq!(expected.len(), 8);
         assert_eq!(listed[1..], expected[..]);
 
         // Called by its own name, the result intact.
@@ -179,7 +179,7 @@ async fn an_unprefixed_upstream_is_served_under_its_own_names_and_policed_under_
         // Its status is the mount's.
         let status = server.upstreams();
         assert_eq!(status[0].prefix, "acct");
-        assert_eq!(status[0].tools, 8);
+        assert_eq!(status[0].tools, 9);
         client.cancel().await.unwrap();
         direct.cancel().await.unwrap();
     })
