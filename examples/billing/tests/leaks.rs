@@ -949,7 +949,7 @@ fn check_outcome(call: &Call, exchange: &Exchange, session: bool) -> Result<Stri
         same(
             "tools listed",
             &result["tools"].as_array().map_or(0, Vec::len).into(),
-            8,
+            9,
         )?;
         return Ok("tools/list".to_owned());
     }
