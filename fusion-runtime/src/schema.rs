@@ -71,7 +71,14 @@ pub(crate) fn attach_definitions(schema: &mut JsonObject, generator: &mut Schema
 pub(crate) fn envelope(data: Schema, generator: &mut SchemaGenerator) -> JsonObject {
     let mut properties = Map::new();
     properties.insert("ok".into(), serde_json::json!({ "type": "boolean" }));
-    properties.insert("data".into(), data.to_value());
+    // A boolean schema (`true` for any JSON value) is valid JSON Schema, but clients that
+    // parse property schemas as objects (the TypeScript SDK 1.x) refuse it: said as objects.
+    let data = match data.to_value() {
+        Value::Bool(true) => serde_json::json!({}),
+        Value::Bool(false) => serde_json::json!({ "not": {} }),
+        data => data,
+    };
+    properties.insert("data".into(), data);
     let mut schema = Map::new();
     schema.insert("type".into(), "object".into());
     schema.insert("properties".into(), Value::Object(properties));
