@@ -71,14 +71,7 @@ pub(crate) fn attach_definitions(schema: &mut JsonObject, generator: &mut Schema
 pub(crate) fn envelope(data: Schema, generator: &mut SchemaGenerator) -> JsonObject {
     let mut properties = Map::new();
     properties.insert("ok".into(), serde_json::json!({ "type": "boolean" }));
-    // A boolean schema (`true` for any JSON value) is valid JSON Schema, but clients that
-    // parse property schemas as objects (the TypeScript SDK 1.x) refuse it: said as objects.
-    let data = match data.to_value() {
-        Value::Bool(true) => serde_json::json!({}),
-        Value::Bool(false) => serde_json::json!({ "not": {} }),
-        data => data,
-    };
-    properties.insert("data".into(), data);
+    properties.insert("data".into(), object_form(data.to_value()));
     let mut schema = Map::new();
     schema.insert("type".into(), "object".into());
     schema.insert("properties".into(), Value::Object(properties));
@@ -171,8 +164,20 @@ fn shape(schema: &Value, definitions: &Value) -> String {
 /// tool whose actions return different things).
 pub(crate) fn any_of(schemas: Vec<Value>) -> Schema {
     let mut schema = Schema::default();
+    let schemas = schemas.into_iter().map(object_form).collect();
     schema.insert("anyOf".into(), Value::Array(schemas));
     schema
+}
+
+/// A data schema said as an object. A boolean schema (`true` for any JSON value) is valid
+/// JSON Schema, but clients that parse property schemas as objects (the TypeScript SDK 1.x)
+/// refuse it, wherever it sits in `data`.
+fn object_form(schema: Value) -> Value {
+    match schema {
+        Value::Bool(true) => serde_json::json!({}),
+        Value::Bool(false) => serde_json::json!({ "not": {} }),
+        schema => schema,
+    }
 }
 
 #[cfg(test)]
