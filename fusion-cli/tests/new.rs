@@ -556,4 +556,7 @@ fn an_openapi_connector_builds_and_writes_its_lockfile() {
     let binary = build_and_test("openapi-pets", &dir, &[]);
     let mut stdio = StdioSession::start(&binary, &[]);
     assert_eq!(stdio.tool_names().len(), 1);
+    // Not built by `cargo fusion bundle`: the version alone, no hash to claim.
+    let version = succeed(Command::new(&binary).arg("--version"));
+    assert_eq!(version.trim(), "openapi-pets 0.1.0");
 }

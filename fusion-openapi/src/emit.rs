@@ -744,13 +744,15 @@ fn main_rs(api: &Api, lib: &str) -> String {
 //!
 //! Run with `cargo run -- [--base-url URL] [--http ADDRESS]`. The upstream's credentials come
 //! from the environment, never from the command line nor from an agent: {credential_doc}.
-//! Over HTTP, clients present the bearer token in `MCP_TOKEN`.
+//! Over HTTP, clients present the bearer token in `MCP_TOKEN`. `--version` prints the version,
+//! and for a build made by `cargo fusion bundle` its content hash and lockfile digest.
 
 use std::time::Duration;
 
-const USAGE: &str = "usage: {lib} [--base-url URL] [--http ADDRESS]
+const USAGE: &str = "usage: {lib} [--base-url URL] [--http ADDRESS] [--version]
   --base-url URL    the upstream API (or API_BASE_URL; default: {template})
   --http ADDRESS    serve Streamable HTTP on ADDRESS (such as 127.0.0.1:8080) instead of stdio
+  --version         print the version (and the bundle's hash and lockfile digest)
 environment: API_TOKEN (upstream credential), {key_variable},
 MCP_TOKEN (the token HTTP clients present)";
 
@@ -772,6 +774,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {{
         match arg.as_str() {{
             "--base-url" => base_url = Some(args.next().ok_or("--base-url needs a URL")?),
             "--http" => http = Some(args.next().ok_or("--http needs an address")?.parse()?),
+            "--version" | "-V" => {{
+                println!("{{}}", version_line());
+                return Ok(());
+            }}
             "--help" | "-h" => {{
                 println!("{{USAGE}}");
                 return Ok(());
@@ -797,6 +803,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {{
         }}
     }}
     Ok(())
+}}
+
+/// `NAME VERSION`, then the bundle's content hash and lockfile digest when there are some.
+fn version_line() -> String {{
+    let mut line = format!("{{}} {{}}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"));
+    if let Some(bundle) = fusion::serve::Bundle::built() {{
+        line.push_str(&format!(" bundle {{}}", bundle.hash()));
+        if let Some(lock) = bundle.lock() {{
+            line.push_str(&format!(" lock {{lock}}"));
+        }}
+    }}
+    line
 }}
 "#,
         title = one_line(&api.title, 120),
