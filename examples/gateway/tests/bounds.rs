@@ -79,6 +79,7 @@ async fn a_progress_flood_reaches_the_caller_thinned_with_its_latest_step() {
     let progress = Progress::default();
     let client = connect(&server, Principal::new("alice"), progress.clone()).await;
     const STEPS: usize = 3_000;
+    let started = std::time::Instant::now();
     let result = call(
         client.peer(),
         "up_progress",
@@ -90,9 +91,12 @@ async fn a_progress_flood_reaches_the_caller_thinned_with_its_latest_step() {
     // Notifications are handled by rmcp's client in tasks of their own: let them land.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let seen = progress.0.lock().unwrap().clone();
+    // 32 at once, then 10 a second, plus the latest step at the end: more on a loaded
+    // machine, where the flood lasts longer, but far from the 3,000 sent.
+    let allowed = 33 + (10.0 * started.elapsed().as_secs_f64()).ceil() as usize;
     assert!(
-        !seen.is_empty() && seen.len() <= 64,
-        "{} notifications passed on",
+        !seen.is_empty() && seen.len() <= allowed.min(300),
+        "{} notifications passed on, {allowed} allowed",
         seen.len()
     );
     let last = seen.iter().copied().fold(f64::MIN, f64::max);
@@ -136,11 +140,18 @@ async fn a_log_flood_reaches_the_caller_thinned() {
         ))
         .await
         .unwrap();
+    let started = std::time::Instant::now();
     let result = call(client.peer(), "up_log", json!({ "count": 2_000 }))
         .await
         .expect("answered");
     assert_eq!(text_of(&result), "logged");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The gateway passes 64 at once, then 20 a second: on a loaded machine the flood lasts
+    // longer and earns more, but never anywhere near the 2,000 sent.
+    let allowed = 64 + (20.0 * started.elapsed().as_secs_f64()).ceil() as usize;
     let heard = logs.0.load(std::sync::atomic::Ordering::SeqCst);
-    assert!((1..=80).contains(&heard), "{heard} log messages passed on");
+    assert!(
+        (1..=allowed.min(400)).contains(&heard),
+        "{heard} log messages passed on, {allowed} allowed"
+    );
 }
