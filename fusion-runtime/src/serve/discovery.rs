@@ -338,7 +338,7 @@ fn found(tools: &[ToolDefinition], query: &Query) -> CallToolResult {
         .filter(|(score, _)| query.terms.is_empty() || *score > 0)
         .collect();
     // Stable: equal scores keep the listing's order.
-    ranked.sort_by(|a, b| b.0.cmp(&a.0));
+    ranked.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
     let more = ranked.len().saturating_sub(query.limit);
     let tools: Vec<Value> = ranked
         .into_iter()

@@ -54,10 +54,11 @@
 //!
 //! This file is the protocol handler: each MCP method, thin, over the [`Server`]. The jobs it
 //! hands off have files of their own: `options` (what an endpoint is configured with),
-//! `listing` (one paged listing for tools, resources, templates and prompts), `rounds` (the
-//! question rounds of elicitation), `subscriptions` (resource updates), `gateway` (what mounted
-//! upstreams add), `reply` (where a sealed result becomes the protocol's), and the transports
-//! (`stdio`, `streamable` with its `host_origin` guard, `sessions`, `connections`).
+//! `listing` (one paged listing for tools, resources, templates and prompts), `discovery` (the
+//! search mode of a large surface), `rounds` (the question rounds of elicitation),
+//! `subscriptions` (resource updates), `gateway` (what mounted upstreams add), `reply` (where a
+//! sealed result becomes the protocol's), and the transports (`stdio`, `streamable` with its
+//! `host_origin` guard, `sessions`, `connections`).
 //!
 //! Serving stays a module of `fusion-runtime` (behind its `stdio` and `http` features) rather
 //! than a crate of its own: it still reaches into the server through crate-private methods
