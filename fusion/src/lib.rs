@@ -206,7 +206,8 @@ pub mod serve {
     #[cfg(any(feature = "stdio", feature = "http"))]
     pub use fusion_runtime::serve::shutdown_signal;
     pub use fusion_runtime::serve::{
-        BUNDLE_META_KEY, Bundle, Mcp, McpHandler, McpOptions, RequestInfo, ServeError,
+        BUNDLE_META_KEY, Bundle, CALL_TOOL, Discovery, FIND_TOOLS, Mcp, McpHandler, McpOptions,
+        RequestInfo, ServeError, ToolSearch,
     };
     #[cfg(feature = "http")]
     pub use fusion_runtime::serve::{

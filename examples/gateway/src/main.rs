@@ -22,7 +22,7 @@ use fusion::audit::{AuditSink, TracingAuditSink};
 use fusion::auth::StaticTokens;
 use fusion::observe::CallStats;
 use fusion::serve::oauth::{OAuthArgs, ResourceServer};
-use fusion::serve::{HttpOptions, Mcp};
+use fusion::serve::{Discovery, HttpOptions, Mcp, ToolSearch};
 use fusion::{
     ActionInfo, CallContext, Principal, Server, ServerBuilder, ToolError, ToolSpec, Verb,
 };
@@ -63,6 +63,11 @@ struct Args {
     /// How long a proxied call may take, in seconds (per upstream in the config file).
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     timeout: u64,
+    /// List `find_tools` and `call_tool` (and `gateway_status`) instead of every tool, for
+    /// many mounted tools: an agent finds those of its task, then calls them by name. A caller
+    /// finds only the tools it may call.
+    #[arg(long)]
+    tool_search: bool,
     /// Serve Streamable HTTP at this address (e.g. 127.0.0.1:8090) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
@@ -156,12 +161,19 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let server = builder.build()?;
     let _ = this.set(server.clone());
     server.upstreams_ready().await;
+    let discovery = if args.tool_search {
+        Discovery::Search(ToolSearch::default().pin("gateway_status"))
+    } else {
+        Discovery::Full
+    };
     let result = match args.http {
         None => {
             // The process owner is the caller: every right.
-            let mcp = Mcp::new(server.clone()).context(|_request, call| {
-                call.extensions_mut().insert(local_principal());
-            });
+            let mcp = Mcp::new(server.clone())
+                .discovery(discovery)
+                .context(|_request, call| {
+                    call.extensions_mut().insert(local_principal());
+                });
             mcp.serve_stdio().await.map_err(Into::into)
         }
         Some(address) => {
@@ -170,7 +182,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 tokens.extend(read_token_file(file)?);
             }
             let oauth = args.oauth.resource_server();
-            serve_http(server.clone(), address, tokens, args.allow_anonymous, oauth).await
+            let mcp = Mcp::new(server.clone()).discovery(discovery);
+            serve_http(mcp, address, tokens, args.allow_anonymous, oauth).await
         }
     };
     server.shutdown_upstreams().await;
@@ -241,7 +254,7 @@ fn status_tool(server: Arc<OnceLock<Server>>) -> ToolSpec {
 }
 
 async fn serve_http(
-    server: Server,
+    mut mcp: Mcp,
     address: SocketAddr,
     tokens: Vec<String>,
     allow_anonymous: bool,
@@ -250,7 +263,6 @@ async fn serve_http(
     let listener = tokio::net::TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
     let mut options = HttpOptions::default();
-    let mut mcp = Mcp::new(server);
     if allow_anonymous {
         tracing::warn!("serving HTTP without authentication: every caller has every right");
         mcp = mcp.context(|_request, call| {

@@ -54,10 +54,11 @@
 //!
 //! This file is the protocol handler: each MCP method, thin, over the [`Server`]. The jobs it
 //! hands off have files of their own: `options` (what an endpoint is configured with),
-//! `listing` (one paged listing for tools, resources, templates and prompts), `rounds` (the
-//! question rounds of elicitation), `subscriptions` (resource updates), `gateway` (what mounted
-//! upstreams add), `reply` (where a sealed result becomes the protocol's), and the transports
-//! (`stdio`, `streamable` with its `host_origin` guard, `sessions`, `connections`).
+//! `listing` (one paged listing for tools, resources, templates and prompts), `discovery` (the
+//! search mode of a large surface), `rounds` (the question rounds of elicitation),
+//! `subscriptions` (resource updates), `gateway` (what mounted upstreams add), `reply` (where a
+//! sealed result becomes the protocol's), and the transports (`stdio`, `streamable` with its
+//! `host_origin` guard, `sessions`, `connections`).
 //!
 //! Serving stays a module of `fusion-runtime` (behind its `stdio` and `http` features) rather
 //! than a crate of its own: it still reaches into the server through crate-private methods
@@ -87,6 +88,7 @@ mod bundle;
 mod connections;
 #[cfg(feature = "http")]
 mod descriptors;
+mod discovery;
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "http")]
@@ -119,6 +121,7 @@ mod tasks;
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
 pub use bundle::{BUNDLE_META_KEY, Bundle};
+pub use discovery::{CALL_TOOL, Discovery, FIND_TOOLS, ToolSearch};
 #[cfg(feature = "stderr-log")]
 pub use log::log_to_stderr;
 #[cfg(feature = "http")]
@@ -159,6 +162,8 @@ pub struct Mcp {
     tasks: Arc<tasks::Tasks>,
     /// What the server reports it was built as.
     bundle: Option<Bundle>,
+    /// How `tools/list` presents the tools.
+    discovery: Discovery,
 }
 
 impl std::fmt::Debug for Mcp {
@@ -183,7 +188,17 @@ impl Mcp {
             subscriptions: Arc::default(),
             tasks: Arc::default(),
             bundle: Bundle::built(),
+            discovery: Discovery::Full,
         }
+    }
+
+    /// How `tools/list` presents the tools: every one in full ([`Discovery::Full`], the
+    /// default), or, for a large surface, a search tool that finds those a task needs
+    /// ([`Discovery::search`]; see [`Discovery`]). Every tool stays callable by its name.
+    #[must_use]
+    pub fn discovery(mut self, discovery: Discovery) -> Self {
+        self.discovery = discovery;
+        self
     }
 
     /// Reports `bundle` (or nothing) in the `_meta` of `initialize` and `server/discover`,
@@ -281,6 +296,20 @@ impl Mcp {
             self.server.name(),
             self.server.version(),
         ));
+        let search = match &self.discovery {
+            Discovery::Full => None,
+            Discovery::Search(search) => {
+                for name in [FIND_TOOLS, CALL_TOOL] {
+                    if server.tool(name).is_some() {
+                        tracing::warn!(
+                            tool = name,
+                            "in search mode the search tool takes this name: the server's own tool of that name cannot be called"
+                        );
+                    }
+                }
+                Some(search.clone())
+            }
+        };
         if let Some(instructions) = self.server.served_instructions() {
             info = info.with_instructions(instructions);
         }
@@ -300,6 +329,7 @@ impl Mcp {
                 context_factory: self.context_factory.clone(),
                 subscriptions: Arc::clone(&self.subscriptions),
                 tasks: has_tasks.then(|| Arc::clone(&self.tasks)),
+                search,
             }),
             connection: Arc::default(),
         }
@@ -363,6 +393,8 @@ struct Shared {
     subscriptions: Arc<Subscribers>,
     /// Its tasks, when any tool may run as one (every handler of the same [`Mcp`] shares them).
     tasks: Option<Arc<tasks::Tasks>>,
+    /// Search mode's settings, when `tools/list` lists the search tools.
+    search: Option<ToolSearch>,
 }
 
 impl McpHandler {
@@ -496,6 +528,10 @@ impl ServerHandler for McpHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if let Some(search) = &self.shared.search {
+            let cursor = request.and_then(|request| request.cursor);
+            return self.list_index(search, cursor, context);
+        }
         // Built-in and proxied tools, from the gateway's current catalog (SPEC R7).
         #[cfg(feature = "gateway")]
         if self.shared.server.gateway().is_some() {
@@ -707,6 +743,11 @@ impl ServerHandler for McpHandler {
     }
 
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
+        if self.shared.search.is_some()
+            && let Some(search_tool) = self.search_tool(name)
+        {
+            return Some(search_tool);
+        }
         let builtin = self
             .shared
             .server
@@ -722,6 +763,16 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Search mode: `find_tools` answers here, `call_tool` is the call of the tool it names.
+        let (request, context) = match &self.shared.search {
+            None => (request, context),
+            Some(search) => match self.intercept(search, request, context) {
+                discovery::Intercepted::Answer(answer) => {
+                    return answer.map(CallToolResponse::Complete);
+                }
+                discovery::Intercepted::Call(request, context) => (request, context),
+            },
+        };
         let name: Cow<'_, str> = request.name;
         let asking = Asking::of(&context);
         // Only a server with tools that may run as tasks looks the tool up for it.
