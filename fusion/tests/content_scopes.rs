@@ -100,12 +100,10 @@ fn forbidden(result: Result<impl std::fmt::Debug, ServiceError>) -> String {
     error.message.to_string() + " " + data["recovery"].as_str().unwrap_or_default()
 }
 
-fn within<F: std::future::Future>(future: F) -> impl std::future::Future<Output = F::Output> {
-    async {
-        tokio::time::timeout(Duration::from_secs(30), future)
-            .await
-            .expect("the test did not finish in time")
-    }
+async fn within<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .expect("the test did not finish in time")
 }
 
 #[tokio::test]
