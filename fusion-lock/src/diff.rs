@@ -492,16 +492,7 @@ fn action(old: &ActionEntry, new: &ActionEntry, out: &mut Changes<'_>) {
             ),
         );
     }
-    set_changes(&old.access.scopes, &new.access.scopes, |scope, added| {
-        if added {
-            out.push(Rule::ScopeAdded, format!("scope `{scope}` now required"));
-        } else {
-            out.push(
-                Rule::ScopeRemoved,
-                format!("scope `{scope}` no longer required"),
-            );
-        }
-    });
+    scope_changes(&old.access.scopes, &new.access.scopes, out);
     set_changes(&old.access.tags, &new.access.tags, |tag, added| {
         out.push(
             Rule::TagsChanged,
@@ -959,6 +950,21 @@ fn rate_limit(of: &str, old: Option<RateLimit>, new: Option<RateLimit>, out: &mu
 }
 
 /// Calls `change(item, added)` for every item of one list and not the other, in order.
+/// The OAuth scopes declared, added (a token that could use it no longer can) and removed (a
+/// token with fewer scopes can), for an action, a resource or a prompt alike.
+fn scope_changes(old: &[String], new: &[String], out: &mut Changes<'_>) {
+    set_changes(old, new, |scope, added| {
+        if added {
+            out.push(Rule::ScopeAdded, format!("scope `{scope}` now required"));
+        } else {
+            out.push(
+                Rule::ScopeRemoved,
+                format!("scope `{scope}` no longer required"),
+            );
+        }
+    });
+}
+
 fn set_changes<'v>(old: &'v [String], new: &'v [String], mut change: impl FnMut(&'v str, bool)) {
     for item in new {
         if !old.contains(item) {
@@ -1053,6 +1059,7 @@ fn content(old: &Surface, new: &Surface, changes: &mut Vec<Change>) {
             _ => out.push(Rule::CacheChanged, "its cache hint changed".into()),
         }
         not_guarded(&was.not_guarded, &now.not_guarded, &mut out);
+        scope_changes(&was.scopes, &now.scopes, &mut out);
         if was.toolset != now.toolset {
             out.push(Rule::ToolsetChanged, "its toolset changed".into());
         }
@@ -1130,6 +1137,7 @@ fn content(old: &Surface, new: &Surface, changes: &mut Vec<Change>) {
             );
         }
         not_guarded(&was.not_guarded, &now.not_guarded, &mut out);
+        scope_changes(&was.scopes, &now.scopes, &mut out);
         if was.toolset != now.toolset {
             out.push(Rule::ToolsetChanged, "its toolset changed".into());
         }

@@ -57,6 +57,10 @@ pub struct ResourceEntry {
     pub output_schema: Value,
     /// What of the contents the agent perceives.
     pub egress: Egress,
+    /// The OAuth scopes it declares (`#[resource(scopes = [...])]`); absent when it leaves them
+    /// to the read scope of its namespace, so that older lockfiles read and digest the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
     /// The inputs named like a guarded field of a model that the author stated are not that
     /// field, by property path (`owner_id`, `opts.owner_id`), with the reason given: each one is
     /// a place where a value a client sends lands in something named like a field only the
@@ -81,6 +85,10 @@ pub struct PromptEntry {
     pub arguments: BTreeMap<String, PromptArgumentEntry>,
     /// The presenters whose data the prompt carries, with the presenters nested in them.
     pub presenters: BTreeMap<String, PresenterEntry>,
+    /// The OAuth scopes it declares (`#[prompt(scopes = [...])]`); absent when it leaves them
+    /// to the read scope of its namespace, so that older lockfiles read and digest the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
     /// The inputs named like a guarded field of a model that the author stated are not that
     /// field, by property path (`owner_id`, `opts.owner_id`), with the reason given: each one is
     /// a place where a value a client sends lands in something named like a field only the
@@ -443,10 +451,18 @@ impl Surface {
             }
         }
         for resource in surface.resources.values_mut() {
-            for list in [&mut resource.egress.suggests, &mut resource.egress.ui_kinds] {
+            for list in [
+                &mut resource.egress.suggests,
+                &mut resource.egress.ui_kinds,
+                &mut resource.scopes,
+            ] {
                 list.sort_unstable();
                 list.dedup();
             }
+        }
+        for prompt in surface.prompts.values_mut() {
+            prompt.scopes.sort_unstable();
+            prompt.scopes.dedup();
         }
         surface
     }

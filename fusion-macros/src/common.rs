@@ -187,6 +187,29 @@ pub(crate) fn unknown_field<'a>(
     Error::custom(message).with_span(ident)
 }
 
+/// Declared OAuth scopes: each a `scope-token` of RFC 6749 §3.3 (printable ASCII but space,
+/// `"` and `\`), the rule the runtime also applies when the server is built.
+pub(crate) fn check_scopes(scopes: &StrList) -> Result<()> {
+    let mut errors = Error::accumulator();
+    for scope in &scopes.0 {
+        let value = scope.value();
+        let token = !value.is_empty()
+            && value.bytes().all(|byte| {
+                byte == 0x21 || (0x23..=0x5B).contains(&byte) || (0x5D..=0x7E).contains(&byte)
+            });
+        if !token {
+            errors.push(
+                Error::custom(format!(
+                    "`{value}` is not an OAuth scope (printable ASCII without spaces, `\"` or \
+                     `\\`); name each scope as its own string: `scopes = [\"a:read\", \"b:read\"]`"
+                ))
+                .with_span(scope),
+            );
+        }
+    }
+    errors.finish()
+}
+
 /// A tool key: `namespace.action` or `action`. The syntax and its problem sentences are
 /// `fusion_names`', shared with the runtime's `ToolKey::parse`.
 pub(crate) fn check_key(key: &LitStr) -> Result<()> {

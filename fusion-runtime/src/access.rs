@@ -73,6 +73,19 @@ pub trait AccessPolicy: Send + Sync + 'static {
         let _ = action;
         Vec::new()
     }
+
+    /// The OAuth scopes reading `resource` needs, named to a caller it refuses. None by
+    /// default.
+    fn required_resource_scopes(&self, resource: ResourceInfo<'_>) -> Vec<String> {
+        let _ = resource;
+        Vec::new()
+    }
+
+    /// The OAuth scopes getting `prompt` needs, named to a caller it refuses. None by default.
+    fn required_prompt_scopes(&self, prompt: PromptInfo<'_>) -> Vec<String> {
+        let _ = prompt;
+        Vec::new()
+    }
 }
 
 impl<F> AccessPolicy for F

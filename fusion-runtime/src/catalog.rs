@@ -179,6 +179,7 @@ fn compile_resource(
         mime_type,
         cache,
         toolset,
+        scopes,
         params,
         data_schema,
         presenter,
@@ -199,6 +200,7 @@ fn compile_resource(
     if description.trim().is_empty() {
         problems.push(format!("resource `{key}` has no description for the agent"));
     }
+    let scopes = checked_scopes("resource", &key, scopes, problems);
     if !uri.contains("://") {
         problems.push(format!(
             "resource `{key}`: `{uri}` is not a URI (`scheme://…`)"
@@ -345,6 +347,7 @@ fn compile_resource(
             mime_type,
             cache,
             toolset: toolset.map(Cow::into_owned),
+            scopes,
             presenter,
             input_schema,
             data_schema: data.unwrap_or(Value::Null),
@@ -365,6 +368,28 @@ fn compile_resource(
     })
 }
 
+/// The scopes a resource or prompt declares, each an OAuth scope token (or a problem).
+fn checked_scopes(
+    kind: &str,
+    key: &ToolKey,
+    scopes: Vec<Cow<'static, str>>,
+    problems: &mut Vec<String>,
+) -> Vec<String> {
+    scopes
+        .into_iter()
+        .filter(|scope| {
+            let token = crate::scopes::is_scope_token(scope);
+            if !token {
+                problems.push(format!(
+                    "{kind} `{key}` requires scope `{scope}`, which is not an OAuth scope token (printable ASCII without spaces, `\"` or `\\`)"
+                ));
+            }
+            token
+        })
+        .map(Cow::into_owned)
+        .collect()
+}
+
 fn compile_prompt(
     spec: PromptSpec,
     context: &ContentContext<'_>,
@@ -377,6 +402,7 @@ fn compile_prompt(
         description,
         title,
         toolset,
+        scopes,
         params,
         presenters,
         handler,
@@ -396,6 +422,7 @@ fn compile_prompt(
     if description.trim().is_empty() {
         problems.push(format!("prompt `{key}` has no description"));
     }
+    let scopes = checked_scopes("prompt", &key, scopes, problems);
     params.check_context(&context.parts, problems, key.as_str());
     let mut input_schema = params.input_schema(problems);
     let not_guarded = check_guarded(
@@ -482,6 +509,7 @@ fn compile_prompt(
             description,
             title,
             toolset: toolset.map(Cow::into_owned),
+            scopes,
             arguments,
             presenters,
             input_schema,

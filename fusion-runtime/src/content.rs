@@ -228,6 +228,32 @@ impl Server {
         Ok(resource.facts.key.clone())
     }
 
+    /// The scopes the caller of `context` lacks to read `uri`, when the access policy refuses
+    /// it for that reason (empty when it may, for another reason, or no resource matches).
+    pub(crate) fn read_scopes_missing(&self, uri: &str, context: &CallContext) -> Vec<String> {
+        match self.inner.content.resolve(uri) {
+            Some((resource, _)) if !self.may_read(ResourceInfo(&resource.facts), context) => self
+                .scopes_lacking(context, |policy| {
+                    policy.required_resource_scopes(ResourceInfo(&resource.facts))
+                }),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The scopes the caller of `context` lacks to get the prompt `name`, as
+    /// [`read_scopes_missing`](Self::read_scopes_missing) for a resource.
+    pub(crate) fn prompt_scopes_missing(&self, name: &str, context: &CallContext) -> Vec<String> {
+        let content = &self.inner.content;
+        match content.by_prompt_name.get(name) {
+            Some(&index) if !self.may_get(PromptInfo(&content.prompts[index].facts), context) => {
+                self.scopes_lacking(context, |policy| {
+                    policy.required_prompt_scopes(PromptInfo(&content.prompts[index].facts))
+                })
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Gets the prompt `name` along the request path: its messages, or its failure sealed;
     /// `None` when no prompt has this name.
     pub(crate) async fn prompt(
@@ -359,8 +385,17 @@ impl Target for CompiledResource {
     }
 
     fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {
-        if server.may_read(ResourceInfo(&self.facts), context) {
+        let resource = ResourceInfo(&self.facts);
+        if server.may_read(resource, context) {
             return Ok(());
+        }
+        let missing =
+            server.scopes_lacking(context, |policy| policy.required_resource_scopes(resource));
+        if !missing.is_empty() {
+            return Err(crate::pipeline::insufficient_scope(
+                format!("read `{}`", self.facts.key),
+                &missing,
+            ));
         }
         Err(
             ToolError::forbidden(format!("You may not read `{}`.", self.facts.key))
@@ -406,8 +441,17 @@ impl Target for CompiledPrompt {
     }
 
     fn check_access(&self, server: &Server, context: &CallContext) -> Result<(), ToolError> {
-        if server.may_get(PromptInfo(&self.facts), context) {
+        let prompt = PromptInfo(&self.facts);
+        if server.may_get(prompt, context) {
             return Ok(());
+        }
+        let missing =
+            server.scopes_lacking(context, |policy| policy.required_prompt_scopes(prompt));
+        if !missing.is_empty() {
+            return Err(crate::pipeline::insufficient_scope(
+                format!("use `{}`", self.facts.name),
+                &missing,
+            ));
         }
         Err(
             ToolError::forbidden(format!("You may not use `{}`.", self.facts.name))

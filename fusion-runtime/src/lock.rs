@@ -96,6 +96,7 @@ fn resource_entry(resource: crate::ResourceInfo<'_>) -> ResourceEntry {
         output_schema: resource.data_schema().clone(),
         egress: resource.presenter().map(egress).unwrap_or_default(),
         not_guarded: resource.0.not_guarded.clone(),
+        scopes: resource.scopes().to_vec(),
     }
 }
 
@@ -124,6 +125,7 @@ fn prompt_entry(prompt: crate::PromptInfo<'_>) -> PromptEntry {
             .collect(),
         presenters: presenters.entries,
         not_guarded: prompt.0.not_guarded.clone(),
+        scopes: prompt.scopes().to_vec(),
     }
 }
 

@@ -187,6 +187,7 @@ pub struct PromptSpec {
     pub(crate) description: Cow<'static, str>,
     pub(crate) title: Option<Cow<'static, str>>,
     pub(crate) toolset: Option<Cow<'static, str>>,
+    pub(crate) scopes: Vec<Cow<'static, str>>,
     pub(crate) params: Params,
     pub(crate) presenters: Vec<PresenterInfo>,
     pub(crate) handler: Option<PromptHandler>,
@@ -214,6 +215,7 @@ impl PromptSpec {
             description: description.into(),
             title: None,
             toolset: None,
+            scopes: Vec::new(),
             params: Params::new(),
             presenters: Vec::new(),
             handler: None,
@@ -232,6 +234,19 @@ impl PromptSpec {
     #[must_use]
     pub fn with_toolset(mut self, toolset: impl Into<Cow<'static, str>>) -> Self {
         self.toolset = Some(toolset.into());
+        self
+    }
+
+    /// Requires OAuth scopes to see and get the prompt (`billing:admin`), in place of the
+    /// read scope of its namespace that [`ScopeRules`](crate::scopes::ScopeRules) requires
+    /// by default.
+    #[must_use]
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<Cow<'static, str>>,
+    {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
         self
     }
 
@@ -343,6 +358,8 @@ pub(crate) struct PromptFacts {
     pub(crate) description: String,
     pub(crate) title: Option<String>,
     pub(crate) toolset: Option<String>,
+    /// The OAuth scopes it declares (none: the access policy's default).
+    pub(crate) scopes: Vec<String>,
     pub(crate) arguments: Vec<PromptArgument>,
     pub(crate) presenters: Vec<PresenterInfo>,
     pub(crate) input_schema: Arc<JsonObject>,
@@ -382,6 +399,11 @@ impl<'s> PromptInfo<'s> {
     /// The toolset, if any.
     pub fn toolset(&self) -> Option<&'s str> {
         self.0.toolset.as_deref()
+    }
+    /// The OAuth scopes it declares (`#[prompt(scopes = [...])]`); empty when it leaves them
+    /// to the access policy's default.
+    pub fn scopes(&self) -> &'s [String] {
+        &self.0.scopes
     }
     /// The arguments, as listed.
     pub fn arguments(&self) -> &'s [PromptArgument] {

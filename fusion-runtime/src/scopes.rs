@@ -11,9 +11,11 @@ use crate::server::Server;
 
 /// An access policy by OAuth scopes: an action needs the scopes it declares, or else the
 /// read scope (a query) or the write scope (a mutation or an action) of its namespace;
-/// resources and prompts need the read scope of theirs. A caller sees in `tools/list` only
-/// what its token's scopes let it call, and a call it may not make is refused (`FORBIDDEN`,
-/// naming the scopes needed) before its arguments are read.
+/// resources and prompts need the scopes they declare (`#[resource(scopes = [...])]`), or else
+/// the read scope of theirs. A caller sees in `tools/list`, `resources/list`,
+/// `resources/templates/list` and `prompts/list` only what its token's scopes let it use, and
+/// a call, read or get it may not make is refused (`FORBIDDEN`, naming the scopes needed)
+/// before its arguments are read.
 ///
 /// The scope names are templates: `{namespace}:read` and `{namespace}:write` by default, with
 /// `{namespace}` the key's namespace (`billing` for `billing.create_invoice`), or the
@@ -80,6 +82,24 @@ impl ScopeRules {
         vec![self.fill(template, action.key())]
     }
 
+    /// The scopes reading `resource` needs: those it declares, or the read scope.
+    pub fn required_for_resource(&self, resource: ResourceInfo<'_>) -> Vec<String> {
+        self.declared_or_read(resource.scopes(), resource.key())
+    }
+
+    /// The scopes getting `prompt` needs: those it declares, or the read scope.
+    pub fn required_for_prompt(&self, prompt: PromptInfo<'_>) -> Vec<String> {
+        self.declared_or_read(prompt.scopes(), prompt.key())
+    }
+
+    fn declared_or_read(&self, declared: &[String], key: &ToolKey) -> Vec<String> {
+        if declared.is_empty() {
+            vec![self.fill(&self.read, key)]
+        } else {
+            declared.to_vec()
+        }
+    }
+
     fn fill(&self, template: &str, key: &ToolKey) -> String {
         template.replace(
             "{namespace}",
@@ -87,9 +107,9 @@ impl ScopeRules {
         )
     }
 
-    /// Every scope the actions of `server` need, and the read scope of each of their
-    /// namespaces (for its resources and prompts): the `scopes_supported` of its
-    /// protected-resource metadata.
+    /// Every scope the actions, resources and prompts of `server` need, and the read scope of
+    /// each of the actions' namespaces: the `scopes_supported` of its protected-resource
+    /// metadata.
     pub fn supported(&self, server: &Server) -> Vec<String> {
         let mut scopes: Vec<String> = server
             .actions()
@@ -98,6 +118,16 @@ impl ScopeRules {
                 needed.push(self.fill(&self.read, action.key()));
                 needed
             })
+            .chain(
+                server
+                    .resources()
+                    .flat_map(|resource| self.required_for_resource(resource)),
+            )
+            .chain(
+                server
+                    .prompts()
+                    .flat_map(|prompt| self.required_for_prompt(prompt)),
+            )
             .collect();
         scopes.sort();
         scopes.dedup();
@@ -116,15 +146,23 @@ impl AccessPolicy for ScopeRules {
     }
 
     fn allows_resource(&self, call: &CallContext, resource: ResourceInfo<'_>) -> bool {
-        ScopeRules::granted(call, &[self.fill(&self.read, resource.key())])
+        ScopeRules::granted(call, &self.required_for_resource(resource))
     }
 
     fn allows_prompt(&self, call: &CallContext, prompt: PromptInfo<'_>) -> bool {
-        ScopeRules::granted(call, &[self.fill(&self.read, prompt.key())])
+        ScopeRules::granted(call, &self.required_for_prompt(prompt))
     }
 
     fn required_scopes(&self, action: ActionInfo<'_>) -> Vec<String> {
         self.required(action)
+    }
+
+    fn required_resource_scopes(&self, resource: ResourceInfo<'_>) -> Vec<String> {
+        self.required_for_resource(resource)
+    }
+
+    fn required_prompt_scopes(&self, prompt: PromptInfo<'_>) -> Vec<String> {
+        self.required_for_prompt(prompt)
     }
 }
 

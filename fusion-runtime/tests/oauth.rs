@@ -634,3 +634,139 @@ async fn discovery_refuses_metadata_that_names_another_issuer() {
     })
     .await;
 }
+
+/// A stateless 2026-07-28 request for `method` naming `name` in `Mcp-Name`.
+async fn stateless(
+    address: std::net::SocketAddr,
+    token: &str,
+    method: &str,
+    name: &str,
+    params: Value,
+) -> support::RawResponse {
+    let mut raw = Raw::connect(address).await.unwrap();
+    let authorization = format!("Bearer {token}");
+    let headers = [
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", name),
+        ("Authorization", authorization.as_str()),
+    ];
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let message = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    raw.send("POST", &headers, Some(&message.to_string()))
+        .await
+        .unwrap();
+    raw.response().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_resource_or_prompt_needing_a_scope_the_token_lacks_gets_the_step_up_challenge() {
+    within(async {
+        #[derive(Deserialize, JsonSchema)]
+        struct Nothing {}
+        let issuer = Issuer::start().await;
+        let verifier = jwt_verifier(&issuer).await;
+        let ran = Arc::new(AtomicU64::new(0));
+        let (read, got) = (Arc::clone(&ran), Arc::clone(&ran));
+        let server = ServerBuilder::new("billing", "1.0.0")
+            .resource_spec(
+                fusion_runtime::ResourceSpec::new(
+                    "billing.ledger",
+                    "billing://ledger",
+                    "The ledger.",
+                )
+                .with_scopes(["billing:audit"])
+                .handler(move |_: CallContext, _: Nothing| {
+                    read.fetch_add(1, Ordering::SeqCst);
+                    async { Ok::<_, ToolError>("the ledger".to_owned()) }
+                }),
+            )
+            .prompt_spec(
+                fusion_runtime::PromptSpec::new("billing.close_books", "Close the books.")
+                    .with_scopes(["billing:admin"])
+                    .handler(move |_: CallContext, _: Nothing| {
+                        got.fetch_add(1, Ordering::SeqCst);
+                        async {
+                            Ok::<_, ToolError>(
+                                fusion_runtime::PromptMessages::new().user("Close them."),
+                            )
+                        }
+                    }),
+            )
+            .access(ScopeRules::new())
+            .build()
+            .unwrap();
+        let supported = ScopeRules::new().supported(&server);
+        assert_eq!(supported, ["billing:admin", "billing:audit"]);
+        let resource = ProtectedResource::new(RESOURCE, issuer.url()).scopes(supported);
+        let options = HttpOptions::default()
+            .auth(verifier)
+            .protected_resource(resource);
+        let served = Served::start(Mcp::new(server), options).await;
+        let reader = good(&issuer, "billing:read");
+        let challenge = |scope: &str, what: &str| {
+            format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{scope}\", \
+                 resource_metadata=\"{METADATA}\", \
+                 error_description=\"the token lacks a scope this {what} needs\""
+            )
+        };
+
+        let refused = stateless(
+            served.address,
+            &reader,
+            "resources/read",
+            "billing://ledger",
+            json!({"uri": "billing://ledger"}),
+        )
+        .await;
+        assert_eq!(refused.status, 403, "{}", refused.text());
+        assert_eq!(
+            refused.header("www-authenticate").unwrap_or_default(),
+            challenge("billing:audit", "resource")
+        );
+        let refused = stateless(
+            served.address,
+            &reader,
+            "prompts/get",
+            "billing_close_books",
+            json!({"name": "billing_close_books"}),
+        )
+        .await;
+        assert_eq!(refused.status, 403, "{}", refused.text());
+        assert_eq!(
+            refused.header("www-authenticate").unwrap_or_default(),
+            challenge("billing:admin", "prompt")
+        );
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "nothing ran");
+
+        // With the scopes, both go through.
+        let auditor = good(&issuer, "billing:audit billing:admin");
+        let read = stateless(
+            served.address,
+            &auditor,
+            "resources/read",
+            "billing://ledger",
+            json!({"uri": "billing://ledger"}),
+        )
+        .await;
+        assert_eq!(read.status, 200, "{}", read.text());
+        assert!(read.text().contains("the ledger"), "{}", read.text());
+        let got = stateless(
+            served.address,
+            &auditor,
+            "prompts/get",
+            "billing_close_books",
+            json!({"name": "billing_close_books"}),
+        )
+        .await;
+        assert_eq!(got.status, 200, "{}", got.text());
+        assert_eq!(ran.load(Ordering::SeqCst), 2);
+    })
+    .await;
+}

@@ -12,6 +12,13 @@
 //! refresh_secs = 60                  # for servers that cannot notify list changes
 //! max_active = 8                     # calls at once (16 more may wait)
 //!
+//! [upstreams.ledger]
+//! http = "https://ledger.example/mcp"
+//! # The gateway's own OAuth client (client_credentials grant): its token, fetched once and
+//! # refreshed before it expires, is what the upstream gets; never a caller's token.
+//! client_credentials = { token_endpoint = "https://auth.example/token", client_id = "gateway", client_secret = "${LEDGER_CLIENT_SECRET}", scope = "ledger:read" }
+//! # `resource` (RFC 8707) is the upstream's URL unless given.
+//!
 //! [upstreams.docs]
 //! http = "http://127.0.0.1:9100/mcp"
 //! unprefixed = true                  # its tools as `search`, not `docs_search`
@@ -22,7 +29,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use fusion::Concurrency;
-use fusion::gateway::{Upstream, UpstreamProtocol};
+use fusion::gateway::{ClientCredentials, Upstream, UpstreamProtocol};
 
 #[fusion::data(deserialize)]
 #[derive(Debug)]
@@ -46,6 +53,19 @@ struct Entry {
     protocol: Option<String>,
     #[serde(default)]
     unprefixed: bool,
+    client_credentials: Option<ClientCredentialsEntry>,
+}
+
+#[fusion::data(deserialize)]
+#[derive(Debug)]
+#[serde(deny_unknown_fields)]
+struct ClientCredentialsEntry {
+    token_endpoint: String,
+    client_id: String,
+    /// `${VAR}` from the environment: a secret is not written in the file.
+    client_secret: String,
+    scope: Option<String>,
+    resource: Option<String>,
 }
 
 /// The upstreams of a TOML file, in the order of their names (the order they are mounted in).
@@ -58,8 +78,28 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<(String, Upstream)>, String> 
         .into_iter()
         .map(|(name, entry)| {
             let mut upstream = match (entry.stdio, entry.http) {
+                (Some(_), None) if entry.client_credentials.is_some() => {
+                    return Err(format!(
+                        "--config: upstream `{name}`: `client_credentials` are for an `http` \
+                         upstream"
+                    ));
+                }
                 (Some(command), None) => stdio(&name, &command)?,
-                (None, Some(url)) => Upstream::http(url),
+                (None, Some(url)) => match entry.client_credentials {
+                    None => Upstream::http(url),
+                    Some(client) => {
+                        let mut credentials = ClientCredentials::new(
+                            client.token_endpoint,
+                            client.client_id,
+                            expand(&name, &client.client_secret)?,
+                        )
+                        .resource(client.resource.unwrap_or_else(|| url.clone()));
+                        if let Some(scope) = client.scope {
+                            credentials = credentials.scope(scope);
+                        }
+                        Upstream::http(url).client_credentials(credentials)
+                    }
+                },
                 _ => {
                     return Err(format!(
                         "--config: upstream `{name}` needs exactly one of `stdio` and `http`"
@@ -353,6 +393,44 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         assert!(format!("{:?}", upstreams[0].1).contains("unprefixed: true"));
         assert!(format!("{:?}", upstreams[1].1).contains("unprefixed: false"));
+    }
+
+    #[test]
+    fn client_credentials_are_read_with_the_secret_from_the_environment() {
+        let dir = std::env::temp_dir().join(format!("gateway-cc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("gateway.toml");
+        std::fs::write(
+            &path,
+            "[upstreams.ledger]\nhttp = \"http://127.0.0.1:1/mcp\"\n\
+             client_credentials = { token_endpoint = \"http://127.0.0.1:2/token\", \
+             client_id = \"gw\", client_secret = \"${PATH}\", scope = \"ledger:read\" }\n",
+        )
+        .unwrap();
+        let upstreams = read_file(&path);
+        std::fs::write(
+            &path,
+            "[upstreams.ledger]\nstdio = \"ledger\"\n\
+             client_credentials = { token_endpoint = \"http://127.0.0.1:2/token\", \
+             client_id = \"gw\", client_secret = \"s\" }\n",
+        )
+        .unwrap();
+        let on_stdio = read_file(&path).unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        let shown = format!("{:?}", upstreams.unwrap()[0].1);
+        assert!(shown.contains("client_id: \"gw\""), "{shown}");
+        assert!(shown.contains("scope: Some(\"ledger:read\")"), "{shown}");
+        // Bound to the upstream's own URL unless the file names another resource.
+        assert!(
+            shown.contains("resource: Some(\"http://127.0.0.1:1/mcp\")"),
+            "{shown}"
+        );
+        let path_value = std::env::var("PATH").unwrap();
+        assert!(
+            !shown.contains(&path_value),
+            "the secret is never shown: {shown}"
+        );
+        assert!(on_stdio.contains("for an `http` upstream"), "{on_stdio}");
     }
 
     #[test]

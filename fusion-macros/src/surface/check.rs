@@ -6,7 +6,7 @@ use syn::{FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Signature, Type};
 
 use super::Kind;
 use super::parse::{Surface, SurfaceArgs};
-use crate::common::{check_key, docs, not_guarded};
+use crate::common::{check_key, check_scopes, docs, not_guarded};
 use crate::paths::Krate;
 
 /// A parameter: its name is the argument's name (or the template variable's).
@@ -52,6 +52,7 @@ pub(super) fn check<'a>(
         key = errors.handle(check_key_syntax(args, sig));
         description = errors.handle(check_description(kind, args, &surface.function));
         errors.handle(check_keys_of_the_kind(kind, args));
+        errors.handle(check_scopes(&args.scopes));
         if kind == Kind::Resource {
             let variables = errors.handle(check_uri(args, sig));
             errors.handle(check_cache(args));

@@ -45,6 +45,10 @@ pub(super) fn surface(item: &Checked<'_>) -> TokenStream {
     if let Some(toolset) = &args.toolset {
         options.push(quote!(.with_toolset(#toolset)));
     }
+    let scopes = &args.scopes.0;
+    if !scopes.is_empty() {
+        options.push(quote!(.with_scopes([#(#scopes),*])));
+    }
     if let Some(mime) = &args.mime {
         options.push(quote!(.with_mime_type(#mime)));
     }

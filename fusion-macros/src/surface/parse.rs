@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use syn::{Ident, ItemFn, LitStr, Path};
 
 use super::Kind;
-use crate::common::meta_list;
+use crate::common::{StrList, meta_list};
 use crate::paths::Krate;
 
 /// `#[resource(...)]` and `#[prompt(...)]`: one receiver, the checks say which keys belong to
@@ -30,6 +30,9 @@ pub(super) struct SurfaceArgs {
     pub(super) description: Option<LitStr>,
     #[darling(default)]
     pub(super) toolset: Option<LitStr>,
+    /// `scopes = ["billing:admin"]`: OAuth scopes required to see and read (or get) it.
+    #[darling(default)]
+    pub(super) scopes: StrList,
     #[darling(default)]
     pub(super) uses: Paths,
     #[darling(default)]

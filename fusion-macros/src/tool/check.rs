@@ -7,7 +7,7 @@ use syn::{FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Signature, Type};
 
 use super::parse::{Tool, ToolArgs};
 use crate::common::Constraint;
-use crate::common::{check_glob, check_key, docs, not_guarded};
+use crate::common::{check_glob, check_key, check_scopes, docs, not_guarded};
 use crate::paths::Krate;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -59,6 +59,7 @@ pub(super) fn check<'a>(
         key = errors.handle(check_key_syntax(args, sig));
         description = errors.handle(check_description(args, &tool.function));
         errors.handle(check_globs(args));
+        errors.handle(check_scopes(&args.scopes));
         if let Some(verb) = verb {
             errors.handle(check_query_invalidates_nothing(args, verb));
             errors.handle(check_cache(args, verb));

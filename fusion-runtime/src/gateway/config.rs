@@ -1,8 +1,10 @@
 //! What a mount is configured with: the upstream's transport (a child process over stdio, or
 //! Streamable HTTP), its protocol, timeouts, limits and how its tools are named.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::credentials::{ClientCredentials, TokenSource};
 use crate::guard::Concurrency;
 
 /// The protocol an upstream is spoken to in.
@@ -48,6 +50,8 @@ pub(crate) enum UpstreamTransport {
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        /// The gateway's own OAuth client, whose token every request carries.
+        credentials: Option<Arc<TokenSource>>,
     },
 }
 
@@ -62,10 +66,20 @@ impl std::fmt::Debug for Upstream {
                 .field("program", program)
                 .field("args", args)
                 .field("env", &env.iter().map(|(name, _)| name).collect::<Vec<_>>()),
-            UpstreamTransport::Http { url, headers } => debug.field("url", url).field(
-                "headers",
-                &headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
-            ),
+            UpstreamTransport::Http {
+                url,
+                headers,
+                credentials,
+            } => debug
+                .field("url", url)
+                .field(
+                    "headers",
+                    &headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+                )
+                .field(
+                    "client_credentials",
+                    &credentials.as_ref().map(|source| source.credentials()),
+                ),
         };
         debug
             .field("timeout", &self.timeout)
@@ -111,6 +125,7 @@ impl Upstream {
         Upstream::new(UpstreamTransport::Http {
             url: url.into(),
             headers: Vec::new(),
+            credentials: None,
         })
     }
 
@@ -170,6 +185,40 @@ impl Upstream {
     pub fn bearer_token(self, token: impl AsRef<str>) -> Self {
         let value = format!("Bearer {}", token.as_ref());
         self.header("Authorization", value)
+    }
+
+    /// Authenticates to an HTTP upstream as the gateway's own OAuth client (ignored for
+    /// stdio): every request carries `Authorization: Bearer` with a token from the client
+    /// credentials grant, fetched once, reused until shortly before it expires (a tenth of its
+    /// lifetime, at most a minute), fetched again after the upstream refuses it. A caller's
+    /// token never goes to an upstream (the confused-deputy rule); name the upstream with
+    /// [`ClientCredentials::resource`] so that the token is good for it alone. Replaces an
+    /// `Authorization` header set with [`header`](Self::header) or
+    /// [`bearer_token`](Self::bearer_token).
+    #[must_use]
+    pub fn client_credentials(mut self, credentials: ClientCredentials) -> Self {
+        if let UpstreamTransport::Http {
+            headers,
+            credentials: source,
+            ..
+        } = &mut self.transport
+        {
+            headers.retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+            *source = Some(Arc::new(TokenSource::new(credentials)));
+        }
+        self
+    }
+
+    /// How many tokens the upstream's [`client_credentials`](Self::client_credentials) fetched
+    /// so far (shared by clones of this value); `None` without them.
+    pub fn tokens_fetched(&self) -> Option<u64> {
+        match &self.transport {
+            UpstreamTransport::Http {
+                credentials: Some(source),
+                ..
+            } => Some(source.fetched()),
+            _ => None,
+        }
     }
 
     /// How long a proxied call may take, from the middleware on (60 s by default); past it the

@@ -29,10 +29,10 @@ use rmcp::model::{
 use rmcp::{Peer, RoleClient};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::Passthrough;
 use super::events::{EventParser, MAX_MESSAGE, Step, step};
 use super::failure::Failure;
 use super::session::SessionId;
+use super::{Passthrough, TokenSource};
 
 /// The largest error body read, to find a JSON-RPC error in it.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -76,6 +76,8 @@ pub(crate) struct HttpCalls {
     /// Those facts (stateless), to send a caller's capabilities instead of the gateway's.
     facts: Option<RequestMetaObject>,
     session: Arc<SessionId>,
+    /// The gateway's own OAuth client, whose current token each call carries.
+    credentials: Option<Arc<TokenSource>>,
     next: AtomicU64,
 }
 
@@ -174,8 +176,15 @@ impl HttpCalls {
             meta: meta.into(),
             facts: stateless_facts,
             session,
+            credentials: None,
             next: AtomicU64::new(1),
         })
+    }
+
+    /// Each call carries the current token of the gateway's own OAuth client.
+    pub(crate) fn with_credentials(mut self, credentials: Option<Arc<TokenSource>>) -> Self {
+        self.credentials = credentials;
+        self
     }
 
     /// A request id of this path: negative, never one of rmcp's (which count up from 0 on
@@ -196,6 +205,19 @@ impl HttpCalls {
             }
         };
         let mut headers = self.headers.clone();
+        let mut token = None;
+        if let Some(source) = &self.credentials {
+            match source.token().await {
+                Ok(current) => {
+                    if let Ok(mut value) = HeaderValue::try_from(format!("Bearer {current}")) {
+                        value.set_sensitive(true);
+                        headers.insert(http::header::AUTHORIZATION, value);
+                    }
+                    token = Some(current);
+                }
+                Err(error) => return Sent::Done(Err(Failure::Unreachable(error))),
+            }
+        }
         let session = self.session.get();
         if let Some(session) = &session
             && let Ok(value) = HeaderValue::try_from(&**session)
@@ -217,6 +239,11 @@ impl HttpCalls {
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND && session.is_some() {
             return Sent::SessionExpired;
+        }
+        if status == reqwest::StatusCode::UNAUTHORIZED
+            && let (Some(source), Some(token)) = (&self.credentials, &token)
+        {
+            source.refused(token).await;
         }
         Sent::Done(self.answer(&call, response, session).await)
     }

@@ -93,6 +93,7 @@ pub(crate) mod call;
 mod child;
 pub(crate) use bounds::fit_result;
 mod config;
+mod credentials;
 mod events;
 mod failure;
 mod http;
@@ -122,6 +123,8 @@ use crate::middleware::Middleware;
 
 pub(crate) use config::UpstreamTransport;
 pub use config::{Upstream, UpstreamProtocol};
+pub use credentials::ClientCredentials;
+pub(crate) use credentials::TokenSource;
 use names::Renames;
 pub(crate) use passthrough::{Answer, Passthrough};
 pub(crate) use upstream::UpstreamState;

@@ -7,6 +7,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+
+use super::TokenSource;
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -35,6 +37,33 @@ impl SessionId {
 pub(crate) struct Snoop {
     pub(crate) client: reqwest::Client,
     pub(crate) session: Arc<SessionId>,
+    /// The gateway's own OAuth client: its token replaces any configured bearer token.
+    pub(crate) credentials: Option<Arc<TokenSource>>,
+}
+
+impl Snoop {
+    /// The bearer token a request carries: the client credentials' current token, else the
+    /// one configured.
+    async fn bearer(
+        &self,
+        configured: Option<String>,
+    ) -> Result<Option<String>, StreamableHttpError<reqwest::Error>> {
+        match &self.credentials {
+            None => Ok(configured),
+            Some(source) => source
+                .token()
+                .await
+                .map(|token| Some(token.to_string()))
+                .map_err(|error| StreamableHttpError::UnexpectedServerResponse(error.into())),
+        }
+    }
+
+    /// After the upstream answered 401 to `token`: the next request fetches another.
+    async fn refused(&self, token: Option<&str>, unauthorized: bool) {
+        if let (Some(source), Some(token), true) = (&self.credentials, token, unauthorized) {
+            source.refused(token).await;
+        }
+    }
 }
 
 impl StreamableHttpClient for Snoop {
@@ -95,17 +124,20 @@ impl StreamableHttpClient for Snoop {
             ClientJsonRpcMessage::Request(request)
                 if matches!(request.request, ClientRequest::InitializeRequest(_))
         );
+        let auth_header = self.bearer(auth_header).await?;
         let response = self
             .client
             .post_message_with_response_limits(
                 uri,
                 message,
                 session_id,
-                auth_header,
+                auth_header.clone(),
                 custom_headers,
                 limits,
             )
             .await;
+        let unauthorized = matches!(response, Err(StreamableHttpError::AuthRequired(_)));
+        self.refused(auth_header.as_deref(), unauthorized).await;
         if initialize
             && let Ok(
                 StreamableHttpPostResponse::Json(_, session)
@@ -124,6 +156,7 @@ impl StreamableHttpClient for Snoop {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
+        let auth_header = self.bearer(auth_header).await?;
         self.client
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
@@ -140,6 +173,7 @@ impl StreamableHttpClient for Snoop {
         BoxStream<'static, Result<sse_stream::Sse, SseError>>,
         StreamableHttpError<Self::Error>,
     > {
+        let auth_header = self.bearer(auth_header).await?;
         self.client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
@@ -157,6 +191,7 @@ impl StreamableHttpClient for Snoop {
         BoxStream<'static, Result<sse_stream::Sse, SseError>>,
         StreamableHttpError<Self::Error>,
     > {
+        let auth_header = self.bearer(auth_header).await?;
         self.client
             .get_stream_with_max_sse_event_size(
                 uri,

@@ -160,11 +160,33 @@ pub(crate) fn check(prefix: &str, upstream: &Upstream, problems: &mut Vec<String
             problems.push(format!("upstream `{prefix}`: the command is empty"));
         }
         UpstreamTransport::Stdio { .. } => {}
-        UpstreamTransport::Http { url, headers } => {
+        UpstreamTransport::Http {
+            url,
+            headers,
+            credentials,
+        } => {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 problems.push(format!(
                     "upstream `{prefix}`: `{url}` is not an http:// or https:// URL"
                 ));
+            }
+            if let Some(source) = credentials {
+                let endpoint = &source.credentials().token_endpoint;
+                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                    problems.push(format!(
+                        "upstream `{prefix}`: the token endpoint `{endpoint}` is not an http:// \
+                         or https:// URL"
+                    ));
+                }
+                if headers
+                    .iter()
+                    .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+                {
+                    problems.push(format!(
+                        "upstream `{prefix}`: an `Authorization` header and client credentials \
+                         both authenticate it; keep one"
+                    ));
+                }
             }
             for (name, value) in headers {
                 // The transport's own headers: rmcp would refuse every request.
@@ -288,7 +310,11 @@ async fn connect(
             .map_err(|error| format!("the MCP handshake with `{program}` failed: {error}"))?;
             Ok((connection, pid, None))
         }
-        UpstreamTransport::Http { url, headers } => {
+        UpstreamTransport::Http {
+            url,
+            headers,
+            credentials,
+        } => {
             let http = http_client().map_err(|error| format!("connecting to {url}: {error}"))?;
             let session = Arc::new(SessionId::default());
             let transport = || {
@@ -297,6 +323,7 @@ async fn connect(
                         Snoop {
                             client: http.clone(),
                             session: Arc::clone(&session),
+                            credentials: credentials.clone(),
                         },
                         http_config(url, headers),
                     ),
@@ -346,7 +373,8 @@ async fn connect(
                 &ClientHandler::get_info(connection.service()),
                 session,
             )
-            .map_err(|error| format!("connecting to {url}: {error}"))?;
+            .map_err(|error| format!("connecting to {url}: {error}"))?
+            .with_credentials(credentials.clone());
             Ok((connection, None, Some(calls)))
         }
     }

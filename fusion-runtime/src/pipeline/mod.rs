@@ -54,6 +54,17 @@ use crate::server::{
 use crate::spec::ReadyCall;
 use report::Report;
 
+/// The refusal of a call, read or get whose token lacks `missing`, naming them (step-up).
+pub(crate) fn insufficient_scope(what: String, missing: &[String]) -> ToolError {
+    let scopes = missing.join(" ");
+    ToolError::forbidden(format!(
+        "You may not {what}: your token lacks the scope `{scopes}`."
+    ))
+    .with_recovery(format!(
+        "Ask the authorization server for a token with scope `{scopes}` (insufficient_scope)."
+    ))
+}
+
 impl Server {
     /// Runs `tools/call` along the request path (see the [module docs](self)).
     ///
@@ -171,13 +182,7 @@ impl Server {
         };
         let needed = self.scopes_missing(action, context);
         if !needed.is_empty() {
-            let scopes = needed.join(" ");
-            return Err(ToolError::forbidden(format!(
-                "You may not call {what}: your token lacks the scope `{scopes}`."
-            ))
-            .with_recovery(format!(
-                "Ask the authorization server for a token with scope `{scopes}` (insufficient_scope)."
-            )));
+            return Err(insufficient_scope(format!("call {what}"), &needed));
         }
         Err(ToolError::forbidden(format!("You may not call {what}."))
             .with_recovery("Use another tool, or ask the operator for access."))
@@ -189,10 +194,20 @@ impl Server {
         action: ActionInfo<'_>,
         context: &CallContext,
     ) -> Vec<String> {
+        self.scopes_lacking(context, |policy| policy.required_scopes(action))
+    }
+
+    /// The scopes `needed` reads from the access policy that the caller's token lacks (none
+    /// without a policy, or when it panics).
+    pub(crate) fn scopes_lacking(
+        &self,
+        context: &CallContext,
+        needed: impl FnOnce(&dyn crate::AccessPolicy) -> Vec<String>,
+    ) -> Vec<String> {
         let Some(policy) = &self.inner.access else {
             return Vec::new();
         };
-        let Ok(needed) = catch_panic("the access policy", || policy.required_scopes(action)) else {
+        let Ok(needed) = catch_panic("the access policy", || needed(policy.as_ref())) else {
             return Vec::new();
         };
         needed

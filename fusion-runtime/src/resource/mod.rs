@@ -149,6 +149,7 @@ pub struct ResourceSpec {
     pub(crate) mime_type: Option<Cow<'static, str>>,
     pub(crate) cache: Option<CacheHint>,
     pub(crate) toolset: Option<Cow<'static, str>>,
+    pub(crate) scopes: Vec<Cow<'static, str>>,
     pub(crate) params: Params,
     pub(crate) data_schema: Option<fn(&mut SchemaGenerator) -> Schema>,
     pub(crate) presenter: Option<PresenterInfo>,
@@ -183,6 +184,7 @@ impl ResourceSpec {
             mime_type: None,
             cache: None,
             toolset: None,
+            scopes: Vec::new(),
             params: Params::new(),
             data_schema: None,
             presenter: None,
@@ -217,6 +219,19 @@ impl ResourceSpec {
     #[must_use]
     pub fn with_toolset(mut self, toolset: impl Into<Cow<'static, str>>) -> Self {
         self.toolset = Some(toolset.into());
+        self
+    }
+
+    /// Requires OAuth scopes to see and read the resource (`billing:admin`), in place of the
+    /// read scope of its namespace that [`ScopeRules`](crate::scopes::ScopeRules) requires
+    /// by default.
+    #[must_use]
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<Cow<'static, str>>,
+    {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
         self
     }
 
@@ -325,6 +340,8 @@ pub(crate) struct ResourceFacts {
     pub(crate) mime_type: String,
     pub(crate) cache: Option<CacheHint>,
     pub(crate) toolset: Option<String>,
+    /// The OAuth scopes it declares (none: the access policy's default).
+    pub(crate) scopes: Vec<String>,
     pub(crate) presenter: Option<PresenterInfo>,
     pub(crate) input_schema: Arc<JsonObject>,
     pub(crate) data_schema: Value,
@@ -382,6 +399,11 @@ impl<'s> ResourceInfo<'s> {
     /// The toolset, if any.
     pub fn toolset(&self) -> Option<&'s str> {
         self.0.toolset.as_deref()
+    }
+    /// The OAuth scopes it declares (`#[resource(scopes = [...])]`); empty when it leaves
+    /// them to the access policy's default.
+    pub fn scopes(&self) -> &'s [String] {
+        &self.0.scopes
     }
     /// The presenter of the contents, if any.
     pub fn presenter(&self) -> Option<&'s PresenterInfo> {

@@ -3,6 +3,10 @@
 //! `WWW-Authenticate: Bearer error="insufficient_scope", scope="…", resource_metadata="…"`, so
 //! that the client can ask the authorization server for those scopes and retry.
 //!
+//! The same for a resource read or a prompt get (`Mcp-Method: resources/read` or
+//! `prompts/get`, `Mcp-Name` the URI or the prompt's name) whose resource or prompt needs a
+//! scope the token lacks.
+//!
 //! Only where the tool is known before the body is read: a 2026-07-28 request names it in its
 //! `Mcp-Method: tools/call` and `Mcp-Name` headers (which the endpoint checks against the body
 //! before anything runs, so a header naming another tool changes only which refusal comes
@@ -28,27 +32,36 @@ pub(crate) struct ScopeChallenge {
 }
 
 impl ScopeChallenge {
-    /// The scopes `principal` lacks to call the tool `name`, when the access policy refuses it
-    /// for that reason; `None` when it may call it, or is refused for another one.
-    fn missing(&self, name: &str, principal: &Principal) -> Option<Vec<String>> {
-        let tool = self.server.tool(name)?;
-        let [action] = tool.actions()[..] else {
-            return None;
-        };
+    /// The scopes `principal` lacks for `method` on `name` (a tool, a resource's URI or a
+    /// prompt), when the access policy refuses it for that reason; `None` when it may, or is
+    /// refused for another one.
+    fn missing(&self, method: &[u8], name: &str, principal: &Principal) -> Option<Vec<String>> {
         let mut context = self.server.new_context();
         context.extensions_mut().insert(principal.clone());
-        if self.server.may_call(action, &context) {
-            return None;
-        }
-        let missing = self.server.scopes_missing(action, &context);
+        let missing = match method {
+            b"tools/call" => {
+                let tool = self.server.tool(name)?;
+                let [action] = tool.actions()[..] else {
+                    return None;
+                };
+                if self.server.may_call(action, &context) {
+                    return None;
+                }
+                self.server.scopes_missing(action, &context)
+            }
+            b"resources/read" => self.server.read_scopes_missing(name, &context),
+            b"prompts/get" => self.server.prompt_scopes_missing(name, &context),
+            _ => return None,
+        };
         (!missing.is_empty()).then_some(missing)
     }
 
-    fn forbid(&self, missing: &[String]) -> Response {
+    /// The 403 for a `what` (tool, resource, prompt) that needs `missing`.
+    fn forbid(&self, what: &str, missing: &[String]) -> Response {
         let scopes = missing.join(" ");
         let challenge = format!(
             "Bearer error=\"insufficient_scope\", scope=\"{scopes}\", resource_metadata=\"{}\", \
-             error_description=\"the token lacks a scope this tool needs\"",
+             error_description=\"the token lacks a scope this {what} needs\"",
             self.resource_metadata
         );
         let mut response = Response::new(Body::from(format!(
@@ -72,15 +85,18 @@ pub(crate) async fn challenge(
 ) -> Response {
     if request.method() == Method::POST {
         let headers = request.headers();
-        let called = headers
-            .get("mcp-method")
-            .is_some_and(|method| method.as_bytes() == b"tools/call");
+        let method = headers.get("mcp-method").map(HeaderValue::as_bytes);
         let name = headers.get("mcp-name").and_then(|name| name.to_str().ok());
         let principal = request.extensions().get::<Principal>();
-        if let (true, Some(name), Some(principal)) = (called, name, principal)
-            && let Some(missing) = check.missing(name, principal)
+        if let (Some(method), Some(name), Some(principal)) = (method, name, principal)
+            && let Some(missing) = check.missing(method, name, principal)
         {
-            return check.forbid(&missing);
+            let what = match method {
+                b"resources/read" => "resource",
+                b"prompts/get" => "prompt",
+                _ => "tool",
+            };
+            return check.forbid(what, &missing);
         }
     }
     next.run(request).await

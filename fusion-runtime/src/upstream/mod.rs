@@ -27,6 +27,8 @@ mod decode;
 #[cfg(not(feature = "http-client"))]
 mod disabled;
 mod request;
+#[cfg(feature = "gateway")]
+pub(crate) use request::encode_form;
 mod route;
 
 #[cfg(feature = "http-client")]

@@ -576,7 +576,7 @@ fn field_texts(value: &Value) -> Vec<String> {
 
 /// `application/x-www-form-urlencoded` text: unreserved characters as they are, spaces as `+`,
 /// everything else percent-encoded.
-fn encode_form(text: &str) -> String {
+pub(crate) fn encode_form(text: &str) -> String {
     const FORM: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
         .remove(b'*')
         .remove(b'-')
