@@ -242,6 +242,8 @@ pub(super) fn compile_action(
         tags: tags.into_iter().map(|tag| tag.into_owned()).collect(),
         scopes: scopes.into_iter().map(|scope| scope.into_owned()).collect(),
         invalidates: globs,
+        // Named once every action is compiled (`ServerBuilder::build`).
+        stale: Vec::new(),
         cache,
         annotations,
         version,
@@ -281,6 +283,36 @@ pub(super) fn compile_action(
         rate_limiter: rate_limit.map(RateLimiter::new),
         pages_by_offset,
     })
+}
+
+/// Names, for each action that invalidates, the queries its globs match as the agent calls
+/// them, and seals its answers with those names: the agent reads tools it can call, while
+/// state sync keeps matching the globs over keys.
+pub(super) fn name_stale(actions: &mut [CompiledAction]) {
+    let stale: Vec<Vec<Exposure>> = actions
+        .iter()
+        .map(|action| {
+            let globs = &action.facts.invalidates;
+            if globs.is_empty() {
+                return Vec::new();
+            }
+            actions
+                .iter()
+                .map(|query| &query.facts)
+                .filter(|query| {
+                    query.verb == Verb::Query
+                        && globs.iter().any(|glob| glob.matches(query.key.as_str()))
+                })
+                .map(|query| query.exposure.clone())
+                .collect()
+        })
+        .collect();
+    for (action, stale) in actions.iter_mut().zip(stale) {
+        if !stale.is_empty() {
+            action.facts.stale = stale;
+            action.sealed = SealedParts::new(&action.facts);
+        }
+    }
 }
 
 /// Whether an input schema has a property `name` of JSON type `kind` (or an optional one).

@@ -31,7 +31,7 @@ use crate::server::{Audit, Server, ServerInner};
 use crate::spec::{Tool, ToolSpec};
 
 mod compile;
-use compile::{CompileContext, compile_action, exposure_of};
+use compile::{CompileContext, compile_action, exposure_of, name_stale};
 
 /// Checks a built server against its reviewed lockfile ([`crate::lock::enforce`]).
 type LockCheck = fn(&Server, &str) -> Result<(), BuildError>;
@@ -669,6 +669,7 @@ impl ServerBuilder {
         if !problems.is_empty() {
             return Err(BuildError::new(problems).with_guarded_inputs(guarded_inputs));
         }
+        name_stale(&mut actions);
 
         let tools = expose(&actions, &names, &mut problems);
         let mut by_name = HashMap::new();
