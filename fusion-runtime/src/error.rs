@@ -392,6 +392,8 @@ impl fmt::Display for DisplayChain<'_> {
 pub trait ErrorCatalog {
     /// The canonical keys of every tool these errors may offer as an available action.
     const ACTIONS: &'static [&'static str];
+    /// The tool keys their recovery lines name between backticks: `(type, variant, key)`.
+    const RECOVERY_TOOLS: &'static [(&'static str, &'static str, &'static str)] = &[];
 }
 
 /// Why a server could not be built. Every problem found is listed, not just the first:

@@ -77,6 +77,7 @@ pub(super) fn compile_action(
         paged,
         presenter,
         error_actions,
+        recovery_tools,
         handler,
         middleware,
         concurrency,
@@ -156,6 +157,24 @@ pub(super) fn compile_action(
     }
     for action in error_actions {
         check_action("an error's available actions", action);
+    }
+    // A recovery line that names a missing tool sends the agent to call it: refused as an
+    // unknown action is. Only a span in a namespace of this server is read as a tool's key
+    // (`customer.id` may be a field).
+    for (error, variant, named) in recovery_tools {
+        let namespace = named.split('.').next().unwrap_or_default();
+        let siblings: Vec<String> = all_keys
+            .iter()
+            .filter(|other| other.namespace() == Some(namespace))
+            .map(|other| format!("`{other}`"))
+            .collect();
+        if siblings.is_empty() || all_keys.iter().any(|other| other.as_str() == *named) {
+            continue;
+        }
+        problems.push(format!(
+            "tool `{key}`: the recovery of `{error}::{variant}` names `{named}`, which is not a tool of this server (the tools of `{namespace}` are {})",
+            siblings.join(", ")
+        ));
     }
     // The chain, composed once: server middleware first, then the router's and the tool's.
     let chain: Vec<Arc<dyn Middleware>> = context
