@@ -58,7 +58,7 @@ fn a_suggestion_or_error_action_naming_a_missing_tool_and_a_glob_matching_nothin
         .tool::<stale>();
     let problems = problems(builder);
     assert!(problems.iter().any(|problem| problem
-        == "tool `billing.get_invoice`: presenter `InvoiceView` suggests an action that names `billing.void_invoice`, which is not a tool of this server"), "{problems:#?}");
+        == "presenter `InvoiceView` suggests an action that names `billing.void_invoice`, which is not a tool of this server (tool returning it: `billing.get_invoice`)"), "{problems:#?}");
     assert!(problems.iter().any(|problem| problem
         == "tool `billing.get_invoice`: an error's available actions names `billing.list_invoices`, which is not a tool of this server"), "{problems:#?}");
     assert!(
@@ -213,4 +213,25 @@ fn a_recovery_naming_a_missing_tool_is_refused_and_main_prints_it_readably() {
     // `fn main() -> Result<(), BuildError>` prints `Error: ` and the `Debug`: the same text.
     assert_eq!(format!("{error:?}"), error.to_string());
     assert!(format!("{error:?}").starts_with("the server cannot be built: tool `billing.lookup`"));
+}
+
+#[test]
+fn a_presenters_unknown_action_is_one_problem_naming_every_tool_returning_it() {
+    // get_invoice, list_invoices and create_invoice return InvoiceView, which suggests
+    // void_invoice: left out, it is one mistake.
+    let builder = ServerBuilder::new("s", "1")
+        .state(Db::seeded())
+        .tool::<get_invoice>()
+        .tool::<list_invoices>()
+        .tool::<summaries>()
+        .tool::<create_invoice>();
+    let problems = problems(builder);
+    assert_eq!(
+        problems,
+        [
+            "presenter `InvoiceView` suggests an action that names `billing.void_invoice`, which \
+          is not a tool of this server (tools returning it: `billing.get_invoice`, \
+          `billing.list_invoices`, `billing.create_invoice`)"
+        ]
+    );
 }

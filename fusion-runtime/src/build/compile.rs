@@ -147,14 +147,7 @@ pub(super) fn compile_action(
             ));
         }
     };
-    if let Some(presenter) = &presenter {
-        for action in presenter.actions {
-            check_action(
-                &format!("presenter `{}` suggests an action that", presenter.name),
-                action,
-            );
-        }
-    }
+    // A presenter's actions are checked once for all its tools (`unknown_suggestions`).
     for action in error_actions {
         check_action("an error's available actions", action);
     }
@@ -302,6 +295,44 @@ pub(super) fn compile_action(
         rate_limiter: rate_limit.map(RateLimiter::new),
         pages_by_offset,
     })
+}
+
+/// Each presenter's `actions` entry that is not a tool of this server, as one problem naming
+/// every tool that returns the presenter: one mistake, one line.
+pub(super) fn unknown_suggestions(
+    specs: &[(ToolKey, ToolSpec)],
+    all_keys: &[ToolKey],
+    problems: &mut Vec<String>,
+) {
+    // (presenter, action) → the tools returning it, in the order they were added.
+    let mut unknown: Vec<((&str, &str), Vec<String>)> = Vec::new();
+    for (key, spec) in specs {
+        let Some(presenter) = &spec.presenter else {
+            continue;
+        };
+        for action in presenter.actions {
+            if all_keys.iter().any(|other| other.as_str() == *action) {
+                continue;
+            }
+            let tool = format!("`{key}`");
+            match unknown
+                .iter_mut()
+                .find(|(at, _)| *at == (presenter.name, *action))
+            {
+                Some((_, tools)) => tools.push(tool),
+                None => unknown.push(((presenter.name, action), vec![tool])),
+            }
+        }
+    }
+    for ((presenter, action), tools) in unknown {
+        let (noun, tools) = match tools.as_slice() {
+            [one] => ("tool", one.clone()),
+            _ => ("tools", tools.join(", ")),
+        };
+        problems.push(format!(
+            "presenter `{presenter}` suggests an action that names `{action}`, which is not a tool of this server ({noun} returning it: {tools})"
+        ));
+    }
 }
 
 /// Names, for each action that invalidates, the queries its globs match as the agent calls
