@@ -154,6 +154,9 @@ pub struct ActionFacts {
     /// The OAuth scopes declared to call it; empty for the defaults of the verb.
     pub(crate) scopes: Vec<String>,
     pub(crate) invalidates: Vec<Glob>,
+    /// The queries `invalidates` matches, as the agent calls them: whose earlier results a
+    /// success makes stale (set once every action of the server is named).
+    pub(crate) stale: Vec<Exposure>,
     pub(crate) cache: Option<CacheHint>,
     pub(crate) annotations: ToolAnnotations,
     pub(crate) version: String,
@@ -207,6 +210,7 @@ impl ActionFacts {
             tags: Vec::new(),
             scopes: Vec::new(),
             invalidates: Vec::new(),
+            stale: Vec::new(),
             cache: None,
             annotations,
             version: version.to_owned(),

@@ -392,11 +392,16 @@ impl fmt::Display for DisplayChain<'_> {
 pub trait ErrorCatalog {
     /// The canonical keys of every tool these errors may offer as an available action.
     const ACTIONS: &'static [&'static str];
+    /// The tool keys their recovery lines name between backticks: `(type, variant, key)`.
+    const RECOVERY_TOOLS: &'static [(&'static str, &'static str, &'static str)] = &[];
 }
 
 /// Why a server could not be built. Every problem found is listed, not just the first:
 /// the server refuses to start until all of them are fixed (fail closed).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its `Debug` is its `Display`, as `anyhow`'s is: `fn main() -> Result<(), BuildError>`
+/// prints `Debug`, and a reader of that wants the problems, not the struct.
+#[derive(Clone, PartialEq, Eq)]
 pub struct BuildError {
     problems: Vec<String>,
     lock: Option<Box<fusion_lock::Diff>>,
@@ -469,6 +474,12 @@ impl fmt::Display for BuildError {
     }
 }
 
+impl fmt::Debug for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 impl std::error::Error for BuildError {}
 
 /// Whether an error code says that what was asked for does not exist: the framework's
@@ -528,5 +539,18 @@ mod tests {
             err.to_string(),
             "the server cannot be built (2 problems):\n  - a\n  - b"
         );
+    }
+
+    #[test]
+    fn build_error_debugs_as_it_displays() {
+        // What `fn main() -> Result<(), BuildError>` prints after `Error: `.
+        let one = BuildError::new(vec!["two tools are named `a`".into()]);
+        assert_eq!(
+            format!("{one:?}"),
+            "the server cannot be built: two tools are named `a`"
+        );
+        let many = BuildError::new(vec!["a".into(), "b".into()]);
+        assert_eq!(format!("{many:?}"), many.to_string());
+        assert_eq!(format!("{many:#?}"), many.to_string());
     }
 }

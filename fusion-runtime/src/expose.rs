@@ -10,7 +10,6 @@ use serde_json::{Map, Value, json};
 
 use crate::action::{ActionFacts, CacheHint, Exposure, Names, Verb};
 use crate::context::CallContext;
-use crate::key::Glob;
 use crate::schema;
 use crate::server::{CompiledAction, Dispatch, ExposedTool, Server};
 
@@ -98,11 +97,12 @@ fn described(action: &ActionFacts, names: &Names) -> String {
         }
         None => {}
     }
-    if !action.invalidates.is_empty() {
-        let globs: Vec<&str> = action.invalidates.iter().map(Glob::as_str).collect();
+    // The tools as the agent calls them (and, in prose, as a gateway renames them).
+    if !action.stale.is_empty() {
+        let stale: Vec<String> = action.stale.iter().map(Exposure::in_text).collect();
         description.push_str(&format!(
             "\n\nAfter it succeeds, earlier results of {} are stale.",
-            globs.join(", ")
+            stale.join(", ")
         ));
     }
     description

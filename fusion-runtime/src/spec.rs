@@ -94,6 +94,8 @@ pub struct ToolSpec {
     pub(crate) paged: bool,
     pub(crate) presenter: Option<PresenterInfo>,
     pub(crate) error_actions: &'static [&'static str],
+    /// `(type, variant, key)`: the tools the error type's recovery lines name.
+    pub(crate) recovery_tools: &'static [(&'static str, &'static str, &'static str)],
     pub(crate) handler: Option<Arc<dyn Handler>>,
     pub(crate) middleware: Vec<Arc<dyn Middleware>>,
     pub(crate) concurrency: Option<Concurrency>,
@@ -147,6 +149,7 @@ impl ToolSpec {
             paged: false,
             presenter: None,
             error_actions: &[],
+            recovery_tools: &[],
             handler: None,
             middleware: Vec::new(),
             concurrency: None,
@@ -341,6 +344,22 @@ impl ToolSpec {
     #[must_use]
     pub fn with_error_actions(mut self, actions: &'static [&'static str]) -> Self {
         self.error_actions = actions;
+        self
+    }
+
+    /// Sets the error catalog's actions and the tools its recovery lines name (used by
+    /// generated code).
+    #[doc(hidden)]
+    #[must_use]
+    #[allow(clippy::type_complexity)]
+    pub fn with_error_catalog(
+        mut self,
+        catalog: (
+            &'static [&'static str],
+            &'static [(&'static str, &'static str, &'static str)],
+        ),
+    ) -> Self {
+        (self.error_actions, self.recovery_tools) = catalog;
         self
     }
 

@@ -58,7 +58,7 @@ fn a_suggestion_or_error_action_naming_a_missing_tool_and_a_glob_matching_nothin
         .tool::<stale>();
     let problems = problems(builder);
     assert!(problems.iter().any(|problem| problem
-        == "tool `billing.get_invoice`: presenter `InvoiceView` suggests an action that names `billing.void_invoice`, which is not a tool of this server"), "{problems:#?}");
+        == "presenter `InvoiceView` suggests an action that names `billing.void_invoice`, which is not a tool of this server (tool returning it: `billing.get_invoice`)"), "{problems:#?}");
     assert!(problems.iter().any(|problem| problem
         == "tool `billing.get_invoice`: an error's available actions names `billing.list_invoices`, which is not a tool of this server"), "{problems:#?}");
     assert!(
@@ -162,4 +162,76 @@ fn a_consistent_server_builds() {
         .tool::<fine>()
         .build();
     assert!(server.is_ok());
+}
+
+/// Recovery lines name tools between backticks: one a typo, one a field path.
+#[derive(Debug, fusion::ToolError)]
+enum LookupError {
+    #[tool_error(
+        code = "Gone",
+        message = "It is gone.",
+        recovery = "Call `billing.list_invoice` to find valid ids, then set `customer.id`."
+    )]
+    Gone,
+    #[tool_error(
+        code = "Stale",
+        message = "It moved.",
+        recovery = "Call `billing.get_invoice` again."
+    )]
+    Stale,
+}
+
+/// Its errors' recoveries name tools.
+#[tool(query, name = "billing.lookup")]
+async fn lookup(moved: bool) -> Result<bool, LookupError> {
+    Err(if moved {
+        LookupError::Stale
+    } else {
+        LookupError::Gone
+    })
+}
+
+#[test]
+fn a_recovery_naming_a_missing_tool_is_refused_and_main_prints_it_readably() {
+    let Err(error) = tools(ServerBuilder::new("s", "1").state(Db::seeded()))
+        .tool::<lookup>()
+        .build()
+    else {
+        panic!("the server should not build");
+    };
+    // Only the typo: `billing.get_invoice` is a tool, and `customer` is no namespace here.
+    assert_eq!(
+        error.problems(),
+        [
+            "tool `billing.lookup`: the recovery of `LookupError::Gone` names \
+          `billing.list_invoice`, which is not a tool of this server (the tools of `billing` \
+          are `billing.get_invoice`, `billing.list_invoices`, `billing.summaries`, \
+          `billing.void_invoice`, `billing.create_invoice`, `billing.update_invoice`, \
+          `billing.lookup`)"
+        ]
+    );
+    // `fn main() -> Result<(), BuildError>` prints `Error: ` and the `Debug`: the same text.
+    assert_eq!(format!("{error:?}"), error.to_string());
+    assert!(format!("{error:?}").starts_with("the server cannot be built: tool `billing.lookup`"));
+}
+
+#[test]
+fn a_presenters_unknown_action_is_one_problem_naming_every_tool_returning_it() {
+    // get_invoice, list_invoices and create_invoice return InvoiceView, which suggests
+    // void_invoice: left out, it is one mistake.
+    let builder = ServerBuilder::new("s", "1")
+        .state(Db::seeded())
+        .tool::<get_invoice>()
+        .tool::<list_invoices>()
+        .tool::<summaries>()
+        .tool::<create_invoice>();
+    let problems = problems(builder);
+    assert_eq!(
+        problems,
+        [
+            "presenter `InvoiceView` suggests an action that names `billing.void_invoice`, which \
+          is not a tool of this server (tools returning it: `billing.get_invoice`, \
+          `billing.list_invoices`, `billing.create_invoice`)"
+        ]
+    );
 }

@@ -134,11 +134,20 @@ async fn a_successful_mutation_says_what_to_fetch_again_and_a_failed_one_does_no
     let voided = tester
         .call("billing.void_invoice", json!({"id": "INV-1"}))
         .await;
-    assert_eq!(voided.invalidations(), ["billing.*"]);
-    assert_eq!(voided.meta()["invalidates"], json!(["billing.*"]));
+    // `billing.*`'s queries, as the agent calls them.
+    let stale = [
+        "billing_get_invoice",
+        "billing_list_invoices",
+        "billing_summaries",
+    ];
+    assert_eq!(voided.invalidations(), stale);
+    assert_eq!(voided.meta()["invalidates"], json!(stale));
     assert_eq!(
         voided.texts().last().copied(),
-        Some("<cache_invalidation cause=\"billing.void_invoice\" domains=\"billing.*\"/>")
+        Some(
+            "<cache_invalidation cause=\"billing_void_invoice\" \
+             domains=\"billing_get_invoice,billing_list_invoices,billing_summaries\"/>"
+        )
     );
 
     let again = tester
@@ -160,7 +169,7 @@ async fn a_successful_mutation_says_what_to_fetch_again_and_a_failed_one_does_no
         .await;
     assert_eq!(
         created.invalidations(),
-        ["billing.list_invoices", "billing.summaries"]
+        ["billing_list_invoices", "billing_summaries"]
     );
 
     let read = tester
@@ -190,6 +199,21 @@ fn invalidation_globs_can_be_read_back() {
     )
     .unwrap();
     assert_eq!(meta["dev.fusion/invalidates"], json!(["billing.**"]));
+    // The agent reads the tools it calls, not the globs.
+    let described = server
+        .tool("billing_create_invoice")
+        .unwrap()
+        .definition()
+        .description
+        .clone()
+        .unwrap();
+    assert!(
+        described.ends_with(
+            "After it succeeds, earlier results of `billing_list_invoices`, \
+             `billing_summaries` are stale."
+        ),
+        "{described}"
+    );
     assert_eq!(
         server.action("billing.get_invoice").unwrap().version(),
         "1.4.0"

@@ -1,9 +1,10 @@
 //! Every name an agent reads through a prefixed gateway is a name the gateway serves: the
 //! `billing` binary (flat and grouped) mounted under `acct`, each of its answers read as an
-//! agent reads it (the envelope's `meta.tool`, suggestions and `availableActions`, and every
-//! name between backticks in its text blocks, messages and recovery lines; the tools'
-//! descriptions), and every name found called through the gateway, whose answers are read in
-//! turn.
+//! agent reads it (the envelope's `meta.tool`, suggestions, `availableActions` and
+//! `invalidates`, the `<cache_invalidation/>` block, and every name between backticks in its
+//! text blocks, messages and recovery lines; the tools' descriptions, their "earlier results of
+//! … are stale" included), and every name found called through the gateway, whose answers are
+//! read in turn.
 
 mod support;
 
@@ -132,8 +133,14 @@ impl Surface {
         next.push(Next::new(name, arguments.as_ref()));
     }
 
-    /// Every name in an answer, checked, and the calls they point to.
-    fn answer(&self, called: &Next, result: &CallToolResult) -> Vec<Next> {
+    /// Every name in an answer, checked, and the calls they point to; the names it says are
+    /// stale are added to `stale`.
+    fn answer(
+        &self,
+        called: &Next,
+        result: &CallToolResult,
+        stale: &mut BTreeSet<String>,
+    ) -> Vec<Next> {
         let whence = format!("the answer of {} {}", called.tool, called.arguments);
         let mut next = Vec::new();
         let envelope = result
@@ -152,6 +159,12 @@ impl Surface {
                 &mut next,
             );
         }
+        for tool in meta["invalidates"].as_array().into_iter().flatten() {
+            let tool = tool.as_str().expect("a stale tool's name");
+            self.check(tool, &whence);
+            stale.insert(tool.to_owned());
+            next.push(Next::new(tool, None));
+        }
         let error = &envelope["error"];
         for action in error["availableActions"].as_array().into_iter().flatten() {
             self.reference(action.as_str().expect("a reference"), &whence, &mut next);
@@ -169,6 +182,21 @@ impl Surface {
                 for line in text.lines().filter_map(|line| line.strip_prefix("- ")) {
                     let tool = line.split(' ').next().unwrap_or_default();
                     self.check(tool, &whence);
+                }
+            }
+            // `<cache_invalidation cause="tool" domains="tool,tool"/>`
+            if let Some(attributes) = text.strip_prefix("<cache_invalidation ") {
+                for (attribute, value) in attributes
+                    .trim_end_matches("/>")
+                    .split_whitespace()
+                    .filter_map(|pair| pair.split_once('='))
+                {
+                    for tool in value.trim_matches('"').split(',') {
+                        self.check(tool, &format!("{whence}, <cache_invalidation {attribute}>"));
+                        if attribute == "domains" {
+                            stale.insert(tool.to_owned());
+                        }
+                    }
                 }
             }
             for line in text.lines() {
@@ -192,6 +220,8 @@ struct Walk {
     named: BTreeSet<Next>,
     /// The error codes answered.
     codes: BTreeSet<String>,
+    /// The tools answers said are stale after a success.
+    stale: BTreeSet<String>,
 }
 
 /// Calls `first`, then every call their answers name, and theirs, …: each answer read as an
@@ -218,6 +248,7 @@ async fn follow(client: &RunningService<RoleClient, ()>, first: Vec<Next>) -> Wa
     }
     let mut seen = HashSet::new();
     let mut codes = BTreeSet::new();
+    let mut stale = BTreeSet::new();
     let mut made = 0;
     while let Some(next) = queue.pop_front() {
         made += 1;
@@ -237,13 +268,14 @@ async fn follow(client: &RunningService<RoleClient, ()>, first: Vec<Next>) -> Wa
             assert_ne!(code, "UNKNOWN_TOOL", "{next:?}");
             codes.insert(code.as_str().unwrap_or_default().to_owned());
         }
-        let named = surface.answer(&next, &result);
+        let named = surface.answer(&next, &result, &mut stale);
         named_calls.extend(named.iter().cloned());
         queue.extend(named);
     }
     Walk {
         named: named_calls,
         codes,
+        stale,
     }
 }
 
@@ -316,6 +348,25 @@ async fn every_name_in_a_flat_upstreams_answers_is_served_and_answers() {
         ] {
             assert!(tools.contains(tool), "{tool} not named: {named:?}");
         }
+        // What a mutation makes stale: its queries, as the gateway serves them.
+        for tool in ["acct_billing_list_invoices", "acct_billing_get_invoice"] {
+            assert!(
+                walk.stale.contains(tool),
+                "{tool} not stale: {:?}",
+                walk.stale
+            );
+        }
+        let listed = client.peer().list_all_tools().await.unwrap();
+        let void = listed
+            .iter()
+            .find(|tool| tool.name == "acct_billing_void_invoice")
+            .unwrap();
+        let description = void.description.as_deref().unwrap_or_default();
+        assert!(
+            description.contains("earlier results of `acct_billing_")
+                && !description.contains("billing.*"),
+            "{description}"
+        );
         client.cancel().await.unwrap();
         server.shutdown_upstreams().await;
     })
@@ -353,6 +404,17 @@ async fn every_name_in_a_grouped_upstreams_answers_is_served_and_answers() {
         ] {
             assert!(actions.contains(action), "{action} not named: {named:?}");
         }
+        // A grouped tool is stale as a whole, under the name the gateway serves.
+        assert_eq!(walk.stale, BTreeSet::from([tool.clone()]));
+        let listed = client.peer().list_all_tools().await.unwrap();
+        let grouped = listed.iter().find(|listed| listed.name == tool).unwrap();
+        let description = grouped.description.as_deref().unwrap_or_default();
+        assert!(
+            description.contains(&format!(
+                "earlier results of `{tool}` with `{{\"action\":\"list_invoices\"}}`"
+            )) && !description.contains("billing.*"),
+            "{description}"
+        );
         client.cancel().await.unwrap();
         server.shutdown_upstreams().await;
     })

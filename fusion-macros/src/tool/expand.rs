@@ -260,7 +260,7 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
                     #(#statements)*
                     #private::ToolSpec::new(#verb, #key, #description)
                         #(#options)*
-                        .with_error_actions(#catalog)
+                        .with_error_catalog(#catalog)
                         .with_params(params)
                         .with_call_handler::<#presenter, #ok, #err, _, _, _>(
                             #[allow(unused_mut)]

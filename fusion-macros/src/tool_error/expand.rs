@@ -41,6 +41,20 @@ pub(super) fn tool_error(checked: &Checked<'_>) -> TokenStream {
         .iter()
         .flat_map(|(_, args)| &args.actions.0)
         .collect();
+    // The tool keys its recovery lines name between backticks (`` `ns.action` ``), checked
+    // against the server's tools when it is built, as `actions` are.
+    let type_name = ident.to_string();
+    let recovery_tools: Vec<TokenStream> = variants
+        .iter()
+        .filter_map(|&(variant, args)| Some((variant, args.recovery.as_ref()?)))
+        .flat_map(|(variant, recovery)| {
+            let variant = variant.ident.to_string();
+            let type_name = &type_name;
+            keys_between_backticks(&recovery.value())
+                .into_iter()
+                .map(move |key| quote!((#type_name, #variant, #key)))
+        })
+        .collect();
     let from_impls = source_conversions(ident, variants.iter().map(|&(variant, _)| variant));
     quote! {
         #[allow(unused_qualifications, unused_variables)]
@@ -57,6 +71,8 @@ pub(super) fn tool_error(checked: &Checked<'_>) -> TokenStream {
             #[automatically_derived]
             impl #private::ErrorCatalog for #ident {
                 const ACTIONS: &'static [&'static str] = &[#(#actions),*];
+                const RECOVERY_TOOLS: &'static [(&'static str, &'static str, &'static str)] =
+                    &[#(#recovery_tools),*];
             }
 
             #[automatically_derived]
@@ -78,6 +94,22 @@ pub(super) fn tool_error(checked: &Checked<'_>) -> TokenStream {
             }
         };
     }
+}
+
+/// The spans between backticks of `text` that read as a namespaced tool key (`ns.action`):
+/// dotted words of letters, digits and `_`. Others (a field, a JSON value) are not names.
+fn keys_between_backticks(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|span| {
+            span.contains('.')
+                && span.split('.').all(|word| {
+                    !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+        })
+        .map(str::to_owned)
+        .collect()
 }
 
 /// `From<Source> for Enum` for each `from` variant: `?` on the source error builds the

@@ -381,21 +381,28 @@ impl<E> CatalogProbe<E> {
     pub const NEW: Self = CatalogProbe(PhantomData);
 }
 
+/// What an error catalog names: the actions it offers, and the tools its recovery lines name
+/// `(type, variant, key)`.
+pub type Catalog = (
+    &'static [&'static str],
+    &'static [(&'static str, &'static str, &'static str)],
+);
+
 pub trait ViaCatalog {
-    fn __fusion_catalog(&self) -> &'static [&'static str];
+    fn __fusion_catalog(&self) -> Catalog;
 }
 impl<E: ErrorCatalog> ViaCatalog for &CatalogProbe<E> {
-    fn __fusion_catalog(&self) -> &'static [&'static str] {
-        E::ACTIONS
+    fn __fusion_catalog(&self) -> Catalog {
+        (E::ACTIONS, E::RECOVERY_TOOLS)
     }
 }
 
 pub trait ViaNoCatalog {
-    fn __fusion_catalog(&self) -> &'static [&'static str];
+    fn __fusion_catalog(&self) -> Catalog;
 }
 impl<E> ViaNoCatalog for CatalogProbe<E> {
-    fn __fusion_catalog(&self) -> &'static [&'static str] {
-        &[]
+    fn __fusion_catalog(&self) -> Catalog {
+        (&[], &[])
     }
 }
 

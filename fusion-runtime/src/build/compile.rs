@@ -77,6 +77,7 @@ pub(super) fn compile_action(
         paged,
         presenter,
         error_actions,
+        recovery_tools,
         handler,
         middleware,
         concurrency,
@@ -146,16 +147,27 @@ pub(super) fn compile_action(
             ));
         }
     };
-    if let Some(presenter) = &presenter {
-        for action in presenter.actions {
-            check_action(
-                &format!("presenter `{}` suggests an action that", presenter.name),
-                action,
-            );
-        }
-    }
+    // A presenter's actions are checked once for all its tools (`unknown_suggestions`).
     for action in error_actions {
         check_action("an error's available actions", action);
+    }
+    // A recovery line that names a missing tool sends the agent to call it: refused as an
+    // unknown action is. Only a span in a namespace of this server is read as a tool's key
+    // (`customer.id` may be a field).
+    for (error, variant, named) in recovery_tools {
+        let namespace = named.split('.').next().unwrap_or_default();
+        let siblings: Vec<String> = all_keys
+            .iter()
+            .filter(|other| other.namespace() == Some(namespace))
+            .map(|other| format!("`{other}`"))
+            .collect();
+        if siblings.is_empty() || all_keys.iter().any(|other| other.as_str() == *named) {
+            continue;
+        }
+        problems.push(format!(
+            "tool `{key}`: the recovery of `{error}::{variant}` names `{named}`, which is not a tool of this server (the tools of `{namespace}` are {})",
+            siblings.join(", ")
+        ));
     }
     // The chain, composed once: server middleware first, then the router's and the tool's.
     let chain: Vec<Arc<dyn Middleware>> = context
@@ -242,6 +254,8 @@ pub(super) fn compile_action(
         tags: tags.into_iter().map(|tag| tag.into_owned()).collect(),
         scopes: scopes.into_iter().map(|scope| scope.into_owned()).collect(),
         invalidates: globs,
+        // Named once every action is compiled (`ServerBuilder::build`).
+        stale: Vec::new(),
         cache,
         annotations,
         version,
@@ -281,6 +295,74 @@ pub(super) fn compile_action(
         rate_limiter: rate_limit.map(RateLimiter::new),
         pages_by_offset,
     })
+}
+
+/// Each presenter's `actions` entry that is not a tool of this server, as one problem naming
+/// every tool that returns the presenter: one mistake, one line.
+pub(super) fn unknown_suggestions(
+    specs: &[(ToolKey, ToolSpec)],
+    all_keys: &[ToolKey],
+    problems: &mut Vec<String>,
+) {
+    // (presenter, action) → the tools returning it, in the order they were added.
+    let mut unknown: Vec<((&str, &str), Vec<String>)> = Vec::new();
+    for (key, spec) in specs {
+        let Some(presenter) = &spec.presenter else {
+            continue;
+        };
+        for action in presenter.actions {
+            if all_keys.iter().any(|other| other.as_str() == *action) {
+                continue;
+            }
+            let tool = format!("`{key}`");
+            match unknown
+                .iter_mut()
+                .find(|(at, _)| *at == (presenter.name, *action))
+            {
+                Some((_, tools)) => tools.push(tool),
+                None => unknown.push(((presenter.name, action), vec![tool])),
+            }
+        }
+    }
+    for ((presenter, action), tools) in unknown {
+        let (noun, tools) = match tools.as_slice() {
+            [one] => ("tool", one.clone()),
+            _ => ("tools", tools.join(", ")),
+        };
+        problems.push(format!(
+            "presenter `{presenter}` suggests an action that names `{action}`, which is not a tool of this server ({noun} returning it: {tools})"
+        ));
+    }
+}
+
+/// Names, for each action that invalidates, the queries its globs match as the agent calls
+/// them, and seals its answers with those names: the agent reads tools it can call, while
+/// state sync keeps matching the globs over keys.
+pub(super) fn name_stale(actions: &mut [CompiledAction]) {
+    let stale: Vec<Vec<Exposure>> = actions
+        .iter()
+        .map(|action| {
+            let globs = &action.facts.invalidates;
+            if globs.is_empty() {
+                return Vec::new();
+            }
+            actions
+                .iter()
+                .map(|query| &query.facts)
+                .filter(|query| {
+                    query.verb == Verb::Query
+                        && globs.iter().any(|glob| glob.matches(query.key.as_str()))
+                })
+                .map(|query| query.exposure.clone())
+                .collect()
+        })
+        .collect();
+    for (action, stale) in actions.iter_mut().zip(stale) {
+        if !stale.is_empty() {
+            action.facts.stale = stale;
+            action.sealed = SealedParts::new(&action.facts);
+        }
+    }
 }
 
 /// Whether an input schema has a property `name` of JSON type `kind` (or an optional one).

@@ -31,7 +31,7 @@ use crate::server::{Audit, Server, ServerInner};
 use crate::spec::{Tool, ToolSpec};
 
 mod compile;
-use compile::{CompileContext, compile_action, exposure_of};
+use compile::{CompileContext, compile_action, exposure_of, name_stale, unknown_suggestions};
 
 /// Checks a built server against its reviewed lockfile ([`crate::lock::enforce`]).
 type LockCheck = fn(&Server, &str) -> Result<(), BuildError>;
@@ -627,6 +627,7 @@ impl ServerBuilder {
             })
             .collect();
         let all_keys: Vec<ToolKey> = specs.iter().map(|(key, _)| key.clone()).collect();
+        unknown_suggestions(&specs, &all_keys, &mut problems);
         // What a mutation may invalidate: tools, and the resources and prompts that show data.
         let content_keys = crate::catalog::keys_of(&self.resources, &self.prompts);
 
@@ -669,6 +670,7 @@ impl ServerBuilder {
         if !problems.is_empty() {
             return Err(BuildError::new(problems).with_guarded_inputs(guarded_inputs));
         }
+        name_stale(&mut actions);
 
         let tools = expose(&actions, &names, &mut problems);
         let mut by_name = HashMap::new();

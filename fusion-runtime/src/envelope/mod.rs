@@ -116,7 +116,7 @@ pub struct Meta {
     /// Suggested next calls, as the agent makes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<SuggestedCall>,
-    /// Domains (globs over tool keys) whose earlier results are now stale.
+    /// The tools whose earlier results are now stale, by the names the agent calls them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalidates: Vec<String>,
 }
@@ -222,10 +222,11 @@ pub struct ErrorBody {
 pub(crate) struct SealedParts {
     /// The meta of every response; a success adds its own facts.
     pub(crate) meta: Meta,
-    /// What a success invalidates (never said of a failure).
+    /// The tools whose earlier results a success makes stale, as the agent calls them (never
+    /// said of a failure).
     pub(crate) invalidates: Vec<String>,
-    /// The same globs, parsed, for the transport to notify the resources they match; `None`
-    /// when a success invalidates nothing.
+    /// The globs over keys it invalidates, for the transport to notify the resources they
+    /// match; `None` when a success invalidates nothing.
     pub(crate) invalidated: Option<std::sync::Arc<[crate::key::Glob]>>,
     pub(crate) rules_block: Option<String>,
     pub(crate) invalidation_block: Option<String>,
@@ -234,11 +235,15 @@ pub(crate) struct SealedParts {
 impl SealedParts {
     pub(crate) fn new(action: &ActionFacts) -> Self {
         let writes = action.verb != Verb::Query && !action.invalidates.is_empty();
-        let globs: Vec<String> = action
-            .invalidates
-            .iter()
-            .map(|glob| glob.as_str().to_owned())
-            .collect();
+        // The agent is told the tools it calls, never the globs over keys that state sync
+        // matches (`invalidated`); a grouped tool is named once.
+        let mut stale: Vec<String> = Vec::new();
+        for exposure in &action.stale {
+            if !stale.iter().any(|tool| tool == exposure.tool()) {
+                stale.push(exposure.tool().to_owned());
+            }
+        }
+        let told = writes && !stale.is_empty();
         SealedParts {
             meta: Meta {
                 tool: action.exposure.tool().to_owned(),
@@ -249,7 +254,7 @@ impl SealedParts {
                 suggestions: Vec::new(),
                 invalidates: Vec::new(),
             },
-            invalidates: if writes { globs.clone() } else { Vec::new() },
+            invalidates: if told { stale.clone() } else { Vec::new() },
             invalidated: writes.then(|| action.invalidates.as_slice().into()),
             rules_block: action
                 .presenter
@@ -257,11 +262,11 @@ impl SealedParts {
                 .map(|presenter| not_listed(presenter.all_rules(), &action.output_schema))
                 .filter(|rules| !rules.is_empty())
                 .map(|rules| rules_block(&rules)),
-            invalidation_block: writes.then(|| {
+            invalidation_block: told.then(|| {
                 format!(
                     "<cache_invalidation cause=\"{}\" domains=\"{}\"/>",
-                    xml::escape_attr(action.key.as_str()),
-                    xml::escape_attr(&globs.join(","))
+                    xml::escape_attr(action.exposure.tool()),
+                    xml::escape_attr(&stale.join(","))
                 )
             }),
         }

@@ -560,6 +560,7 @@ fn proxy(
         tags: Vec::new(),
         scopes: Vec::new(),
         invalidates: Vec::new(),
+        stale: Vec::new(),
         cache: None,
         annotations: annotations_or_default(tool.annotations.as_ref()),
         version: state.server_version().unwrap_or_else(|| version.to_owned()),

@@ -8,8 +8,9 @@
 //! and rewrites what is a name and nothing else:
 //!
 //! - the fields of the envelope that hold names ([`SuggestedCall::tool`], `availableActions`,
-//!   `meta.tool`), exactly; a name the gateway does not serve (taken by another tool) is left
-//!   out, as the upstream itself leaves out a name it does not serve;
+//!   `meta.tool`, `meta.invalidates`, and the `<cache_invalidation/>` block's), exactly; a name
+//!   the gateway does not serve (taken by another tool) is left out, as the upstream itself
+//!   leaves out a name it does not serve;
 //! - in agent-facing prose (messages, recovery lines, reasons, descriptions, and the text blocks
 //!   Fusion writes beside the data: `<tool_error>`, `<truncation>`, `<domain_rules>`,
 //!   `<action_suggestions>`, Markdown UI), only a span between backticks that is exactly the
@@ -157,6 +158,18 @@ impl Renames {
                 meta.remove("suggestions");
             }
         }
+        if let Some(Value::Array(stale)) = meta.get_mut("invalidates") {
+            stale.retain_mut(|tool| {
+                let Some(here) = tool.as_str().and_then(|tool| self.name(tool)) else {
+                    return false;
+                };
+                *tool = here.into();
+                true
+            });
+            if stale.is_empty() {
+                meta.remove("invalidates");
+            }
+        }
     }
 
     fn error(&self, error: &mut Map<String, Value>) {
@@ -227,6 +240,22 @@ impl Renames {
                 return Some(String::new());
             }
             rewritten
+        } else if let Some(rest) = text.strip_prefix("<cache_invalidation cause=\"") {
+            // `cause="tool" domains="tool,tool"`: tool names, which need no escaping.
+            let (cause, rest) = rest.split_once("\" domains=\"")?;
+            let domains = rest.strip_suffix("\"/>")?;
+            let cause = self.name(cause).unwrap_or(cause);
+            let domains: Vec<&str> = domains
+                .split(',')
+                .filter_map(|tool| self.name(tool))
+                .collect();
+            if domains.is_empty() {
+                return Some(String::new());
+            }
+            format!(
+                "<cache_invalidation cause=\"{cause}\" domains=\"{}\"/>",
+                domains.join(",")
+            )
         } else if PROSE.iter().any(|tag| text.starts_with(tag)) {
             match self.text(text) {
                 Cow::Owned(rewritten) => rewritten,
@@ -408,6 +437,36 @@ mod tests {
             texts[3],
             "<action_suggestions>\n- acct_billing_list_invoices {}: See `acct_billing_get_invoice` \
              for one.\n</action_suggestions>"
+        );
+    }
+
+    #[test]
+    fn what_a_success_makes_stale_is_named_as_served_here() {
+        let renames = renames();
+        let mut result = CallToolResult::success(vec![
+            ContentBlock::text("{}"),
+            ContentBlock::text(
+                "<cache_invalidation cause=\"billing_void_invoice\" \
+                 domains=\"billing_get_invoice,billing_list_invoices,billing_void_invoice\"/>",
+            ),
+        ]);
+        result.structured_content = Some(json!({
+            "ok": true,
+            "data": {},
+            "meta": {"tool": "billing_void_invoice", "version": "1",
+                     "invalidates": ["billing_get_invoice", "billing_list_invoices",
+                                     "billing_void_invoice"]}
+        }));
+        renames.result("billing_void_invoice", &mut result);
+        assert_eq!(
+            result.structured_content.as_ref().unwrap()["meta"]["invalidates"],
+            json!(["acct_billing_get_invoice", "acct_billing_list_invoices"])
+        );
+        // The cause is not served here (another tool has its name): it keeps its own.
+        assert_eq!(
+            result.content[1].as_text().unwrap().text,
+            "<cache_invalidation cause=\"billing_void_invoice\" \
+             domains=\"acct_billing_get_invoice,acct_billing_list_invoices\"/>"
         );
     }
 
