@@ -191,7 +191,7 @@ async fn write_until(
     static NEXT: AtomicUsize = AtomicUsize::new(1);
     while !stop.load(Ordering::Acquire) {
         let n = NEXT.fetch_add(1, Ordering::AcqRel);
-        let (kind, answer) = if n % 2 == 0 && n * 3 / 2 <= 999 {
+        let (kind, answer) = if n.is_multiple_of(2) && n * 3 / 2 <= 999 {
             let id = format!("INV-{}", n / 2 * 3);
             let answer = call(&peer, "billing_void_invoice", json!({"id": id})).await;
             (Kind::Void { id }, answer)
