@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use rmcp::model::JsonObject;
 use serde_json::Value;
-use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedMutexGuard};
 
 use crate::error::ToolError;
 
@@ -198,33 +198,36 @@ struct Limiter {
     limits: Concurrency,
     /// Whether it is the server's limit, not one tool's: the refusal says which.
     whole_server: bool,
-    slots: Arc<Semaphore>,
+    slots: Arc<Gate>,
     queued: AtomicUsize,
     /// The tenants with calls in the guard (running, queued, or waiting on a person).
-    tenants: Mutex<HashMap<String, TenantCalls>>,
+    tenants: Mutex<HashMap<Arc<str>, TenantCalls>>,
 }
 
 struct TenantCalls {
+    /// The tenant's id, shared by its seats.
+    id: Arc<str>,
     /// Its calls in the guard.
     seats: usize,
     /// Its share of the running slots.
-    running: Arc<Semaphore>,
+    running: Arc<Gate>,
 }
 
 /// A call's place in the guard; released on drop. While the call waits on a person its
 /// permits are given back ([`Slot::lend`]) and its tenant's seat is kept: the waiting call
 /// counts against its own tenant's share only.
 pub(crate) struct Slot {
-    permit: Option<OwnedSemaphorePermit>,
+    permit: Option<Taken>,
     tenant: Option<TenantSeat>,
 }
 
 /// One of a tenant's seats in a guard, with its running permit while it runs.
 struct TenantSeat {
     limiter: Arc<Limiter>,
-    tenant: String,
-    running: Arc<Semaphore>,
-    permit: Option<OwnedSemaphorePermit>,
+    /// The key of its tenant in the guard's map (shared, not copied, per call).
+    tenant: Arc<str>,
+    running: Arc<Gate>,
+    permit: Option<Taken>,
 }
 
 impl Drop for TenantSeat {
@@ -235,10 +238,10 @@ impl Drop for TenantSeat {
             .tenants
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(calls) = tenants.get_mut(&self.tenant) {
+        if let Some(calls) = tenants.get_mut(&*self.tenant) {
             calls.seats -= 1;
             if calls.seats == 0 {
-                tenants.remove(&self.tenant);
+                tenants.remove(&*self.tenant);
             }
         }
     }
@@ -260,7 +263,7 @@ impl ConcurrencyGuard {
         ConcurrencyGuard(Arc::new(Limiter {
             limits,
             whole_server,
-            slots: Arc::new(Semaphore::new(limits.max_active)),
+            slots: Arc::new(Gate::new(limits.max_active)),
             queued: AtomicUsize::new(0),
             tenants: Mutex::new(HashMap::new()),
         }))
@@ -286,7 +289,7 @@ impl ConcurrencyGuard {
             seat.run().await;
         }
         let limiter = &self.0;
-        if let Ok(permit) = Arc::clone(&limiter.slots).try_acquire_owned() {
+        if let Some(permit) = Gate::try_take(&limiter.slots) {
             return Ok(Slot {
                 permit: Some(permit),
                 tenant: seat,
@@ -297,13 +300,10 @@ impl ConcurrencyGuard {
         if position >= limiter.limits.max_queued {
             return Err(self.busy());
         }
-        match Arc::clone(&limiter.slots).acquire_owned().await {
-            Ok(permit) => Ok(Slot {
-                permit: Some(permit),
-                tenant: seat,
-            }),
-            Err(_) => Err(self.busy()),
-        }
+        Ok(Slot {
+            permit: Some(Gate::take(&limiter.slots).await),
+            tenant: seat,
+        })
     }
 
     /// A seat of `tenant`, or `SERVER_BUSY` when its calls fill its share already.
@@ -314,19 +314,25 @@ impl ConcurrencyGuard {
             .tenants
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let calls = tenants
-            .entry(tenant.to_owned())
-            .or_insert_with(|| TenantCalls {
+        // Looked up by `&str`: the tenant's id is copied only when it has no call in the guard.
+        let calls = if tenants.contains_key(tenant) {
+            tenants.get_mut(tenant)
+        } else {
+            let id: Arc<str> = Arc::from(tenant);
+            Some(tenants.entry(Arc::clone(&id)).or_insert(TenantCalls {
+                id,
                 seats: 0,
-                running: Arc::new(Semaphore::new(limits.tenant_part(limits.max_active))),
-            });
+                running: Arc::new(Gate::new(limits.tenant_part(limits.max_active))),
+            }))
+        }
+        .ok_or_else(|| self.busy())?;
         if calls.seats >= limits.tenant_part(limits.max_active + limits.max_queued) {
             return Err(self.busy());
         }
         calls.seats += 1;
         Ok(TenantSeat {
             limiter: Arc::clone(&self.0),
-            tenant: tenant.to_owned(),
+            tenant: Arc::clone(&calls.id),
             running: Arc::clone(&calls.running),
             permit: None,
         })
@@ -339,7 +345,7 @@ impl ConcurrencyGuard {
             seat.run().await;
         }
         if slot.permit.is_none() {
-            slot.permit = Arc::clone(&self.0.slots).acquire_owned().await.ok();
+            slot.permit = Some(Gate::take(&self.0.slots).await);
         }
     }
 }
@@ -348,7 +354,7 @@ impl TenantSeat {
     /// Waits for one of the tenant's running slots.
     async fn run(&mut self) {
         if self.permit.is_none() {
-            self.permit = Arc::clone(&self.running).acquire_owned().await.ok();
+            self.permit = Some(Gate::take(&self.running).await);
         }
     }
 }
@@ -360,6 +366,72 @@ impl Slot {
         self.permit.take();
         if let Some(seat) = &mut self.tenant {
             seat.permit.take();
+        }
+    }
+}
+
+/// Counted running slots: taken with one atomic operation while some are free (the path of
+/// nearly every call, with no lock and no allocation), waited for otherwise, each freed slot
+/// waking a waiter. Not strictly first come, first served: a call arriving as a slot frees may
+/// take it before a woken waiter, which then waits again (each tenant's share bounds what it
+/// can take meanwhile).
+pub(crate) struct Gate {
+    free: AtomicUsize,
+    /// Calls waiting for a slot: a freed slot wakes one only when some wait.
+    waiting: AtomicUsize,
+    freed: Notify,
+}
+
+/// A slot taken from a [`Gate`], freed when dropped.
+pub(crate) struct Taken(Arc<Gate>);
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        let gate = &self.0;
+        // Sequentially consistent with `take`'s count of waiters: either this sees the waiter,
+        // or the waiter sees the slot this frees.
+        gate.free.fetch_add(1, Ordering::SeqCst);
+        if gate.waiting.load(Ordering::SeqCst) > 0 {
+            gate.freed.notify_one();
+        }
+    }
+}
+
+impl Gate {
+    fn new(slots: usize) -> Self {
+        Gate {
+            free: AtomicUsize::new(slots),
+            waiting: AtomicUsize::new(0),
+            freed: Notify::new(),
+        }
+    }
+
+    /// A slot if one is free now.
+    fn try_take(gate: &Arc<Gate>) -> Option<Taken> {
+        gate.free
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |free| {
+                free.checked_sub(1)
+            })
+            .ok()
+            .map(|_| Taken(Arc::clone(gate)))
+    }
+
+    /// A slot, once one is free.
+    async fn take(gate: &Arc<Gate>) -> Taken {
+        if let Some(taken) = Gate::try_take(gate) {
+            return taken;
+        }
+        gate.waiting.fetch_add(1, Ordering::SeqCst);
+        let _leave = QueueSeat(&gate.waiting);
+        loop {
+            // Registered before looking again, so that a slot freed in between wakes it.
+            let notified = gate.freed.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(taken) = Gate::try_take(gate) {
+                return taken;
+            }
+            notified.await;
         }
     }
 }

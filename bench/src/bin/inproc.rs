@@ -3,7 +3,9 @@
 //!
 //!   inproc tool|failing-tool|read|failing-read|prompt N
 //!
-//! Run twice under callgrind (two values of N) and divide the difference.
+//! Run twice under callgrind (two values of N) and divide the difference. With
+//! `INPROC_SERVER_CONCURRENCY=off` the server has no limit of its own (the path without it, to
+//! measure what the limit costs).
 
 use fusion::{PromptMessages, ServerBuilder, ToolError, prompt, resource, tool};
 use serde_json::json;
@@ -42,7 +44,13 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let what = args.next().expect("what to call");
     let n: usize = args.next().expect("how many").parse().expect("a count");
+    let server_concurrency = match std::env::var("INPROC_SERVER_CONCURRENCY").as_deref() {
+        Ok("off") => None,
+        // The default: 512 running, 512 waiting, each tenant at most half.
+        _ => Some(fusion::Concurrency::new(512, 512)),
+    };
     let server = ServerBuilder::new("demo", "1.0.0")
+        .server_concurrency(server_concurrency)
         .tool::<echo>()
         .tool::<fail>()
         .resource::<guide>()

@@ -655,7 +655,8 @@ impl AuditSink for PgAuditSink {
 ///
 /// Its pool is separate from the store's, so that calls holding or waiting for locks never
 /// take the connections their own transactions need. A wait longer than `lock_timeout`
-/// (5 s) fails the call with a retryable `SERVER_BUSY`. Two keys with the same 64-bit hash
+/// (5 s) fails the call with a retryable `SERVER_BUSY`; a database that cannot be reached,
+/// with the store's retryable `StoreUnavailable`. Two keys with the same 64-bit hash
 /// share a lock: they are serialized together, which is slower but never wrong.
 #[derive(Clone)]
 pub struct PgLock {
@@ -729,21 +730,35 @@ impl fusion::SerializationLock for PgLock {
         key: &'a str,
     ) -> futures::future::BoxFuture<'a, Result<Box<dyn Send + 'static>, ToolError>> {
         Box::pin(async move {
-            let busy = |why: String| {
-                tracing::warn!(%why, "the shared serialization lock is unavailable");
-                ToolError::new(
-                    codes::SERVER_BUSY,
-                    "Another change of the same item is in progress on another server.",
-                )
-                .with_recovery("Retry in a moment with the same arguments.")
-                .with_retryable(true)
-                .with_retry_after(Duration::from_secs(1))
+            // Another replica holding the lock past `lock_timeout` is a busy item; a database
+            // that cannot be reached (down, restarting, out of connection slots) is the store
+            // being unavailable, as the store's own calls say.
+            let unavailable = |why: String| {
+                tracing::warn!(%why, "the shared serialization lock cannot be taken");
+                ToolError::from(crate::BillingError::StoreUnavailable)
             };
-            let client = self.pool.get().await.map_err(|e| busy(e.to_string()))?;
+            let client = self
+                .pool
+                .get()
+                .await
+                .map_err(|e| unavailable(e.to_string()))?;
             client
                 .execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&key])
                 .await
-                .map_err(|e| busy(e.to_string()))?;
+                .map_err(|error| {
+                    if error.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
+                        tracing::warn!(%error, "the shared serialization lock is held elsewhere");
+                        ToolError::new(
+                            codes::SERVER_BUSY,
+                            "Another change of the same item is in progress on another server.",
+                        )
+                        .with_recovery("Retry in a moment with the same arguments.")
+                        .with_retryable(true)
+                        .with_retry_after(Duration::from_secs(1))
+                    } else {
+                        unavailable(error.to_string())
+                    }
+                })?;
             Ok(Box::new(Held {
                 client: Some(client),
                 key: key.to_owned(),

@@ -475,6 +475,19 @@ fn round_of(context: &CallContext) -> Option<Arc<Round>> {
     context.extensions().get::<Arc<Round>>().cloned()
 }
 
+/// Whether a call of `context` may wait on its client: it asks over a session (2025-11-25)
+/// whose client declared something it can be asked. Only such a call lends its guards
+/// (see [`waiting`](crate::waiting)); in rounds (2026-07-28) a question ends the run instead.
+pub(crate) fn may_wait(context: &CallContext) -> bool {
+    context
+        .extensions()
+        .get::<Arc<Round>>()
+        .is_some_and(|round| {
+            matches!(round.era, Era::Session(_))
+                && (round.elicitation || round.sampling || round.roots)
+        })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Elicitation
 

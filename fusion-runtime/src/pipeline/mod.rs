@@ -388,7 +388,7 @@ impl Target for CompiledAction {
     type Output = Presentation;
     /// Its concurrency slot, FIFO turn and shared lock (lent while it waits on a person, see
     /// [`waiting`](crate::waiting)).
-    type Held = crate::waiting::Holding;
+    type Held = crate::waiting::Holding<crate::waiting::ToolGuards>;
 
     #[inline]
     fn facts(&self) -> &ActionFacts {
@@ -447,7 +447,7 @@ impl Target for CompiledAction {
         key: Option<String>,
         context: &mut CallContext,
     ) -> Result<Option<Self::Held>, ToolError> {
-        crate::waiting::Held::enter(self, context, key)
+        crate::waiting::ToolGuards::enter(self, context, key)
             .await
             .map(Some)
     }

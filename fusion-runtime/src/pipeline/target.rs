@@ -21,7 +21,7 @@ use crate::error::ToolError;
 use crate::guard::RateLimiter;
 use crate::middleware::{Middleware, run_chain};
 use crate::server::{Server, ServerInner};
-use crate::waiting::ServerSeat;
+use crate::waiting::ServerGuards;
 
 /// What differs between the targets of the request path (see the [pipeline](super)).
 pub(crate) trait Target: Sync {
@@ -147,7 +147,7 @@ impl Server {
                     };
                     // 5. Then a slot of the server as a whole, for every target.
                     let _seated = match &inner.server_slots {
-                        Some(guard) => Some(ServerSeat::enter(guard, &mut context).await?),
+                        Some(guard) => Some(ServerGuards::enter(guard, &mut context).await?),
                         None => None,
                     };
                     // 6–7.

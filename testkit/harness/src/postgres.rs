@@ -13,6 +13,8 @@ pub struct TempPostgres {
     data: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// The server's options (`pg_ctl -o`), to start it again the same way.
+    options: String,
     _dir: tempfile::TempDir,
 }
 
@@ -60,6 +62,12 @@ fn install() {
 impl TempPostgres {
     /// A started cluster, or `None` (with the reason on stderr) when PostgreSQL cannot be had.
     pub fn start() -> Option<TempPostgres> {
+        Self::start_with("")
+    }
+
+    /// Like [`TempPostgres::start`], with `settings` (`-c name=value`, space-separated) added to
+    /// the server's options: a small `max_connections`, say.
+    pub fn start_with(settings: &str) -> Option<TempPostgres> {
         install();
         let Some(bin) = postgres_bin() else {
             eprintln!("SKIPPED: PostgreSQL is not installed and could not be installed");
@@ -81,11 +89,12 @@ impl TempPostgres {
                 .expect("chown");
             assert!(chown.success());
         }
-        let cluster = TempPostgres {
+        let mut cluster = TempPostgres {
             bin,
             data,
             port: free_port(),
             as_postgres,
+            options: String::new(),
             _dir: dir,
         };
         let data = cluster.data.to_string_lossy().into_owned();
@@ -103,16 +112,60 @@ impl TempPostgres {
                 "--no-sync",
             ],
         );
-        let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {data} -c fsync=off -c max_connections=200",
+        cluster.options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -k {data} -c fsync=off -c max_connections=200 \
+             {settings}",
             cluster.port
         );
-        let log = format!("{data}/log");
-        cluster.run(
-            "pg_ctl",
-            &["-D", &data, "-o", &options, "-l", &log, "-w", "start"],
-        );
+        cluster.pg_ctl_start();
         Some(cluster)
+    }
+
+    fn pg_ctl_start(&self) {
+        let data = self.data.to_string_lossy().into_owned();
+        let log = format!("{data}/log");
+        self.run(
+            "pg_ctl",
+            &["-D", &data, "-o", &self.options, "-l", &log, "-w", "start"],
+        );
+    }
+
+    /// Kills the server's postmaster with SIGKILL, as a crash or the OOM killer would: no
+    /// shutdown, no checkpoint; its backends end as they notice.
+    pub fn kill(&self) {
+        let pid = std::fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|file| file.lines().next()?.trim().parse::<i32>().ok())
+            .and_then(rustix::process::Pid::from_raw)
+            .expect("the postmaster's pid in postmaster.pid");
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL)
+            .expect("SIGKILL the postmaster");
+    }
+
+    /// Starts the server again after [`TempPostgres::kill`] (crash recovery replays its WAL),
+    /// on the same port with the same options; retried for a few seconds while the killed
+    /// server's backends still hold its shared memory.
+    pub fn restart(&self) {
+        let data = self.data.to_string_lossy().into_owned();
+        let log = format!("{data}/log");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let out = self
+                .command("pg_ctl")
+                .args(["-D", &data, "-o", &self.options, "-l", &log, "-w", "start"])
+                .output()
+                .expect("run pg_ctl");
+            if out.status.success() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "pg_ctl start failed after a kill: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     }
 
     /// Runs one of PostgreSQL's programs (as `postgres` when run as root); panics with its
