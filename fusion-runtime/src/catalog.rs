@@ -315,7 +315,7 @@ fn compile_resource(
         }
         Definition::Fixed(definition)
     };
-    let sealed = SealedParts::for_tool(key.as_str(), context.version);
+    let sealed = SealedParts::for_tool(key.as_str());
     let sealed = SealedParts {
         rules_block: presenter
             .as_ref()
@@ -502,7 +502,7 @@ fn compile_prompt(
     Some(CompiledPrompt {
         action,
         middleware: context.middleware.into(),
-        sealed: SealedParts::for_tool(&name, context.version),
+        sealed: SealedParts::for_tool(&name),
         facts: PromptFacts {
             key,
             name,

@@ -57,8 +57,8 @@ pub(crate) fn attach_definitions(schema: &mut JsonObject, generator: &mut Schema
 }
 
 /// A tool's output schema: what varies by tool, and no more. `{"ok": …, "data": …}` with
-/// `data` described by the tool: a success `{"ok": true, "data": …, "meta": {…}}`, or a
-/// failure `{"ok": false, "error": {…}, "meta": {…}}`, which has no `data`. What is the same
+/// `data` described by the tool: a success `{"ok": true, "data": …, "meta"?: {…}}`, or a
+/// failure `{"ok": false, "error": {…}, "meta"?: {…}}`, which has no `data`. What is the same
 /// for every tool (the fields of `meta` and `error`) is stated once, in the server's
 /// instructions ([`envelope_note`]), instead of in every tool of the listing: it was nine
 /// tenths of it.
@@ -91,8 +91,8 @@ pub(crate) fn envelope_note() -> &'static str {
         let definitions = Value::Object(generator.take_definitions(true));
         let shape = |schema: &Value, field: &str| shape(&schema["properties"][field], &definitions);
         format!(
-            "Every tool answers with structuredContent {{ok: true, data, meta}} or, with \
-             isError, {{ok: false, error, meta}}; its outputSchema describes its data. \
+            "Every tool answers with structuredContent {{ok: true, data, meta?}} or, with \
+             isError, {{ok: false, error, meta?}}; its outputSchema describes its data. \
              meta: {}. error: {}.",
             shape(&success, "meta"),
             shape(&failure, "error"),
@@ -205,14 +205,14 @@ mod tests {
             "nextCursor",
             "\"budget\"",
             "\"volatile\"",
-            "availableActions",
+            "retryAfterMs",
             "retryable",
         ] {
             assert!(note.contains(nested), "{nested} missing: {note}");
         }
         // Optional fields are marked, required ones are not.
         assert!(
-            note.contains("{tool, version, ") && note.contains("cache?:"),
+            note.contains("error: {code, ") && note.contains("cache?:"),
             "{note}"
         );
     }

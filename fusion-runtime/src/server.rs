@@ -141,7 +141,7 @@ impl Server {
         name: &str,
         error: crate::error::ToolError,
     ) -> crate::envelope::Sealed {
-        let parts = SealedParts::for_tool(name, &self.inner.version);
+        let parts = SealedParts::for_tool(name);
         crate::envelope::seal_error(&self.inner.names, &parts, error)
     }
 }

@@ -40,7 +40,9 @@ use serde_json::{Value, json};
 use crate::context::CallContext;
 use crate::elicit::{Asked, Era, INPUT_REQUIRED, Need, Pending, Round};
 pub use crate::envelope::Dropped;
-use crate::envelope::{ClientForm, Envelope, ErrorBody, Meta, Sealed, SuggestedCall, Truncated};
+use crate::envelope::{
+    ClientForm, Envelope, ErrorBody, Meta, Reply, Sealed, SuggestedCall, Truncated,
+};
 use crate::principal::Principal;
 use crate::server::{Server, UnknownTool};
 
@@ -528,7 +530,10 @@ pub struct TestResult {
     envelope: Value,
     typed: Envelope,
     meta: Value,
+    /// The error as the agent was told it (text block and envelope together).
+    error_body: Option<ErrorBody>,
     error: Value,
+    suggestions: Vec<SuggestedCall>,
     dropped: Vec<Dropped>,
     questions: Vec<Question>,
 }
@@ -547,7 +552,15 @@ pub struct ReceivedUiBlock {
 impl TestResult {
     fn sealed(mut sealed: Sealed, questions: Vec<Question>, form: ClientForm) -> Self {
         let dropped = std::mem::take(&mut sealed.dropped);
+        let told = match &sealed.reply {
+            Reply::Failure { body, .. } => Some(ErrorBody::clone(body)),
+            Reply::Success { .. } | Reply::Passed(_) => None,
+        };
         let mut result = TestResult::new(crate::serve::reply::call_tool_result(sealed, form));
+        if let Some(told) = told {
+            result.error = to_value(&told);
+            result.error_body = Some(told);
+        }
         result.dropped = dropped;
         result.questions = questions;
         result
@@ -558,16 +571,37 @@ impl TestResult {
         let typed: Envelope = serde_json::from_value(envelope.clone()).unwrap_or_else(|error| {
             panic!("structuredContent is not a Fusion envelope ({error}): {envelope}")
         });
-        let (meta, error) = match &typed {
-            Envelope::Success(success) => (to_value(&success.meta), Value::Null),
-            Envelope::Failure(failure) => (to_value(&failure.meta), to_value(&failure.error)),
+        let meta = match &typed {
+            Envelope::Success(success) => to_value(&success.meta),
+            Envelope::Failure(failure) => to_value(&failure.meta),
         };
+        let texts: Vec<&str> = raw
+            .content
+            .iter()
+            .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+            .collect();
+        let suggestions = texts
+            .iter()
+            .find_map(|text| {
+                text.strip_prefix("<action_suggestions>")?
+                    .strip_suffix("\n</action_suggestions>")
+            })
+            .map(read_suggestions)
+            .unwrap_or_default();
+        // A result passed through from elsewhere: the error as its text block tells it.
+        let error_body = match &typed {
+            Envelope::Failure(failure) => Some(read_error(&failure.error, &texts)),
+            Envelope::Success(_) => None,
+        };
+        let error = error_body.as_ref().map_or(Value::Null, to_value);
         TestResult {
             raw,
             envelope,
             typed,
             meta,
+            error_body,
             error,
+            suggestions,
             dropped: Vec::new(),
             questions: Vec::new(),
         }
@@ -629,22 +663,21 @@ impl TestResult {
         }
     }
 
-    /// The envelope's `meta`, as JSON.
+    /// The envelope's `meta`, as JSON (`{}` when the envelope has none).
     pub fn meta(&self) -> &Value {
         &self.meta
     }
 
-    /// The envelope's `error` as JSON (`null` on success).
+    /// The error as the agent was told it, as JSON (`null` on success): the envelope's facts
+    /// (`code`, `retryable`, …) with the message, recovery and tools to call of the
+    /// `<tool_error>` block.
     pub fn error(&self) -> &Value {
         &self.error
     }
 
-    /// The error, on errors.
+    /// The error as the agent was told it, on errors (see [`error`](Self::error)).
     pub fn error_body(&self) -> Option<&ErrorBody> {
-        match &self.typed {
-            Envelope::Success(_) => None,
-            Envelope::Failure(failure) => Some(&failure.error),
-        }
+        self.error_body.as_ref()
     }
 
     /// The error code, on errors.
@@ -697,9 +730,10 @@ impl TestResult {
             .collect()
     }
 
-    /// The suggested next calls, with exposed names and arguments.
+    /// The suggested next calls, with exposed names and arguments, as the
+    /// `<action_suggestions>` block says them.
     pub fn suggestions(&self) -> &[SuggestedCall] {
-        &self.typed_meta().suggestions
+        &self.suggestions
     }
 
     /// The domains the agent was told to fetch again, from the `<cache_invalidation/>` block.
@@ -739,6 +773,52 @@ impl TestResult {
             text.strip_prefix(open)
                 .and_then(|rest| rest.strip_suffix(close))
         })
+    }
+}
+
+/// The lines of an `<action_suggestions>` block: `- tool {arguments}: reason`.
+fn read_suggestions(body: &str) -> Vec<SuggestedCall> {
+    body.lines()
+        .filter_map(|line| {
+            let line = unescape(line.strip_prefix("- ")?);
+            let (tool, rest) = line.split_once(' ')?;
+            let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+            let arguments = stream.next()?.ok()?;
+            let reason = rest[stream.byte_offset()..].strip_prefix(": ")?;
+            Some(SuggestedCall {
+                tool: tool.to_owned(),
+                arguments,
+                reason: reason.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// An error as its `<tool_error>` block and its envelope's facts say it.
+fn read_error(facts: &crate::envelope::ErrorFacts, texts: &[&str]) -> ErrorBody {
+    let block = texts
+        .iter()
+        .find(|text| text.starts_with("<tool_error"))
+        .copied()
+        .unwrap_or_default();
+    let element = |name: &str| {
+        let open = format!("<{name}>");
+        let close = format!("</{name}>");
+        let (_, rest) = block.split_once(&open)?;
+        let (body, _) = rest.split_once(&close)?;
+        Some(unescape(body))
+    };
+    ErrorBody {
+        code: facts.code.clone(),
+        message: element("message").unwrap_or_default(),
+        retryable: facts.retryable,
+        recovery: element("recovery"),
+        available_actions: element("available_actions")
+            .map(|actions| actions.split(", ").map(str::to_owned).collect())
+            .unwrap_or_default(),
+        details: facts.details.clone(),
+        retry_after_ms: facts.retry_after_ms,
+        error_id: facts.error_id.clone(),
     }
 }
 

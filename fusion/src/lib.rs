@@ -74,10 +74,11 @@
 //!
 //! ## The response envelope
 //!
-//! Every tool answers in one shape, in `structuredContent`:
-//! `{"ok": true, "data": …, "meta": {"tool", "version", …}}` or
-//! `{"ok": false, "error": {"code", "message", "retryable", "recovery", "availableActions",
-//! "details", "retryAfterMs", "errorId"}, "meta": …}`, with `isError` set exactly on errors.
+//! Every tool answers in one shape, in `structuredContent`, with what varies per call and no
+//! more: `{"ok": true, "data": …, "meta"?: {"action", "cache", "truncated", "invalidates"}}`
+//! or `{"ok": false, "error": {"code", "retryable"?, "details"?, "retryAfterMs"?, "errorId"?},
+//! "meta"?: …}`, with `isError` set exactly on errors. What the agent reads is said once, in the
+//! text blocks: the suggested next calls, and an error's message, recovery and tools to call.
 //! `content` carries text blocks for the agent, in order: the data (JSON, or a table for a
 //! uniform list), a truncation notice, `<ui_passthrough>` blocks (only for a client that
 //! declares [`envelope::UI_EXTENSION`]), `<domain_rules>`, `<action_suggestions>` and
@@ -278,8 +279,8 @@ pub mod elicit {
 /// it back.
 pub mod envelope {
     pub use fusion_runtime::envelope::{
-        ClientForm, Const, CutReason, DataText, Dropped, Envelope, ErrorBody, Failure, Meta,
-        Success, SuggestedCall, Truncated, UI_EXTENSION,
+        ClientForm, Const, CutReason, DataText, Dropped, Envelope, ErrorBody, ErrorFacts, Failure,
+        Meta, Success, SuggestedCall, Truncated, UI_EXTENSION,
     };
 }
 

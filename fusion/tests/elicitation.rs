@@ -278,7 +278,8 @@ async fn a_client_without_the_capability_gets_a_clear_error_and_is_never_asked()
         .call("billing_void", json!({ "id": "INV-1" }))
         .await;
     assert_eq!(code(&result).as_deref(), Some("ELICITATION_UNSUPPORTED"));
-    let text = serde_json::to_string(&result.structured_content).unwrap();
+    // The message is in the `<tool_error>` block the agent reads.
+    let text = serde_json::to_string(&result.content).unwrap();
     assert!(
         text.contains("did not declare the elicitation capability"),
         "{text}"
@@ -664,7 +665,12 @@ async fn an_elicitation_of_a_guarded_field_is_refused_before_it_is_asked() {
         // An answer under a name the form does not show (serde's alias) sets nothing.
         let result = connected.call("crm_remark", json!({})).await;
         assert_eq!(code(&result).as_deref(), Some("VALIDATION_ERROR"), "{era}");
-        let text = serde_json::to_string(&result.structured_content).unwrap();
+        // The whole answer: the `<tool_error>` block and the envelope.
+        let text = format!(
+            "{}{}",
+            serde_json::to_string(&result.content).unwrap(),
+            serde_json::to_string(&result.structured_content).unwrap()
+        );
         assert!(text.contains("unknown field `owner_id`"), "{era}: {text}");
         assert!(!text.contains("u-8"), "{era}: {text}");
         connected.close().await;

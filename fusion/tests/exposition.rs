@@ -55,7 +55,6 @@ async fn each_actions_arguments_are_enforced_in_grouped_mode() {
         .await
         .unwrap();
     assert!(!ok.is_error(), "{}", ok.raw_text());
-    assert_eq!(ok.meta()["tool"], "billing");
     assert_eq!(ok.meta()["action"], "get_invoice");
 
     let runs = db(&server).runs();

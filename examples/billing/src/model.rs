@@ -11,7 +11,7 @@ pub enum Status {
     Open,
     /// Paid in full.
     Paid,
-    /// Cancelled; it can no longer be paid.
+    /// A voided invoice can no longer be paid or changed.
     Voided,
 }
 

@@ -256,9 +256,11 @@ async fn a_question_nobody_answers_ends_at_its_deadline_with_a_retryable_no_answ
     assert_eq!(code(&voided), Some("NO_ANSWER"), "{voided:?}");
     let error = error_of(&voided).unwrap();
     assert_eq!(error["retryable"], true, "{error}");
+    // The message is in the `<tool_error>` block the agent reads.
+    let told = voided.content[0].as_text().unwrap().text.as_str();
     assert!(
-        error["message"].as_str().unwrap().contains("300 ms"),
-        "{error}"
+        told.starts_with("<tool_error") && told.contains("300 ms"),
+        "{told}"
     );
     // Nothing changed, and the invoice can be voided once someone answers.
     let after = call(&b, "billing_get_invoice", json!({ "id": id })).await;

@@ -977,7 +977,7 @@ fn check_outcome(call: &Call, exchange: &Exchange, session: bool) -> Result<Stri
         }
         (Expect::Ok, true) => Err(format!(
             "expected success, got the tool error {}: {}",
-            envelope["error"]["code"], envelope["error"]["message"]
+            envelope["error"]["code"], result["content"]
         )),
         (expect, false) => Err(format!(
             "expected {expect:?}, got success {}",

@@ -84,9 +84,11 @@ async fn ok(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> Value {
         .clone()
         .unwrap_or_else(|| panic!("{tool}: no structuredContent"));
     assert_eq!(envelope["ok"], true, "{tool}: {envelope}");
-    assert_eq!(envelope["meta"]["tool"], tool, "{tool}: {envelope}");
+    // The tool's name and version are in the listing, not repeated in its answers.
     assert!(
-        envelope["meta"]["version"].is_string(),
+        envelope
+            .get("meta")
+            .is_none_or(|meta| meta.get("tool").is_none()),
         "{tool}: {envelope}"
     );
     // The first text block is the data the model reads: a list of records as a table (its
@@ -151,13 +153,19 @@ async fn tool_error(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> 
         .clone()
         .unwrap_or_else(|| panic!("{tool}: no structuredContent"));
     assert_eq!(envelope["ok"], false, "{tool}: {envelope}");
-    assert_eq!(envelope["meta"]["tool"], tool, "{tool}: {envelope}");
     let error = envelope["error"].clone();
     assert!(error["code"].is_string(), "{tool}: {envelope}");
-    assert!(error["message"].is_string(), "{tool}: {envelope}");
-    assert!(error["retryable"].is_boolean(), "{tool}: {envelope}");
+    // The message is for the agent, in the `<tool_error>` block; `retryable` is said when true.
+    assert!(error.get("message").is_none(), "{tool}: {envelope}");
+    assert!(
+        error
+            .get("retryable")
+            .is_none_or(|retryable| retryable == true),
+        "{tool}: {envelope}"
+    );
     let blocks = text_blocks(&result);
     assert_eq!(blocks.len(), 1, "{tool}: one <tool_error> block");
+    assert!(blocks[0].contains("<message>"), "{tool}: {}", blocks[0]);
     assert!(
         blocks[0].starts_with(&format!(
             "<tool_error code=\"{}\">",
@@ -301,10 +309,6 @@ async fn exercise(client: &Peer<RoleClient>) {
     assert_eq!(again["code"], "AlreadyVoided");
     let missing = tool_error(client, "billing_get_invoice", json!({"id": "INV-0"})).await;
     assert_eq!(missing["code"], "InvoiceNotFound");
-    assert_eq!(
-        missing["availableActions"],
-        json!(["billing_list_invoices"])
-    );
 
     // Invalid arguments are results with isError and VALIDATION_ERROR, never protocol errors.
     for (tool, arguments) in [
@@ -327,7 +331,7 @@ async fn exercise(client: &Peer<RoleClient>) {
             error["code"], "VALIDATION_ERROR",
             "{tool} {arguments}: {error}"
         );
-        assert_eq!(error["retryable"], false, "{tool} {arguments}");
+        assert_eq!(error.get("retryable"), None, "{tool} {arguments}");
     }
 
     // An unknown tool is a protocol error: JSON-RPC -32602 (invalid params).

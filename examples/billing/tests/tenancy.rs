@@ -371,11 +371,14 @@ async fn grouped_a_read_only_token_sees_and_hears_of_reads_only() {
             "billing",
             json!({"action": "get_invoice", "id": "INV-99999"}),
         )
-        .await
-        .envelope();
-    assert_eq!(
-        missing["error"]["recovery"],
-        "Call `billing` with `{\"action\":\"list_invoices\"}` to find valid invoice ids."
+        .await;
+    // The recovery, in the `<tool_error>` block the agent reads.
+    let told = missing.json()["result"]["content"][0]["text"].clone();
+    assert!(
+        told.as_str().unwrap_or_default().contains(
+            "<recovery>Call `billing` with `{\"action\":\"list_invoices\"}` to find valid invoice ids.</recovery>"
+        ),
+        "{told}"
     );
     // A writer sees every action.
     let writer = Caller::new(&server, Some(ALPHA));

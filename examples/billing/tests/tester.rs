@@ -72,11 +72,9 @@ async fn voiding_never_leaks_and_says_what_is_stale() {
     );
     assert_eq!(
         voided.rules(),
-        [
-            "Amounts are integer cents: divide by 100 and show two decimals.",
-            "A voided invoice can no longer be paid or changed."
-        ],
-        "the presenter's own rules; its labels are in the listed output schema"
+        ["Amounts are integer cents: divide by 100 and show two decimals."],
+        "the presenter's own rules; its labels, and the rule that is the meaning of `voided`, \
+         are in the listed output schema"
     );
     let kinds: Vec<String> = voided
         .ui_blocks()

@@ -220,19 +220,19 @@ async fn results_pass_intact_and_hidden_fields_stay_absent() {
         )
         .await
         .unwrap();
-        // The upstream's own code and meta, the tools it names as they are called here: the
-        // gateway added nothing.
+        // The upstream's own code, the tools it names as they are called here: the gateway
+        // added nothing.
         let envelope = missing.structured_content.clone().unwrap();
-        assert_eq!(envelope["meta"]["tool"], "acct_billing_get_invoice");
-        let error = error_of(&missing);
-        assert_eq!(error["code"], "InvoiceNotFound");
         assert_eq!(
-            error["recovery"],
-            "Call `acct_billing_list_invoices` to find valid invoice ids."
+            envelope,
+            json!({"ok": false, "error": {"code": "InvoiceNotFound"}})
         );
-        assert_eq!(
-            error["availableActions"],
-            json!(["acct_billing_list_invoices"])
+        let told = missing.content[0].as_text().unwrap().text.as_str();
+        assert!(
+            told.contains(
+                "<recovery>Call `acct_billing_list_invoices` to find valid invoice ids.</recovery>"
+            ),
+            "{told}"
         );
         client.cancel().await.unwrap();
         direct.cancel().await.unwrap();

@@ -1,10 +1,10 @@
 //! Every name an agent reads through a prefixed gateway is a name the gateway serves: the
 //! `billing` binary (flat and grouped) mounted under `acct`, each of its answers read as an
-//! agent reads it (the envelope's `meta.tool`, suggestions, `availableActions` and
-//! `invalidates`, the `<cache_invalidation/>` block, and every name between backticks in its
-//! text blocks, messages and recovery lines; the tools' descriptions, their "earlier results of
-//! … are stale" included), and every name found called through the gateway, whose answers are
-//! read in turn.
+//! agent reads it (the envelope's `invalidates`, its suggestions and available actions, the
+//! `<cache_invalidation/>` block, and every name between backticks in its text blocks,
+//! messages and recovery lines; the tools' descriptions, their "earlier results of … are
+//! stale" included), and every name found called through the gateway, whose answers are read
+//! in turn.
 
 mod support;
 
@@ -143,34 +143,21 @@ impl Surface {
     ) -> Vec<Next> {
         let whence = format!("the answer of {} {}", called.tool, called.arguments);
         let mut next = Vec::new();
+        // Besides `invalidates`, the envelope names no tool: the other names are in the text
+        // blocks.
         let envelope = result
             .structured_content
             .as_ref()
             .unwrap_or_else(|| panic!("{whence} has no envelope: {result:?}"));
-        let meta = &envelope["meta"];
-        self.check(meta["tool"].as_str().expect("meta.tool"), &whence);
-        for suggestion in meta["suggestions"].as_array().into_iter().flatten() {
-            let tool = suggestion["tool"].as_str().expect("a suggestion's tool");
-            self.check(tool, &whence);
-            next.push(Next::new(tool, Some(&suggestion["arguments"])));
-            self.in_text(
-                suggestion["reason"].as_str().unwrap_or_default(),
-                &whence,
-                &mut next,
-            );
-        }
-        for tool in meta["invalidates"].as_array().into_iter().flatten() {
+        for tool in envelope["meta"]["invalidates"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let tool = tool.as_str().expect("a stale tool's name");
             self.check(tool, &whence);
             stale.insert(tool.to_owned());
             next.push(Next::new(tool, None));
-        }
-        let error = &envelope["error"];
-        for action in error["availableActions"].as_array().into_iter().flatten() {
-            self.reference(action.as_str().expect("a reference"), &whence, &mut next);
-        }
-        for prose in [&error["message"], &error["recovery"]] {
-            self.in_text(prose.as_str().unwrap_or_default(), &whence, &mut next);
         }
         for block in &result.content {
             let Some(text) = block.as_text().map(|text| text.text.as_str()) else {
@@ -180,8 +167,12 @@ impl Surface {
             // The lists in text: `- tool {arguments}: reason` and `<available_actions>`.
             if text.starts_with("<action_suggestions>") {
                 for line in text.lines().filter_map(|line| line.strip_prefix("- ")) {
-                    let tool = line.split(' ').next().unwrap_or_default();
+                    let (tool, rest) = line.split_once(' ').unwrap_or((line, ""));
                     self.check(tool, &whence);
+                    let mut arguments =
+                        fusion::serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+                    let arguments = arguments.next().and_then(Result::ok);
+                    next.push(Next::new(tool, arguments.as_ref()));
                 }
             }
             // `<cache_invalidation cause="tool" domains="tool,tool"/>`

@@ -70,10 +70,11 @@ async fn notes_over_stdio_never_carry_their_author_and_sigterm_stops_the_server(
     assert_eq!(missing.is_error, Some(true), "{wire}");
     let error = &missing.structured_content.unwrap()["error"];
     assert_eq!(error["code"], "NO_SUCH_NOTE");
-    // The recovery names the tool as the agent calls it.
-    assert_eq!(
-        error["recovery"],
-        "Call `notes_list` to see the notes and their ids."
+    // The recovery, in the block the agent reads, names the tool as the agent calls it.
+    assert!(
+        text_of(&missing)
+            .contains("<recovery>Call `notes_list` to see the notes and their ids.</recovery>"),
+        "{wire}"
     );
 
     let (listed, wire) = call(client.peer(), "notes_list", json!({"containing": "milk"})).await;
@@ -85,9 +86,10 @@ async fn notes_over_stdio_never_carry_their_author_and_sigterm_stops_the_server(
     assert_eq!(empty.is_error, Some(true), "{wire}");
     let error = &empty.structured_content.unwrap()["error"];
     assert_eq!(error["code"], "EMPTY_NOTE");
-    assert_eq!(
-        error["recovery"],
-        "Call `notes_add` again with the note's text."
+    assert!(
+        text_of(&empty)
+            .contains("<recovery>Call `notes_add` again with the note's text.</recovery>"),
+        "{wire}"
     );
 
     // SIGTERM with the client still connected: the server stops by itself, successfully.
@@ -103,4 +105,11 @@ async fn notes_over_stdio_never_carry_their_author_and_sigterm_stops_the_server(
         .expect("hello's status");
     assert!(status.success(), "hello exits 0 after SIGTERM: {status}");
     drop(client);
+}
+
+/// The text of a result's first block: the `<tool_error>` block of a failure.
+fn text_of(result: &CallToolResult) -> &str {
+    result.content[0]
+        .as_text()
+        .map_or("", |text| text.text.as_str())
 }

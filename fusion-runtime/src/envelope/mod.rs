@@ -1,7 +1,8 @@
 //! The one response shape, as Rust types, sealed in one place (SPEC R4, S1, E1–E2).
 //!
-//! `structuredContent` is an [`Envelope`]: a [`Success`] `{"ok": true, "data": …, "meta": {…}}`
-//! or a [`Failure`] `{"ok": false, "error": {…}, "meta": {…}}`. Sealing builds these types, the
+//! `structuredContent` is an [`Envelope`]: a [`Success`] `{"ok": true, "data": …, "meta"?: {…}}`
+//! or a [`Failure`] `{"ok": false, "error": {…}, "meta"?: {…}}`, with what varies per call and
+//! no more (issue 21: the agent pays for every token; what it reads is in the text blocks). Sealing builds these types, the
 //! output schema every tool advertises is generated from them, and the tester reads results
 //! back through them, so the three cannot drift. `content` carries the text blocks for the
 //! agent, in this order: data (JSON), truncation notice, `<ui_passthrough>` blocks,
@@ -27,7 +28,9 @@ pub(crate) use rpc::{content_error, failure};
 pub use seal::Dropped;
 pub(crate) use seal::{Outcome, Reply, Sealed, seal_error, seal_success};
 
-/// The `structuredContent` of every result of a Fusion tool.
+/// The `structuredContent` of every result of a Fusion tool: what a program reads. It says what
+/// varies per call and no more; what the agent reads (the suggestions, an error's message,
+/// recovery and tools to call) is in the text blocks, once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Envelope {
@@ -45,7 +48,8 @@ pub struct Success {
     pub ok: Const<true>,
     /// What the tool returned, as its presenter lets it out.
     pub data: Value,
-    /// Facts about the response.
+    /// Facts about the response, when there are any.
+    #[serde(default, skip_serializing_if = "Meta::is_empty")]
     pub meta: Meta,
 }
 
@@ -55,9 +59,10 @@ pub struct Success {
 pub struct Failure {
     /// Always `false`.
     pub ok: Const<false>,
-    /// What went wrong and how to recover.
-    pub error: ErrorBody,
-    /// Facts about the response.
+    /// What went wrong, for programs (the agent reads the `<tool_error>` block).
+    pub error: ErrorFacts,
+    /// Facts about the response, when there are any.
+    #[serde(default, skip_serializing_if = "Meta::is_empty")]
     pub meta: Meta,
 }
 
@@ -95,30 +100,32 @@ impl<const B: bool> JsonSchema for Const<B> {
     }
 }
 
-/// Facts about a response, success or failure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// Facts about a response, success or failure, that vary per call. What is the same in every
+/// answer of a tool (its name, its version) is in the listing; the suggested next calls are in
+/// the `<action_suggestions>` block the agent reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(inline)]
 pub struct Meta {
-    /// The tool that answered.
-    pub tool: String,
     /// The action of a grouped tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
-    /// The version of the tool.
-    pub version: String,
     /// How long the result stays true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheHint>,
     /// The collection was cut to the agent limit or the egress budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<Truncated>,
-    /// Suggested next calls, as the agent makes them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub suggestions: Vec<SuggestedCall>,
     /// The tools whose earlier results are now stale, by the names the agent calls them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalidates: Vec<String>,
+}
+
+impl Meta {
+    /// Whether there is no fact to say (then `meta` is left out).
+    pub fn is_empty(&self) -> bool {
+        self == &Meta::default()
+    }
 }
 
 /// How a collection reached the agent cut (SPEC P3, G3): by the page the handler fetched, the
@@ -176,7 +183,8 @@ impl CutReason {
     }
 }
 
-/// A suggested next call (SPEC P4), with the exposed tool name and arguments the agent sends.
+/// A suggested next call (SPEC P4), with the exposed tool name and arguments the agent sends,
+/// as the `<action_suggestions>` block says it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(inline)]
@@ -189,7 +197,9 @@ pub struct SuggestedCall {
     pub reason: String,
 }
 
-/// A tool's failure as the agent receives it (SPEC E1, E2).
+/// A tool's failure as the agent is told it (SPEC E1, E2): all of it in the `<tool_error>` text
+/// block, and its [`ErrorFacts`] in `structuredContent`. A failed resource read, prompt or
+/// completion carries it whole as its JSON-RPC error's `data`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(inline)]
@@ -217,9 +227,46 @@ pub struct ErrorBody {
     pub error_id: Option<String>,
 }
 
+/// What a program needs of a failure, in `structuredContent`: its code and when it may be
+/// retried, and the details and error id. The message, the recovery and the tools to call are
+/// for the agent, in the `<tool_error>` block (with the details, the wait and the id too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(inline)]
+pub struct ErrorFacts {
+    /// What went wrong, e.g. VALIDATION_ERROR or a domain code.
+    pub code: String,
+    /// The same call may succeed later (absent: it will not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retryable: bool,
+    /// Structured details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// How long to wait before retrying, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// The id under which the server logged an internal error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_id: Option<String>,
+}
+
+impl From<&ErrorBody> for ErrorFacts {
+    fn from(body: &ErrorBody) -> Self {
+        ErrorFacts {
+            code: body.code.clone(),
+            retryable: body.retryable,
+            details: body.details.clone(),
+            retry_after_ms: body.retry_after_ms,
+            error_id: body.error_id.clone(),
+        }
+    }
+}
+
 /// The parts of an action's responses that never change, rendered when the server is built.
 #[derive(Debug)]
 pub(crate) struct SealedParts {
+    /// The exposed tool that answers.
+    pub(crate) tool: String,
     /// The meta of every response; a success adds its own facts.
     pub(crate) meta: Meta,
     /// The tools whose earlier results a success makes stale, as the agent calls them (never
@@ -245,14 +292,11 @@ impl SealedParts {
         }
         let told = writes && !stale.is_empty();
         SealedParts {
+            tool: action.exposure.tool().to_owned(),
             meta: Meta {
-                tool: action.exposure.tool().to_owned(),
                 action: action.exposure.action().map(str::to_owned),
-                version: action.version.clone(),
                 cache: action.cache,
-                truncated: None,
-                suggestions: Vec::new(),
-                invalidates: Vec::new(),
+                ..Meta::default()
             },
             invalidates: if told { stale.clone() } else { Vec::new() },
             invalidated: writes.then(|| action.invalidates.as_slice().into()),
@@ -273,17 +317,10 @@ impl SealedParts {
     }
 
     /// For failures that happen before an action is chosen (grouped tools).
-    pub(crate) fn for_tool(tool: &str, version: &str) -> Self {
+    pub(crate) fn for_tool(tool: &str) -> Self {
         SealedParts {
-            meta: Meta {
-                tool: tool.to_owned(),
-                action: None,
-                version: version.to_owned(),
-                cache: None,
-                truncated: None,
-                suggestions: Vec::new(),
-                invalidates: Vec::new(),
-            },
+            tool: tool.to_owned(),
+            meta: Meta::default(),
             invalidates: Vec::new(),
             invalidated: None,
             rules_block: None,
@@ -292,9 +329,10 @@ impl SealedParts {
     }
 }
 
-/// The rules an answer still has to say: a field's label (`status: open, paid or voided`) that
-/// the tool's output schema already gives as the field's description was read with the
-/// listing, and is not sent again with every answer.
+/// The rules an answer still has to say: a rule the tool's output schema already gives as a
+/// description (a field's label, `status: open, paid or voided`, as the field's description; a
+/// presenter's rule as an enum value's meaning) was read with the listing, and is not sent
+/// again with every answer.
 fn not_listed(rules: Vec<String>, output_schema: &serde_json::Map<String, Value>) -> Vec<String> {
     fn descriptions<'s>(schema: &'s Value, found: &mut std::collections::HashSet<&'s str>) {
         match schema {
@@ -321,7 +359,7 @@ fn not_listed(rules: Vec<String>, output_schema: &serde_json::Map<String, Value>
                 .split_once(": ")
                 .filter(|(path, _)| !path.contains(' '))
                 .map(|(_, label)| label);
-            !label.is_some_and(|label| listed.contains(label))
+            !listed.contains(rule.as_str()) && !label.is_some_and(|label| listed.contains(label))
         })
         .collect()
 }
@@ -345,9 +383,7 @@ mod tests {
             ok: Const,
             data: serde_json::json!([1, {"a": "b"}]),
             meta: Meta {
-                tool: "t".into(),
                 action: Some("a".into()),
-                version: "1".into(),
                 cache: Some(CacheHint::Volatile),
                 truncated: Some(Truncated {
                     shown: 1,
@@ -359,11 +395,6 @@ mod tests {
                     next_offset: Some(4),
                     next_cursor: Some("c".into()),
                 }),
-                suggestions: vec![SuggestedCall {
-                    tool: "x".into(),
-                    arguments: serde_json::json!({}),
-                    reason: "r".into(),
-                }],
                 invalidates: vec!["a.*".into()],
             },
         });
@@ -375,5 +406,65 @@ mod tests {
         let mut failure = serde_json::to_value(&success).unwrap();
         failure["ok"] = false.into();
         assert!(serde_json::from_value::<Envelope>(failure).is_err());
+    }
+
+    #[test]
+    fn a_rule_the_listing_already_says_is_not_sent_again() {
+        let schema = serde_json::json!({
+            "data": {"properties": {
+                "status": {"description": "open or voided", "oneOf": [
+                    {"const": "voided", "description": "A voided invoice cannot change."}
+                ]}
+            }}
+        });
+        let rules = vec![
+            "status: open or voided".to_owned(),
+            "A voided invoice cannot change.".to_owned(),
+            "Amounts are cents.".to_owned(),
+            "status: something else".to_owned(),
+        ];
+        assert_eq!(
+            not_listed(rules, schema.as_object().unwrap()),
+            ["Amounts are cents.", "status: something else"]
+        );
+    }
+
+    #[test]
+    fn an_envelope_says_only_what_varies_per_call() {
+        let success = Envelope::Success(Success {
+            ok: Const,
+            data: serde_json::json!({"id": "INV-1"}),
+            meta: Meta::default(),
+        });
+        let text = serde_json::to_string(&success).unwrap();
+        assert_eq!(text, r#"{"ok":true,"data":{"id":"INV-1"}}"#);
+        assert_eq!(serde_json::from_str::<Envelope>(&text).unwrap(), success);
+        let body = ErrorBody {
+            code: "InvoiceNotFound".into(),
+            message: "Invoice INV-4 does not exist.".into(),
+            retryable: false,
+            recovery: Some("Call `billing_list_invoices`.".into()),
+            available_actions: vec!["billing_list_invoices".into()],
+            details: None,
+            retry_after_ms: None,
+            error_id: None,
+        };
+        let failure = Envelope::Failure(Failure {
+            ok: Const,
+            error: ErrorFacts::from(&body),
+            meta: Meta::default(),
+        });
+        let text = serde_json::to_string(&failure).unwrap();
+        assert_eq!(text, r#"{"ok":false,"error":{"code":"InvoiceNotFound"}}"#);
+        assert_eq!(serde_json::from_str::<Envelope>(&text).unwrap(), failure);
+        let retryable = ErrorFacts {
+            retryable: true,
+            retry_after_ms: Some(5),
+            ..ErrorFacts::from(&body)
+        };
+        assert_eq!(
+            serde_json::to_value(&retryable).unwrap(),
+            serde_json::json!({"code": "InvoiceNotFound", "retryable": true, "retryAfterMs": 5})
+        );
     }
 }

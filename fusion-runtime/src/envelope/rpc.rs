@@ -13,9 +13,9 @@ use crate::error::{codes, is_not_found};
 /// `message` and `data`); `None` for anything else.
 pub(crate) fn failure(sealed: Sealed) -> Option<(String, Value)> {
     match sealed.reply {
-        Reply::Failure { envelope, .. } => {
-            let body = to_value(&envelope.error);
-            Some((envelope.error.message, body))
+        Reply::Failure { body, .. } => {
+            let data = to_value(&body);
+            Some((body.message, data))
         }
         Reply::Success { .. } | Reply::Passed(_) => None,
     }

@@ -8,7 +8,9 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 use super::budget::fit_budget;
-use super::{Const, CutReason, ErrorBody, Failure, SealedParts, Success, SuggestedCall};
+use super::{
+    Const, CutReason, ErrorBody, ErrorFacts, Failure, SealedParts, Success, SuggestedCall,
+};
 use crate::action::{ActionFacts, Names};
 use crate::error::ToolError;
 use crate::present::{Presentation, Suggestion, Truncation};
@@ -79,10 +81,12 @@ pub(crate) enum Reply {
         envelope: Value,
         invalidated: Option<std::sync::Arc<[crate::key::Glob]>>,
     },
-    /// A failure: its text block, and its envelope, still typed.
+    /// A failure: its text block, its envelope, and the error as the agent is told it, still
+    /// typed.
     Failure {
         block: String,
         envelope: Box<Failure>,
+        body: Box<ErrorBody>,
     },
     /// A mounted upstream's result, intact (SPEC R7).
     #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
@@ -152,7 +156,9 @@ impl Success {
         let mut envelope = serde_json::Map::new();
         envelope.insert("ok".into(), true.into());
         envelope.insert("data".into(), self.data);
-        envelope.insert("meta".into(), to_value(&self.meta));
+        if !self.meta.is_empty() {
+            envelope.insert("meta".into(), to_value(&self.meta));
+        }
         Value::Object(envelope)
     }
 }
@@ -416,11 +422,12 @@ pub(crate) fn seal_success(
     {
         content.push(ContentBlock::text(rules.clone()));
     }
-    meta.suggestions =
+    // Said once, in the text the agent reads; `structuredContent` does not repeat them.
+    let suggestions =
         resolve_suggestions(names, action, declared_actions, suggestions, &mut dropped);
-    if !meta.suggestions.is_empty() {
+    if !suggestions.is_empty() {
         let mut block = String::from("<action_suggestions>");
-        for suggestion in &meta.suggestions {
+        for suggestion in &suggestions {
             block.push_str("\n- ");
             xml::escape_into(&mut block, &suggestion.tool);
             block.push(' ');
@@ -540,7 +547,7 @@ fn resolve_suggestions(
 /// backticks in the message and the recovery line become the exposed call
 /// ([`Names::rewrite`]).
 pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolError) -> Sealed {
-    let tool = sealed.meta.tool.as_str();
+    let tool = sealed.tool.as_str();
     error.assign_error_id(tool);
     let mut available_actions = Vec::with_capacity(error.actions().len());
     let mut dropped = Vec::new();
@@ -581,13 +588,14 @@ pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolErr
     };
     let envelope = Failure {
         ok: Const,
-        error: body,
+        error: ErrorFacts::from(&body),
         meta: sealed.meta.clone(),
     };
     Sealed {
         reply: Reply::Failure {
             block,
             envelope: Box::new(envelope),
+            body: Box::new(body),
         },
         outcome,
         dropped,
@@ -595,7 +603,7 @@ pub(crate) fn seal_error(names: &Names, sealed: &SealedParts, mut error: ToolErr
 }
 
 /// The `<tool_error>` block: the error body as the agent reads it (`structuredContent` keeps
-/// every field for programs).
+/// its facts for programs: code, retryable, details, wait and id).
 fn error_block(body: &ErrorBody) -> String {
     let mut block = format!("<tool_error code=\"{}\">", xml::escape_attr(&body.code));
     let _ = write!(block, "\n<message>{}</message>", xml::escape(&body.message));
@@ -669,13 +677,8 @@ mod tests {
             ok: Const,
             data: serde_json::json!({"id": "INV-1", "n": [1, 2]}),
             meta: Meta {
-                tool: "billing_get_invoice".into(),
-                action: None,
-                version: "1.0.0".into(),
-                cache: None,
-                truncated: None,
-                suggestions: Vec::new(),
                 invalidates: vec!["billing.*".into()],
+                ..Meta::default()
             },
         };
         assert_eq!(

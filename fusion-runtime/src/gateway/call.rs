@@ -73,7 +73,7 @@ pub(crate) async fn send(
         send_once(upstream, &link, tool, args, context, through).await
     }?;
     // The tools the upstream names in its answer, as the caller calls them here.
-    upstream.renames().result(&tool.upstream_name, &mut result);
+    upstream.renames().result(&mut result);
     Ok(result)
 }
 

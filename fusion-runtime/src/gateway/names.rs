@@ -7,21 +7,19 @@
 //! the upstream's words would call a tool that does not exist. The gateway knows the mapping,
 //! and rewrites what is a name and nothing else:
 //!
-//! - the fields of the envelope that hold names ([`SuggestedCall::tool`], `availableActions`,
-//!   `meta.tool`, `meta.invalidates`, and the `<cache_invalidation/>` block's), exactly; a name
-//!   the gateway does not serve (taken by another tool) is left out, as the upstream itself
-//!   leaves out a name it does not serve;
+//! - the names the envelope holds (`meta.invalidates`) and the lines of the text blocks that
+//!   list names (`<available_actions>`, each suggestion of `<action_suggestions>`, the
+//!   `<cache_invalidation/>` block's), exactly; a name the gateway does not serve (taken by
+//!   another tool) is left out, as the upstream itself leaves out a name it does not serve;
 //! - in agent-facing prose (messages, recovery lines, reasons, descriptions, and the text blocks
 //!   Fusion writes beside the data: `<tool_error>`, `<truncation>`, `<domain_rules>`,
 //!   `<action_suggestions>`, Markdown UI), only a span between backticks that is exactly the
 //!   name of one of the upstream's tools: Fusion writes every tool it names that way.
 //!
-//! The data is never touched: not the envelope's `data`, not the text block that carries it, not
-//! a table, chart, diagram or code block. A result that is not a Fusion envelope answering the
-//! tool that was called (another SDK's server) passes intact: nothing says which of its words
-//! are names.
-//!
-//! [`SuggestedCall::tool`]: crate::envelope::SuggestedCall::tool
+//! The envelope (`structuredContent`) names no tool, and is never touched: not its `data`, not
+//! the text block that carries it, not a table, chart, diagram or code block. A result whose
+//! `structuredContent` is not a Fusion envelope (another SDK's server) passes intact: nothing
+//! says which of its words are names.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -101,30 +99,19 @@ impl Renames {
         }
     }
 
-    /// A result of the upstream's tool `called`, as this server's callers call the tools it
+    /// A result of one of the upstream's tools, as this server's callers call the tools it
     /// names (see the module's documentation).
-    pub(crate) fn result(&self, called: &str, result: &mut CallToolResult) {
+    pub(crate) fn result(&self, result: &mut CallToolResult) {
         if self.identity {
             return;
         }
         let Some(Value::Object(envelope)) = &mut result.structured_content else {
             return;
         };
-        let is_envelope = matches!(envelope.get("ok"), Some(Value::Bool(_)))
-            && envelope
-                .get("meta")
-                .and_then(|meta| meta.get("tool"))
-                .and_then(Value::as_str)
-                == Some(called);
-        if !is_envelope {
+        if !is_envelope(envelope) {
             return;
         }
-        if let Some(Value::Object(meta)) = envelope.get_mut("meta") {
-            self.meta(meta);
-        }
-        if let Some(Value::Object(error)) = envelope.get_mut("error") {
-            self.error(error);
-        }
+        self.stale(envelope);
         result.content.retain_mut(|block| {
             if let ContentBlock::Text(block) = block
                 && let Some(rewritten) = self.block(&block.text)
@@ -136,28 +123,11 @@ impl Renames {
         });
     }
 
-    fn meta(&self, meta: &mut Map<String, Value>) {
-        if let Some(Value::String(tool)) = meta.get_mut("tool")
-            && let Some(here) = self.name(tool)
-        {
-            *tool = here.to_owned();
-        }
-        if let Some(Value::Array(suggestions)) = meta.get_mut("suggestions") {
-            suggestions.retain_mut(|suggestion| {
-                let Some(tool) = suggestion.get("tool").and_then(Value::as_str) else {
-                    return true;
-                };
-                let Some(here) = self.name(tool) else {
-                    return false;
-                };
-                suggestion["tool"] = here.into();
-                self.prose(suggestion.get_mut("reason"));
-                true
-            });
-            if suggestions.is_empty() {
-                meta.remove("suggestions");
-            }
-        }
+    /// `meta.invalidates`: the tools a success made stale, as served here.
+    fn stale(&self, envelope: &mut Map<String, Value>) {
+        let Some(Value::Object(meta)) = envelope.get_mut("meta") else {
+            return;
+        };
         if let Some(Value::Array(stale)) = meta.get_mut("invalidates") {
             stale.retain_mut(|tool| {
                 let Some(here) = tool.as_str().and_then(|tool| self.name(tool)) else {
@@ -169,31 +139,6 @@ impl Renames {
             if stale.is_empty() {
                 meta.remove("invalidates");
             }
-        }
-    }
-
-    fn error(&self, error: &mut Map<String, Value>) {
-        self.prose(error.get_mut("message"));
-        self.prose(error.get_mut("recovery"));
-        if let Some(Value::Array(actions)) = error.get_mut("availableActions") {
-            actions.retain_mut(|action| {
-                let Some(reference) = action.as_str().and_then(|name| self.reference(name)) else {
-                    return false;
-                };
-                *action = reference.into();
-                true
-            });
-            if actions.is_empty() {
-                error.remove("availableActions");
-            }
-        }
-    }
-
-    fn prose(&self, text: Option<&mut Value>) {
-        if let Some(Value::String(text)) = text
-            && let Cow::Owned(rewritten) = self.text(text)
-        {
-            *text = rewritten;
         }
     }
 
@@ -289,6 +234,29 @@ impl Renames {
     }
 }
 
+/// Whether `structured` has the shape of a Fusion envelope: `ok`, with `data` on a success or an
+/// `error` with its `code` on a failure, and `meta`, nothing else.
+fn is_envelope(structured: &Map<String, Value>) -> bool {
+    let known = structured
+        .keys()
+        .all(|key| matches!(key.as_str(), "ok" | "data" | "error" | "meta"));
+    let meta = structured.get("meta").is_none_or(Value::is_object);
+    let body = match structured.get("ok") {
+        Some(Value::Bool(true)) => {
+            structured.contains_key("data") && !structured.contains_key("error")
+        }
+        Some(Value::Bool(false)) => {
+            !structured.contains_key("data")
+                && structured
+                    .get("error")
+                    .and_then(|error| error.get("code"))
+                    .is_some_and(Value::is_string)
+        }
+        _ => false,
+    };
+    known && meta && body
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,9 +295,9 @@ mod tests {
     fn an_unprefixed_upstream_is_left_as_it_is() {
         let renames = Renames::new([("ping".to_owned(), Some("ping".to_owned()))]);
         let mut result = CallToolResult::success(vec![ContentBlock::text("<domain_rules>`x`")]);
-        result.structured_content = Some(json!({"ok": true, "data": 1, "meta": {"tool": "ping"}}));
+        result.structured_content = Some(json!({"ok": true, "data": 1}));
         let before = result.clone();
-        renames.result("ping", &mut result);
+        renames.result(&mut result);
         assert_eq!(result, before);
     }
 
@@ -341,37 +309,14 @@ mod tests {
                      <available_actions>billing_list_invoices, billing_void_invoice</available_actions>\n\
                      </tool_error>";
         let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
-        result.structured_content = Some(json!({
+        let envelope = json!({
             "ok": false,
-            "error": {
-                "code": "InvoiceNotFound",
-                "message": "Invoice `billing_get_invoice` is gone.",
-                "recovery": "Call `billing_list_invoices`.",
-                "availableActions": ["billing_list_invoices", "billing_void_invoice"],
-                "details": {"note": "`billing_list_invoices`"}
-            },
-            "meta": {"tool": "billing_get_invoice", "version": "1"}
-        }));
-        renames.result("billing_get_invoice", &mut result);
-        let envelope = result.structured_content.as_ref().unwrap();
-        assert_eq!(envelope["meta"]["tool"], "acct_billing_get_invoice");
-        assert_eq!(
-            envelope["error"]["availableActions"],
-            json!(["acct_billing_list_invoices"])
-        );
-        assert_eq!(
-            envelope["error"]["recovery"],
-            "Call `acct_billing_list_invoices`."
-        );
-        assert_eq!(
-            envelope["error"]["message"],
-            "Invoice `acct_billing_get_invoice` is gone."
-        );
-        // Details are data.
-        assert_eq!(
-            envelope["error"]["details"]["note"],
-            "`billing_list_invoices`"
-        );
+            "error": {"code": "InvoiceNotFound", "details": {"note": "`billing_list_invoices`"}}
+        });
+        result.structured_content = Some(envelope.clone());
+        renames.result(&mut result);
+        // The envelope names no tool; its details are data.
+        assert_eq!(result.structured_content, Some(envelope));
         assert_eq!(
             result.content[0].as_text().unwrap().text,
             "<tool_error code=\"InvoiceNotFound\">\n<message>Invoice `acct_billing_get_invoice` \
@@ -400,24 +345,11 @@ mod tests {
         result.structured_content = Some(json!({
             "ok": true,
             "data": {"note": "`billing_list_invoices`"},
-            "meta": {
-                "tool": "billing_get_invoice",
-                "version": "1",
-                "suggestions": [
-                    {"tool": "billing_void_invoice", "arguments": {"id": "INV-3"}, "reason": "Void it."},
-                    {"tool": "billing_list_invoices", "arguments": {},
-                     "reason": "See `billing_get_invoice` for one."}
-                ]
-            }
+            "meta": {"cache": "volatile"}
         }));
-        renames.result("billing_get_invoice", &mut result);
+        renames.result(&mut result);
         let envelope = result.structured_content.as_ref().unwrap();
         assert_eq!(envelope["data"]["note"], "`billing_list_invoices`");
-        assert_eq!(
-            envelope["meta"]["suggestions"],
-            json!([{"tool": "acct_billing_list_invoices", "arguments": {},
-                    "reason": "See `acct_billing_get_invoice` for one."}])
-        );
         let texts: Vec<&str> = result
             .content
             .iter()
@@ -479,19 +411,9 @@ mod tests {
                 "<action_suggestions>\n- billing_void_invoice {\"id\":\"a: `b`\"}: Void it.\n</action_suggestions>",
             ),
         ]);
-        result.structured_content = Some(json!({
-            "ok": true,
-            "data": {},
-            "meta": {"tool": "billing_get_invoice", "version": "1",
-                     "suggestions": [{"tool": "billing_void_invoice", "arguments": {}, "reason": "r"}]}
-        }));
-        renames.result("billing_get_invoice", &mut result);
+        result.structured_content = Some(json!({"ok": true, "data": {}}));
+        renames.result(&mut result);
         assert_eq!(result.content.len(), 1);
-        assert!(
-            result.structured_content.unwrap()["meta"]
-                .get("suggestions")
-                .is_none()
-        );
     }
 
     #[test]
@@ -500,14 +422,16 @@ mod tests {
         for structured in [
             None,
             Some(json!({"ok": true, "meta": {"tool": "other"}})),
-            Some(json!({"meta": {"tool": "billing_get_invoice"}})),
+            Some(json!({"meta": {}, "data": 1})),
+            Some(json!({"ok": true, "data": 1, "answer": 2})),
+            Some(json!({"ok": false, "error": {"message": "no code"}})),
         ] {
             let mut result = CallToolResult::success(vec![ContentBlock::text(
                 "<domain_rules>`billing_list_invoices`",
             )]);
             result.structured_content = structured;
             let before = result.clone();
-            renames.result("billing_get_invoice", &mut result);
+            renames.result(&mut result);
             assert_eq!(result, before);
         }
     }

@@ -287,7 +287,7 @@ impl Server {
             Unresolved::Unknown(action) => unknown_action(&tool.name, &action, &callable),
             Unresolved::Missing => missing_discriminator(&tool.name, &callable),
         };
-        let parts = SealedParts::for_tool(&tool.name, &inner.version);
+        let parts = SealedParts::for_tool(&tool.name);
         let sealed: Sealed = seal_error(&inner.names, &parts, error);
         report.finish(inner, &tool.name, None, &sealed.outcome);
         sealed
@@ -308,7 +308,7 @@ impl Server {
             .ok_or_else(|| UnknownTool(name.to_owned()))?;
         let context = self.new_context();
         let report = Report::start(inner, &tool.name, None, &context, None);
-        let parts = SealedParts::for_tool(&tool.name, &inner.version);
+        let parts = SealedParts::for_tool(&tool.name);
         let sealed: Sealed = seal_error(&inner.names, &parts, error);
         report.finish(inner, &tool.name, None, &sealed.outcome);
         Ok(ToolResult::new(sealed))

@@ -34,7 +34,9 @@ pub(crate) fn call_tool_result(sealed: Sealed, form: ClientForm) -> CallToolResu
             result.structured_content = Some(envelope);
             result
         }
-        Reply::Failure { block, envelope } => {
+        Reply::Failure {
+            block, envelope, ..
+        } => {
             let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
             result.structured_content = Some(to_value(&*envelope));
             result
