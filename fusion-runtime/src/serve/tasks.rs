@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::{McpHandler, locked};
 use crate::context::CallContext;
 use crate::elicit::{Asked, Era, Round};
+use crate::envelope::ClientForm;
 use crate::error::codes;
 use crate::server::{Server, ToolResult, UnknownTool};
 use crate::task::{
@@ -75,6 +76,8 @@ struct Parked {
     open: JsonObject,
     /// Stops the watch that renews its lease (while it runs and while it waits).
     watch: CancellationToken,
+    /// How its result is written for the client that started it.
+    form: ClientForm,
 }
 
 /// How a call of a tool that may run as a task is answered.
@@ -128,6 +131,7 @@ impl McpHandler {
         arguments: Option<JsonObject>,
         call: CallContext,
         capabilities: Option<ClientCapabilities>,
+        form: ClientForm,
     ) -> Result<CallToolResponse, ErrorData> {
         let tasks = self.tasks();
         let now = now_ms();
@@ -154,6 +158,7 @@ impl McpHandler {
             asked: BTreeMap::new(),
             open: JsonObject::new(),
             watch: CancellationToken::new(),
+            form,
         };
         self.run_task(&record, parked, call, capabilities);
         Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(
@@ -179,10 +184,7 @@ impl McpHandler {
             capabilities.as_ref(),
         ));
         call.extensions_mut().insert(Arc::clone(&round));
-        let form = crate::envelope::ClientForm::of(
-            call.protocol_version().as_ref(),
-            capabilities.as_ref(),
-        );
+        let form = parked.form;
         let change = self.change_of(&call, parked.arguments.as_ref());
         let id = record.id.clone();
         locked(&self.tasks().live).insert(id.clone(), Live::Running(cancel.clone()));

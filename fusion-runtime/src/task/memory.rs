@@ -44,7 +44,7 @@ impl TaskStore for MemoryTaskStore {
         let found = self
             .tasks()
             .get(id)
-            .filter(|task| task.owner == *owner && !task.expired(now_ms))
+            .filter(|task| task.visible_to(owner, now_ms))
             .cloned();
         Box::pin(std::future::ready(Ok(found)))
     }
@@ -81,7 +81,7 @@ impl TaskStore for MemoryTaskStore {
         let mut own: Vec<TaskRecord> = self
             .tasks()
             .values()
-            .filter(|task| task.owner == *owner && !task.expired(now_ms))
+            .filter(|task| task.visible_to(owner, now_ms))
             .cloned()
             .collect();
         own.sort_by(|a, b| b.created_ms.cmp(&a.created_ms).then(a.id.cmp(&b.id)));
