@@ -434,6 +434,7 @@ fn quick(ttl_ms: u64, max_result_bytes: usize) -> TaskOptions {
         max_result_bytes,
         // Renewed every 50 ms: a task outliving it is still vouched for.
         lease: Duration::from_millis(300),
+        ..TaskOptions::default()
     }
 }
 
@@ -467,6 +468,48 @@ async fn a_task_is_forgotten_after_its_ttl_and_a_result_too_large_fails_it() {
         error["message"].as_str().unwrap().contains("larger than"),
         "{error:?}"
     );
+}
+
+#[tokio::test]
+async fn an_owner_past_its_cap_of_live_tasks_is_told_to_retry_and_others_are_not() {
+    let finished = Arc::new(Finished::default());
+    let capped = TaskOptions {
+        max_live_per_owner: 2,
+        ..quick(5000, 1 << 20)
+    };
+    let mcp = Mcp::new(server(&finished)).tasks(Arc::new(MemoryTaskStore::new()), capped);
+    let session = connect(&mcp, Some(alice()), true).await;
+    let slow = json!({ "rows": 1, "millis": 400 });
+    let first = start(&session, "jobs_export", slow.clone()).await;
+    start(&session, "jobs_export", slow.clone()).await;
+    let refused = session
+        .peer()
+        .call_tool_once(call("jobs_export", slow.clone()))
+        .await;
+    let Ok(CallToolResponse::Complete(refused)) = refused else {
+        panic!("a third live task is refused with a tool result: {refused:?}");
+    };
+    assert_eq!(refused.is_error, Some(true));
+    let error = &refused.structured_content.as_ref().unwrap()["error"];
+    assert_eq!(error["code"], "RATE_LIMITED", "{refused:?}");
+    assert_eq!(error["retryable"], true, "{refused:?}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 tasks running"),
+        "{error}"
+    );
+    // Another principal of the same tenant has a cap of its own.
+    let bob = connect(&mcp, Some(Principal::new("bob").with_tenant("acme")), true).await;
+    start(&bob, "jobs_export", json!({ "rows": 1, "millis": 0 })).await;
+    // A task that ends frees its place.
+    session
+        .peer()
+        .cancel_task(CancelTaskParams::new(&first))
+        .await
+        .unwrap();
+    start(&session, "jobs_export", slow).await;
 }
 
 /// Two endpoints sharing one store, as replicas behind a load balancer share a database.

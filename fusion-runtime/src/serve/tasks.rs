@@ -25,7 +25,7 @@ use super::{McpHandler, locked};
 use crate::context::CallContext;
 use crate::elicit::{Asked, Era, Round};
 use crate::envelope::ClientForm;
-use crate::error::codes;
+use crate::error::{ToolError, codes};
 use crate::server::{Server, ToolResult, UnknownTool};
 use crate::task::{
     TaskOptions, TaskOwner, TaskRecord, TaskState, TaskStore, TaskSupport, iso8601, new_task_id,
@@ -135,9 +135,29 @@ impl McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let tasks = self.tasks();
         let now = now_ms();
+        let owner = TaskOwner::of(&call);
+        let live = tasks
+            .store
+            .count_live(&owner, now)
+            .await
+            .map_err(store_failed)?;
+        if live >= tasks.options.max_live_per_owner {
+            let refused = ToolError::new(
+                codes::RATE_LIMITED,
+                format!(
+                    "You have {live} tasks running, as many as this server runs for one caller."
+                ),
+            )
+            .with_recovery(
+                "Wait for one of your tasks to finish (or cancel one you no longer need), then \
+                 call again with the same arguments.",
+            )
+            .with_retry_after(tasks.options.poll_interval);
+            return self.complete(self.shared.server.refuse_call(&tool, refused));
+        }
         let record = TaskRecord {
             id: new_task_id(),
-            owner: TaskOwner::of(&call),
+            owner,
             tool: tool.clone(),
             state: TaskState::Working,
             status_message: None,

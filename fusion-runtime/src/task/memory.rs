@@ -77,6 +77,15 @@ impl TaskStore for MemoryTaskStore {
         Box::pin(std::future::ready(Ok(running)))
     }
 
+    fn count_live<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, usize> {
+        let live = self
+            .tasks()
+            .values()
+            .filter(|task| task.visible_to(owner, now_ms) && task.live(now_ms))
+            .count();
+        Box::pin(std::future::ready(Ok(live)))
+    }
+
     fn list<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, Vec<TaskRecord>> {
         let mut own: Vec<TaskRecord> = self
             .tasks()

@@ -188,6 +188,11 @@ impl TaskRecord {
         now_ms >= self.created_ms.saturating_add(self.ttl_ms)
     }
 
+    /// Whether it is not done and its replica still vouches for it at `now_ms`.
+    pub fn live(&self, now_ms: u64) -> bool {
+        !self.state.is_terminal() && !self.abandoned(now_ms)
+    }
+
     /// Whether it is not done and its replica stopped renewing its lease before `now_ms`.
     pub fn abandoned(&self, now_ms: u64) -> bool {
         !self.state.is_terminal() && now_ms > self.lease_ms
@@ -233,6 +238,16 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The tasks of `owner` that have not expired at `now_ms`, newest first.
     fn list<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, Vec<TaskRecord>>;
 
+    /// How many tasks of `owner` are live at `now_ms`: not done, not expired, and still vouched
+    /// for by their replica. The default counts [`TaskStore::list`]; a database may count
+    /// without reading the results.
+    fn count_live<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, usize> {
+        Box::pin(async move {
+            let own = self.list(owner, now_ms).await?;
+            Ok(own.iter().filter(|task| task.live(now_ms)).count())
+        })
+    }
+
     /// Renews the lease of task `id` until `lease_ms`, if it is not done. Returns whether it
     /// is still there and not done (its runner stops otherwise).
     fn renew<'a>(&'a self, id: &'a str, lease_ms: u64, now_ms: u64) -> StoreFuture<'a, bool>;
@@ -251,6 +266,11 @@ pub struct TaskOptions {
     /// at every poll interval, or three times a lease if that is shorter). A task whose
     /// replica stopped is reported failed once its lease ran out.
     pub lease: Duration,
+    /// How many live tasks (not done) one owner may have at once, a principal in its tenant
+    /// (default: 64; every unauthenticated caller is one owner). One more is refused with a
+    /// retryable `RATE_LIMITED` until one of them ends. Counted before a task is created, so
+    /// calls that start at the same instant may pass it by a few.
+    pub max_live_per_owner: usize,
 }
 
 impl Default for TaskOptions {
@@ -260,6 +280,7 @@ impl Default for TaskOptions {
             poll_interval: Duration::from_secs(1),
             max_result_bytes: 4 * 1024 * 1024,
             lease: Duration::from_secs(30),
+            max_live_per_owner: 64,
         }
     }
 }
