@@ -738,9 +738,8 @@ impl ServerHandler for McpHandler {
                     asking.capabilities.as_ref(),
                 );
                 if matches!(mode, tasks::Mode::Task) {
-                    let (tool, capabilities) = (name.into_owned(), asking.capabilities);
                     return self
-                        .start_task(tool, request.arguments, call, capabilities, form)
+                        .start_task(name.into_owned(), request.arguments, call, asking, form)
                         .await;
                 }
                 #[cfg(feature = "gateway")]

@@ -11,16 +11,17 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use rmcp::ErrorData;
-use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
-    ErrorCode, GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
-    UpdateTaskParams,
+    ErrorCode, GetTaskParams, GetTaskResult, JsonObject, Notification, ServerNotification, Task,
+    TaskPayload, TaskStatus, TaskStatusNotificationParams, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::rounds::Asking;
 use super::{McpHandler, locked};
 use crate::context::CallContext;
 use crate::elicit::{Asked, Era, Round};
@@ -78,6 +79,8 @@ struct Parked {
     watch: CancellationToken,
     /// How its result is written for the client that started it.
     form: ClientForm,
+    /// The session that started it, told of each change of its status.
+    notify: Option<Peer<RoleServer>>,
 }
 
 /// How a call of a tool that may run as a task is answered.
@@ -130,7 +133,7 @@ impl McpHandler {
         tool: String,
         arguments: Option<JsonObject>,
         call: CallContext,
-        capabilities: Option<ClientCapabilities>,
+        asking: Asking,
         form: ClientForm,
     ) -> Result<CallToolResponse, ErrorData> {
         let tasks = self.tasks();
@@ -179,8 +182,10 @@ impl McpHandler {
             open: JsonObject::new(),
             watch: CancellationToken::new(),
             form,
+            // A session's stream carries its status; a 2026-07-28 request has none to keep.
+            notify: (!asking.rounds).then_some(asking.peer),
         };
-        self.run_task(&record, parked, call, capabilities);
+        self.run_task(&record, parked, call, asking.capabilities);
         Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(
             &record,
         ))))
@@ -204,7 +209,8 @@ impl McpHandler {
             capabilities.as_ref(),
         ));
         call.extensions_mut().insert(Arc::clone(&round));
-        let form = parked.form;
+        let (form, notify) = (parked.form, parked.notify.clone());
+        let owner = record.owner.clone();
         let change = self.change_of(&call, parked.arguments.as_ref());
         let id = record.id.clone();
         locked(&self.tasks().live).insert(id.clone(), Live::Running(cancel.clone()));
@@ -232,6 +238,7 @@ impl McpHandler {
             if let Err(error) = settled {
                 tracing::error!(task = %id, %error, "a task's end could not be stored");
             }
+            handler.notify_status(notify.as_ref(), &owner, &id).await;
             // A parked task's lease is renewed while it waits; a done one's no more.
             if !matches!(state, TaskState::InputRequired(_)) {
                 cancel.cancel();
@@ -301,6 +308,28 @@ impl McpHandler {
                 }
                 TaskState::Completed(result)
             }
+        }
+    }
+
+    /// Tells `session` (the one that started task `id` of `owner`) where the task is now, as
+    /// `tasks/get` would (`notifications/tasks`). Only that session: a status goes to no other
+    /// session, of its owner or anyone else's.
+    async fn notify_status(&self, session: Option<&Peer<RoleServer>>, owner: &TaskOwner, id: &str) {
+        let Some(session) = session.filter(|session| !session.is_transport_closed()) else {
+            return;
+        };
+        let record = match self.tasks().store.get(owner, id, now_ms()).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(task = %id, %error, "a task's status was not read to be sent");
+                return;
+            }
+        };
+        let status = TaskStatusNotificationParams::new(detailed(record));
+        let notification = ServerNotification::TaskStatusNotification(Notification::new(status));
+        if let Err(error) = session.send_notification(notification).await {
+            tracing::debug!(task = %id, %error, "a task's status was not delivered");
         }
     }
 
@@ -379,9 +408,14 @@ impl McpHandler {
                 .audit_task(&record.tool, None, &record.id, &call, "task_cancelled")
                 .await;
         }
-        match locked(&tasks.live).remove(&record.id) {
+        let held = locked(&tasks.live).remove(&record.id);
+        match held {
             Some(Live::Running(cancel)) => cancel.cancel(),
-            Some(Live::Parked(parked)) => parked.watch.cancel(),
+            Some(Live::Parked(parked)) => {
+                parked.watch.cancel();
+                self.notify_status(parked.notify.as_ref(), &record.owner, &record.id)
+                    .await;
+            }
             None => {}
         }
         Ok(())
@@ -427,12 +461,15 @@ impl McpHandler {
         let now = now_ms();
         if !parked.open.is_empty() {
             let open = TaskState::InputRequired(parked.open.clone());
+            let notify = parked.notify.clone();
             locked(&tasks.live).insert(record.id.clone(), Live::Parked(parked));
             tasks
                 .store
                 .settle(&record.id, &open, now)
                 .await
                 .map_err(store_failed)?;
+            self.notify_status(notify.as_ref(), &record.owner, &record.id)
+                .await;
             return Ok(());
         }
         tasks
@@ -440,6 +477,8 @@ impl McpHandler {
             .settle(&record.id, &TaskState::Working, now)
             .await
             .map_err(store_failed)?;
+        self.notify_status(parked.notify.as_ref(), &record.owner, &record.id)
+            .await;
         // The run renews the lease from here.
         parked.watch.cancel();
         self.run_task(&record, parked, call, capabilities);
