@@ -59,46 +59,9 @@ pub struct AuditRecord {
     pub duration: Duration,
 }
 
-/// Why a sink could not record: what failed, and the error that caused it.
-#[derive(Debug)]
-pub struct AuditError {
-    what: String,
-    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
-}
-
-impl AuditError {
-    /// A failure described by `what`.
-    pub fn new(what: impl Into<String>) -> Self {
-        AuditError {
-            what: what.into(),
-            source: None,
-        }
-    }
-
-    /// A failure described by `what`, caused by `source`.
-    pub fn with_source(
-        what: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        AuditError {
-            what: what.into(),
-            source: Some(Box::new(source)),
-        }
-    }
-}
-
-impl fmt::Display for AuditError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.what)
-    }
-}
-
-impl std::error::Error for AuditError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|source| source as &(dyn std::error::Error + 'static))
-    }
+crate::described::described_error! {
+    /// Why a sink could not record: what failed, and the error that caused it.
+    pub struct AuditError;
 }
 
 /// Receives audit records. Called on the call's path, before the result is returned, so a

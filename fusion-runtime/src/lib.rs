@@ -27,6 +27,7 @@ mod catalog;
 pub mod complete;
 pub mod content;
 pub mod context;
+mod described;
 pub mod elicit;
 pub mod envelope;
 pub mod error;

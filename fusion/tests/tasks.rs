@@ -16,7 +16,7 @@ use fusion::{
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
     ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorCode, GetTaskParams,
-    GetTaskResult, TaskPayload, TaskStatus, UpdateTaskParams,
+    GetTaskResult, TaskPayload, TaskStatus, TaskStatusNotificationParams, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RunningService, ServiceError};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
@@ -113,6 +113,8 @@ fn audited(finished: &Arc<Finished>, trail: &Arc<Trail>) -> fusion::Server {
 #[derive(Clone)]
 struct Client {
     tasks: bool,
+    /// The task statuses it was told of (`notifications/tasks`), in order.
+    told: Arc<std::sync::Mutex<Vec<(String, TaskStatus)>>>,
 }
 
 impl ClientHandler for Client {
@@ -136,6 +138,16 @@ impl ClientHandler for Client {
         Ok(ElicitResult::new(rmcp::model::ElicitationAction::Accept)
             .with_content(json!({ "confirm": true })))
     }
+
+    async fn on_task_status(
+        &self,
+        params: TaskStatusNotificationParams,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let task = &params.task;
+        let told = (task.task.task_id.clone(), task.task.status);
+        self.told.lock().unwrap().push(told);
+    }
 }
 
 type Session = RunningService<RoleClient, Client>;
@@ -153,7 +165,8 @@ async fn connect(mcp: &Mcp, principal: Option<Principal>, tasks: bool) -> Sessio
         let running = handler.serve(server_io).await.expect("server handshake");
         let _ = running.waiting().await;
     });
-    Client { tasks }
+    let told = Arc::default();
+    Client { tasks, told }
         .serve(client_io)
         .await
         .expect("client handshake")
@@ -434,6 +447,7 @@ fn quick(ttl_ms: u64, max_result_bytes: usize) -> TaskOptions {
         max_result_bytes,
         // Renewed every 50 ms: a task outliving it is still vouched for.
         lease: Duration::from_millis(300),
+        ..TaskOptions::default()
     }
 }
 
@@ -467,6 +481,97 @@ async fn a_task_is_forgotten_after_its_ttl_and_a_result_too_large_fails_it() {
         error["message"].as_str().unwrap().contains("larger than"),
         "{error:?}"
     );
+}
+
+#[tokio::test]
+async fn an_owner_past_its_cap_of_live_tasks_is_told_to_retry_and_others_are_not() {
+    let finished = Arc::new(Finished::default());
+    let capped = TaskOptions {
+        max_live_per_owner: 2,
+        ..quick(5000, 1 << 20)
+    };
+    let mcp = Mcp::new(server(&finished)).tasks(Arc::new(MemoryTaskStore::new()), capped);
+    let session = connect(&mcp, Some(alice()), true).await;
+    let slow = json!({ "rows": 1, "millis": 400 });
+    let first = start(&session, "jobs_export", slow.clone()).await;
+    start(&session, "jobs_export", slow.clone()).await;
+    let refused = session
+        .peer()
+        .call_tool_once(call("jobs_export", slow.clone()))
+        .await;
+    let Ok(CallToolResponse::Complete(refused)) = refused else {
+        panic!("a third live task is refused with a tool result: {refused:?}");
+    };
+    assert_eq!(refused.is_error, Some(true));
+    let error = &refused.structured_content.as_ref().unwrap()["error"];
+    assert_eq!(error["code"], "RATE_LIMITED", "{refused:?}");
+    assert_eq!(error["retryable"], true, "{refused:?}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 tasks running"),
+        "{error}"
+    );
+    // Another principal of the same tenant has a cap of its own.
+    let bob = connect(&mcp, Some(Principal::new("bob").with_tenant("acme")), true).await;
+    start(&bob, "jobs_export", json!({ "rows": 1, "millis": 0 })).await;
+    // A task that ends frees its place.
+    session
+        .peer()
+        .cancel_task(CancelTaskParams::new(&first))
+        .await
+        .unwrap();
+    start(&session, "jobs_export", slow).await;
+}
+
+/// What `session` was told of its tasks' statuses so far.
+fn told(session: &Session) -> Vec<(String, TaskStatus)> {
+    session.service().told.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_task_s_status_is_sent_to_the_session_that_started_it_and_no_other() {
+    let finished = Arc::new(Finished::default());
+    let mcp = Mcp::new(server(&finished));
+    let acme = connect(&mcp, Some(alice()), true).await;
+    let globex = connect(
+        &mcp,
+        Some(Principal::new("alice").with_tenant("globex")),
+        true,
+    )
+    .await;
+    let done = start(&acme, "jobs_export", json!({ "rows": 1, "millis": 50 })).await;
+    let cancelled = start(&globex, "jobs_export", json!({ "rows": 1, "millis": 2000 })).await;
+    let asked = start(&acme, "jobs_purge", json!({ "what": "drafts" })).await;
+    settled(&acme, &done).await;
+    assert_eq!(
+        settled(&acme, &asked).await.task.status(),
+        TaskStatus::InputRequired
+    );
+    globex
+        .peer()
+        .cancel_task(CancelTaskParams::new(&cancelled))
+        .await
+        .unwrap();
+    // Notifications travel after the answers that settled them: wait for them a little.
+    for _ in 0..100 {
+        if told(&acme).len() >= 2 && !told(&globex).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut acme_told = told(&acme);
+    acme_told.sort_by_key(|(id, _)| *id != done);
+    assert_eq!(
+        acme_told,
+        [
+            (done.clone(), TaskStatus::Completed),
+            (asked.clone(), TaskStatus::InputRequired)
+        ]
+    );
+    // The other tenant's session hears of its own task only, and the first of nothing else.
+    assert_eq!(told(&globex), [(cancelled.clone(), TaskStatus::Cancelled)]);
 }
 
 /// Two endpoints sharing one store, as replicas behind a load balancer share a database.

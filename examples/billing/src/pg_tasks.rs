@@ -1,7 +1,6 @@
 //! The tasks of replicas sharing one PostgreSQL database (the export's): a task started on one
 //! replica is read, renewed and cancelled through any other.
 
-use fusion::serde_json::{Map, Value};
 use fusion::{StoreFuture, TaskOwner, TaskRecord, TaskState, TaskStore, TaskStoreError};
 use tokio_postgres::Row;
 
@@ -51,32 +50,8 @@ fn stored(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
-fn columns(state: &TaskState) -> (&'static str, Option<String>) {
-    let payload = match state {
-        TaskState::Working | TaskState::Cancelled => None,
-        TaskState::InputRequired(object)
-        | TaskState::Completed(object)
-        | TaskState::Failed(object) => Some(Value::Object(object.clone()).to_string()),
-    };
-    (state.status(), payload)
-}
-
 fn record_of(row: &Row) -> TaskRecord {
-    let payload: Option<String> = row.get(5);
-    let object = || match payload
-        .as_deref()
-        .map(fusion::serde_json::from_str::<Value>)
-    {
-        Some(Ok(Value::Object(object))) => object,
-        _ => Map::new(),
-    };
-    let state = match row.get::<_, &str>(4) {
-        "input_required" => TaskState::InputRequired(object()),
-        "completed" => TaskState::Completed(object()),
-        "failed" => TaskState::Failed(object()),
-        "cancelled" => TaskState::Cancelled,
-        _ => TaskState::Working,
-    };
+    let state = TaskState::from_stored(row.get(4), row.get::<_, Option<&str>>(5));
     let ms = |index: usize| u64::try_from(row.get::<_, i64>(index)).unwrap_or(0);
     TaskRecord {
         id: row.get(0),
@@ -107,7 +82,7 @@ impl TaskStore for PgTaskStore {
                 )
                 .await
                 .map_err(failed)?;
-            let (status, payload) = columns(&task.state);
+            let (status, payload) = (task.state.status(), task.state.payload());
             client
                 .execute(
                     &format!(
@@ -143,19 +118,17 @@ impl TaskStore for PgTaskStore {
     ) -> StoreFuture<'a, Option<TaskRecord>> {
         Box::pin(async move {
             let client = self.store.pool().get().await.map_err(failed)?;
-            // `IS NOT DISTINCT FROM` compares NULL with NULL: an unauthenticated owner is one.
             let row = client
                 .query_opt(
-                    &format!(
-                        "SELECT {COLUMNS} FROM fusion_tasks WHERE id = $1 \
-                         AND tenant IS NOT DISTINCT FROM $2 AND subject IS NOT DISTINCT FROM $3 \
-                         AND created_ms + ttl_ms > $4"
-                    ),
-                    &[&id, &owner.tenant, &owner.subject, &stored(now_ms)],
+                    &format!("SELECT {COLUMNS} FROM fusion_tasks WHERE id = $1"),
+                    &[&id],
                 )
                 .await
                 .map_err(failed)?;
-            Ok(row.as_ref().map(record_of))
+            Ok(row
+                .as_ref()
+                .map(record_of)
+                .filter(|task| task.visible_to(owner, now_ms)))
         })
     }
 
@@ -167,7 +140,7 @@ impl TaskStore for PgTaskStore {
     ) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let client = self.store.pool().get().await.map_err(failed)?;
-            let (status, payload) = columns(state);
+            let (status, payload) = (state.status(), state.payload());
             let moved = client
                 .execute(
                     "UPDATE fusion_tasks SET status = $2, payload = $3, updated_ms = $4 \
@@ -188,13 +161,17 @@ impl TaskStore for PgTaskStore {
                     &format!(
                         "SELECT {COLUMNS} FROM fusion_tasks \
                          WHERE tenant IS NOT DISTINCT FROM $1 AND subject IS NOT DISTINCT FROM $2 \
-                         AND created_ms + ttl_ms > $3 ORDER BY created_ms DESC, id"
+                         ORDER BY created_ms DESC, id"
                     ),
-                    &[&owner.tenant, &owner.subject, &stored(now_ms)],
+                    &[&owner.tenant, &owner.subject],
                 )
                 .await
                 .map_err(failed)?;
-            Ok(rows.iter().map(record_of).collect())
+            Ok(rows
+                .iter()
+                .map(record_of)
+                .filter(|task| task.visible_to(owner, now_ms))
+                .collect())
         })
     }
 

@@ -126,6 +126,14 @@ impl FromMeta for TaskArg {
             ))),
         }
     }
+
+    // `task = true` (as FastMCP writes it) says neither which.
+    fn from_bool(value: bool) -> Result<Self> {
+        Err(Error::custom(format!(
+            "`task` is \"optional\" (a task when the client supports tasks) or \"required\" \
+             (only as a task), not `{value}`"
+        )))
+    }
 }
 
 /// One expression or a list of expressions: `middleware = auth()` or `middleware = [a, b()]`.

@@ -781,17 +781,18 @@ impl ServerHandler for McpHandler {
             Some(_) => self.mode(&name, request.arguments.as_ref(), &context)?,
         };
         let outcome = match self.call_context(context) {
-            Ok(call) if matches!(mode, tasks::Mode::Task) => {
-                return self
-                    .start_task(
-                        name.into_owned(),
-                        request.arguments,
-                        call,
-                        asking.capabilities,
-                    )
-                    .await;
-            }
             Ok(mut call) => {
+                // The answer as this client reads it: its protocol era's data block, and UI
+                // blocks if it renders them.
+                let form = ClientForm::of(
+                    call.protocol_version().as_ref(),
+                    asking.capabilities.as_ref(),
+                );
+                if matches!(mode, tasks::Mode::Task) {
+                    return self
+                        .start_task(name.into_owned(), request.arguments, call, asking, form)
+                        .await;
+                }
                 #[cfg(feature = "gateway")]
                 if self.passes_rounds_through(&name, &asking) {
                     let rounds = (request.request_state, request.input_responses);
@@ -799,12 +800,6 @@ impl ServerHandler for McpHandler {
                         .call_proxied(&name, request.arguments, rounds, asking, call)
                         .await;
                 }
-                // The answer as this client reads it: its protocol era's data block, and UI
-                // blocks if it renders them.
-                let form = ClientForm::of(
-                    call.protocol_version().as_ref(),
-                    asking.capabilities.as_ref(),
-                );
                 let binding = LazyBinding::new(
                     &asking,
                     &name,

@@ -11,20 +11,22 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use rmcp::ErrorData;
-use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
-    ErrorCode, GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
-    UpdateTaskParams,
+    ErrorCode, GetTaskParams, GetTaskResult, JsonObject, Notification, ServerNotification, Task,
+    TaskPayload, TaskStatus, TaskStatusNotificationParams, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::rounds::Asking;
 use super::{McpHandler, locked};
 use crate::context::CallContext;
 use crate::elicit::{Asked, Era, Round};
-use crate::error::codes;
+use crate::envelope::ClientForm;
+use crate::error::{ToolError, codes};
 use crate::server::{Server, ToolResult, UnknownTool};
 use crate::task::{
     TaskOptions, TaskOwner, TaskRecord, TaskState, TaskStore, TaskSupport, iso8601, new_task_id,
@@ -75,6 +77,10 @@ struct Parked {
     open: JsonObject,
     /// Stops the watch that renews its lease (while it runs and while it waits).
     watch: CancellationToken,
+    /// How its result is written for the client that started it.
+    form: ClientForm,
+    /// The session that started it, told of each change of its status.
+    notify: Option<Peer<RoleServer>>,
 }
 
 /// How a call of a tool that may run as a task is answered.
@@ -127,13 +133,34 @@ impl McpHandler {
         tool: String,
         arguments: Option<JsonObject>,
         call: CallContext,
-        capabilities: Option<ClientCapabilities>,
+        asking: Asking,
+        form: ClientForm,
     ) -> Result<CallToolResponse, ErrorData> {
         let tasks = self.tasks();
         let now = now_ms();
+        let owner = TaskOwner::of(&call);
+        let live = tasks
+            .store
+            .count_live(&owner, now)
+            .await
+            .map_err(store_failed)?;
+        if live >= tasks.options.max_live_per_owner {
+            let refused = ToolError::new(
+                codes::RATE_LIMITED,
+                format!(
+                    "You have {live} tasks running, as many as this server runs for one caller."
+                ),
+            )
+            .with_recovery(
+                "Wait for one of your tasks to finish (or cancel one you no longer need), then \
+                 call again with the same arguments.",
+            )
+            .with_retry_after(tasks.options.poll_interval);
+            return self.complete(self.shared.server.refuse_call(&tool, refused));
+        }
         let record = TaskRecord {
             id: new_task_id(),
-            owner: TaskOwner::of(&call),
+            owner,
             tool: tool.clone(),
             state: TaskState::Working,
             status_message: None,
@@ -154,8 +181,11 @@ impl McpHandler {
             asked: BTreeMap::new(),
             open: JsonObject::new(),
             watch: CancellationToken::new(),
+            form,
+            // A session's stream carries its status; a 2026-07-28 request has none to keep.
+            notify: (!asking.rounds).then_some(asking.peer),
         };
-        self.run_task(&record, parked, call, capabilities);
+        self.run_task(&record, parked, call, asking.capabilities);
         Ok(CallToolResponse::Task(CreateTaskResult::new(task_of(
             &record,
         ))))
@@ -179,10 +209,8 @@ impl McpHandler {
             capabilities.as_ref(),
         ));
         call.extensions_mut().insert(Arc::clone(&round));
-        let form = crate::envelope::ClientForm::of(
-            call.protocol_version().as_ref(),
-            capabilities.as_ref(),
-        );
+        let (form, notify) = (parked.form, parked.notify.clone());
+        let owner = record.owner.clone();
         let change = self.change_of(&call, parked.arguments.as_ref());
         let id = record.id.clone();
         locked(&self.tasks().live).insert(id.clone(), Live::Running(cancel.clone()));
@@ -210,6 +238,7 @@ impl McpHandler {
             if let Err(error) = settled {
                 tracing::error!(task = %id, %error, "a task's end could not be stored");
             }
+            handler.notify_status(notify.as_ref(), &owner, &id).await;
             // A parked task's lease is renewed while it waits; a done one's no more.
             if !matches!(state, TaskState::InputRequired(_)) {
                 cancel.cancel();
@@ -279,6 +308,28 @@ impl McpHandler {
                 }
                 TaskState::Completed(result)
             }
+        }
+    }
+
+    /// Tells `session` (the one that started task `id` of `owner`) where the task is now, as
+    /// `tasks/get` would (`notifications/tasks`). Only that session: a status goes to no other
+    /// session, of its owner or anyone else's.
+    async fn notify_status(&self, session: Option<&Peer<RoleServer>>, owner: &TaskOwner, id: &str) {
+        let Some(session) = session.filter(|session| !session.is_transport_closed()) else {
+            return;
+        };
+        let record = match self.tasks().store.get(owner, id, now_ms()).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(task = %id, %error, "a task's status was not read to be sent");
+                return;
+            }
+        };
+        let status = TaskStatusNotificationParams::new(detailed(record));
+        let notification = ServerNotification::TaskStatusNotification(Notification::new(status));
+        if let Err(error) = session.send_notification(notification).await {
+            tracing::debug!(task = %id, %error, "a task's status was not delivered");
         }
     }
 
@@ -357,9 +408,14 @@ impl McpHandler {
                 .audit_task(&record.tool, None, &record.id, &call, "task_cancelled")
                 .await;
         }
-        match locked(&tasks.live).remove(&record.id) {
+        let held = locked(&tasks.live).remove(&record.id);
+        match held {
             Some(Live::Running(cancel)) => cancel.cancel(),
-            Some(Live::Parked(parked)) => parked.watch.cancel(),
+            Some(Live::Parked(parked)) => {
+                parked.watch.cancel();
+                self.notify_status(parked.notify.as_ref(), &record.owner, &record.id)
+                    .await;
+            }
             None => {}
         }
         Ok(())
@@ -405,12 +461,15 @@ impl McpHandler {
         let now = now_ms();
         if !parked.open.is_empty() {
             let open = TaskState::InputRequired(parked.open.clone());
+            let notify = parked.notify.clone();
             locked(&tasks.live).insert(record.id.clone(), Live::Parked(parked));
             tasks
                 .store
                 .settle(&record.id, &open, now)
                 .await
                 .map_err(store_failed)?;
+            self.notify_status(notify.as_ref(), &record.owner, &record.id)
+                .await;
             return Ok(());
         }
         tasks
@@ -418,6 +477,8 @@ impl McpHandler {
             .settle(&record.id, &TaskState::Working, now)
             .await
             .map_err(store_failed)?;
+        self.notify_status(parked.notify.as_ref(), &record.owner, &record.id)
+            .await;
         // The run renews the lease from here.
         parked.watch.cancel();
         self.run_task(&record, parked, call, capabilities);

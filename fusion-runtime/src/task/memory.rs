@@ -44,7 +44,7 @@ impl TaskStore for MemoryTaskStore {
         let found = self
             .tasks()
             .get(id)
-            .filter(|task| task.owner == *owner && !task.expired(now_ms))
+            .filter(|task| task.visible_to(owner, now_ms))
             .cloned();
         Box::pin(std::future::ready(Ok(found)))
     }
@@ -77,11 +77,20 @@ impl TaskStore for MemoryTaskStore {
         Box::pin(std::future::ready(Ok(running)))
     }
 
+    fn count_live<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, usize> {
+        let live = self
+            .tasks()
+            .values()
+            .filter(|task| task.visible_to(owner, now_ms) && task.live(now_ms))
+            .count();
+        Box::pin(std::future::ready(Ok(live)))
+    }
+
     fn list<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, Vec<TaskRecord>> {
         let mut own: Vec<TaskRecord> = self
             .tasks()
             .values()
-            .filter(|task| task.owner == *owner && !task.expired(now_ms))
+            .filter(|task| task.visible_to(owner, now_ms))
             .cloned()
             .collect();
         own.sort_by(|a, b| b.created_ms.cmp(&a.created_ms).then(a.id.cmp(&b.id)));

@@ -110,6 +110,33 @@ impl TaskState {
         )
     }
 
+    /// What a store keeps of it besides its status: the object it carries (the questions, the
+    /// result, the error) as JSON text.
+    pub fn payload(&self) -> Option<String> {
+        match self {
+            TaskState::Working | TaskState::Cancelled => None,
+            TaskState::InputRequired(object)
+            | TaskState::Completed(object)
+            | TaskState::Failed(object) => Some(Value::Object(object.clone()).to_string()),
+        }
+    }
+
+    /// The state a store kept as its [`status`](Self::status) and [`payload`](Self::payload)
+    /// (an unknown status is working; an unreadable payload is an empty object).
+    pub fn from_stored(status: &str, payload: Option<&str>) -> TaskState {
+        let object = || match payload.map(serde_json::from_str::<Value>) {
+            Some(Ok(Value::Object(object))) => object,
+            _ => Map::new(),
+        };
+        match status {
+            "input_required" => TaskState::InputRequired(object()),
+            "completed" => TaskState::Completed(object()),
+            "failed" => TaskState::Failed(object()),
+            "cancelled" => TaskState::Cancelled,
+            _ => TaskState::Working,
+        }
+    }
+
     /// Its status as the protocol names it.
     pub fn status(&self) -> &'static str {
         match self {
@@ -150,9 +177,20 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// Whether `owner` may see it at `now_ms`: it is theirs and has not expired. A store's
+    /// [`get`](TaskStore::get) and [`list`](TaskStore::list) answer only such tasks.
+    pub fn visible_to(&self, owner: &TaskOwner, now_ms: u64) -> bool {
+        self.owner == *owner && !self.expired(now_ms)
+    }
+
     /// Whether its time to live has run out at `now_ms`.
     pub fn expired(&self, now_ms: u64) -> bool {
         now_ms >= self.created_ms.saturating_add(self.ttl_ms)
+    }
+
+    /// Whether it is not done and its replica still vouches for it at `now_ms`.
+    pub fn live(&self, now_ms: u64) -> bool {
+        !self.state.is_terminal() && !self.abandoned(now_ms)
     }
 
     /// Whether it is not done and its replica stopped renewing its lease before `now_ms`.
@@ -161,46 +199,9 @@ impl TaskRecord {
     }
 }
 
-/// Why a store could not do what it was asked.
-#[derive(Debug)]
-pub struct TaskStoreError {
-    what: String,
-    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
-}
-
-impl TaskStoreError {
-    /// A failure described by `what`.
-    pub fn new(what: impl Into<String>) -> Self {
-        TaskStoreError {
-            what: what.into(),
-            source: None,
-        }
-    }
-
-    /// A failure described by `what`, caused by `source`.
-    pub fn with_source(
-        what: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        TaskStoreError {
-            what: what.into(),
-            source: Some(Box::new(source)),
-        }
-    }
-}
-
-impl std::fmt::Display for TaskStoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.what)
-    }
-}
-
-impl std::error::Error for TaskStoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|source| source as &(dyn std::error::Error + 'static))
-    }
+crate::described::described_error! {
+    /// Why a store could not do what it was asked.
+    pub struct TaskStoreError;
 }
 
 /// What a store's methods return.
@@ -237,6 +238,16 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The tasks of `owner` that have not expired at `now_ms`, newest first.
     fn list<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, Vec<TaskRecord>>;
 
+    /// How many tasks of `owner` are live at `now_ms`: not done, not expired, and still vouched
+    /// for by their replica. The default counts [`TaskStore::list`]; a database may count
+    /// without reading the results.
+    fn count_live<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, usize> {
+        Box::pin(async move {
+            let own = self.list(owner, now_ms).await?;
+            Ok(own.iter().filter(|task| task.live(now_ms)).count())
+        })
+    }
+
     /// Renews the lease of task `id` until `lease_ms`, if it is not done. Returns whether it
     /// is still there and not done (its runner stops otherwise).
     fn renew<'a>(&'a self, id: &'a str, lease_ms: u64, now_ms: u64) -> StoreFuture<'a, bool>;
@@ -255,6 +266,11 @@ pub struct TaskOptions {
     /// at every poll interval, or three times a lease if that is shorter). A task whose
     /// replica stopped is reported failed once its lease ran out.
     pub lease: Duration,
+    /// How many live tasks (not done) one owner may have at once, a principal in its tenant
+    /// (default: 64; every unauthenticated caller is one owner). One more is refused with a
+    /// retryable `RATE_LIMITED` until one of them ends. Counted before a task is created, so
+    /// calls that start at the same instant may pass it by a few.
+    pub max_live_per_owner: usize,
 }
 
 impl Default for TaskOptions {
@@ -264,6 +280,7 @@ impl Default for TaskOptions {
             poll_interval: Duration::from_secs(1),
             max_result_bytes: 4 * 1024 * 1024,
             lease: Duration::from_secs(30),
+            max_live_per_owner: 64,
         }
     }
 }

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::{Map, Value};
 
 use super::{StoreFuture, TaskOwner, TaskRecord, TaskState, TaskStore, TaskStoreError};
 
@@ -94,31 +93,6 @@ fn read(ms: i64) -> u64 {
     u64::try_from(ms).unwrap_or(0)
 }
 
-/// A state as its `status` and `payload` columns.
-fn columns(state: &TaskState) -> (&'static str, Option<String>) {
-    let payload = match state {
-        TaskState::Working | TaskState::Cancelled => None,
-        TaskState::InputRequired(object)
-        | TaskState::Completed(object)
-        | TaskState::Failed(object) => Some(Value::Object(object.clone()).to_string()),
-    };
-    (state.status(), payload)
-}
-
-fn state_of(status: &str, payload: Option<String>) -> TaskState {
-    let object = || match payload.as_deref().map(serde_json::from_str::<Value>) {
-        Some(Ok(Value::Object(object))) => object,
-        _ => Map::new(),
-    };
-    match status {
-        "input_required" => TaskState::InputRequired(object()),
-        "completed" => TaskState::Completed(object()),
-        "failed" => TaskState::Failed(object()),
-        "cancelled" => TaskState::Cancelled,
-        _ => TaskState::Working,
-    }
-}
-
 fn record_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<TaskRecord> {
     Ok(TaskRecord {
         id: row.get(0)?,
@@ -127,7 +101,10 @@ fn record_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<TaskRecord> {
             subject: row.get(2)?,
         },
         tool: row.get(3)?,
-        state: state_of(&row.get::<_, String>(4)?, row.get(5)?),
+        state: TaskState::from_stored(
+            &row.get::<_, String>(4)?,
+            row.get::<_, Option<String>>(5)?.as_deref(),
+        ),
         status_message: row.get(6)?,
         created_ms: read(row.get(7)?),
         updated_ms: read(row.get(8)?),
@@ -146,7 +123,7 @@ impl TaskStore for SqliteTaskStore {
                 "DELETE FROM fusion_tasks WHERE created_ms + ttl_ms <= ?1",
                 params![stored(task.created_ms)],
             )?;
-            let (status, payload) = columns(&task.state);
+            let (status, payload) = (task.state.status(), task.state.payload());
             connection.execute(
                 &format!(
                     "INSERT INTO fusion_tasks ({COLUMNS}) \
@@ -179,17 +156,14 @@ impl TaskStore for SqliteTaskStore {
     ) -> StoreFuture<'a, Option<TaskRecord>> {
         let (owner, id) = (owner.clone(), id.to_owned());
         self.run(move |connection| {
-            // `IS` compares NULL with NULL: an unauthenticated owner is one owner.
-            connection
+            let found = connection
                 .query_row(
-                    &format!(
-                        "SELECT {COLUMNS} FROM fusion_tasks WHERE id = ?1 AND tenant IS ?2 \
-                         AND subject IS ?3 AND created_ms + ttl_ms > ?4"
-                    ),
-                    params![id, owner.tenant, owner.subject, stored(now_ms)],
+                    &format!("SELECT {COLUMNS} FROM fusion_tasks WHERE id = ?1"),
+                    params![id],
                     record_of,
                 )
-                .optional()
+                .optional()?;
+            Ok(found.filter(|task| task.visible_to(&owner, now_ms)))
         })
     }
 
@@ -199,7 +173,7 @@ impl TaskStore for SqliteTaskStore {
         state: &'a TaskState,
         now_ms: u64,
     ) -> StoreFuture<'a, bool> {
-        let (id, (status, payload)) = (id.to_owned(), columns(state));
+        let (id, status, payload) = (id.to_owned(), state.status(), state.payload());
         self.run(move |connection| {
             let moved = connection.execute(
                 "UPDATE fusion_tasks SET status = ?2, payload = ?3, updated_ms = ?4 \
@@ -213,15 +187,15 @@ impl TaskStore for SqliteTaskStore {
     fn list<'a>(&'a self, owner: &'a TaskOwner, now_ms: u64) -> StoreFuture<'a, Vec<TaskRecord>> {
         let owner = owner.clone();
         self.run(move |connection| {
+            // `IS` compares NULL with NULL: an unauthenticated owner is one owner.
             let mut statement = connection.prepare(&format!(
                 "SELECT {COLUMNS} FROM fusion_tasks WHERE tenant IS ?1 AND subject IS ?2 \
-                 AND created_ms + ttl_ms > ?3 ORDER BY created_ms DESC, id"
+                 ORDER BY created_ms DESC, id"
             ))?;
-            let rows = statement.query_map(
-                params![owner.tenant, owner.subject, stored(now_ms)],
-                record_of,
-            )?;
-            rows.collect()
+            let rows = statement.query_map(params![owner.tenant, owner.subject], record_of)?;
+            let mut own = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+            own.retain(|task| task.visible_to(&owner, now_ms));
+            Ok(own)
         })
     }
 
@@ -244,6 +218,7 @@ mod tests {
     use super::*;
     use crate::task::fixtures::{owner, record};
     use crate::task::new_task_id;
+    use serde_json::{Map, Value};
 
     #[tokio::test]
     async fn tasks_survive_a_reopened_database_and_reach_only_their_owner() {
