@@ -385,11 +385,10 @@ mod tests {
         result.structured_content = Some(json!({
             "ok": true,
             "data": {},
-            "meta": {"tool": "billing_void_invoice", "version": "1",
-                     "invalidates": ["billing_get_invoice", "billing_list_invoices",
+            "meta": {"invalidates": ["billing_get_invoice", "billing_list_invoices",
                                      "billing_void_invoice"]}
         }));
-        renames.result("billing_void_invoice", &mut result);
+        renames.result(&mut result);
         assert_eq!(
             result.structured_content.as_ref().unwrap()["meta"]["invalidates"],
             json!(["acct_billing_get_invoice", "acct_billing_list_invoices"])
