@@ -230,6 +230,8 @@ impl Server {
 
     /// The scopes the caller of `context` lacks to read `uri`, when the access policy refuses
     /// it for that reason (empty when it may, for another reason, or no resource matches).
+    /// Only HTTP's step-up challenge asks, before it reads the body.
+    #[cfg(feature = "http")]
     pub(crate) fn read_scopes_missing(&self, uri: &str, context: &CallContext) -> Vec<String> {
         match self.inner.content.resolve(uri) {
             Some((resource, _)) if !self.may_read(ResourceInfo(&resource.facts), context) => self
@@ -242,6 +244,7 @@ impl Server {
 
     /// The scopes the caller of `context` lacks to get the prompt `name`, as
     /// [`read_scopes_missing`](Self::read_scopes_missing) for a resource.
+    #[cfg(feature = "http")]
     pub(crate) fn prompt_scopes_missing(&self, name: &str, context: &CallContext) -> Vec<String> {
         let content = &self.inner.content;
         match content.by_prompt_name.get(name) {

@@ -68,7 +68,7 @@ async fn notes_over_stdio_never_carry_their_author_and_sigterm_stops_the_server(
     assert!(!wire.contains(AUTHOR), "the author leaked: {wire}");
     let (missing, wire) = call(client.peer(), "notes_get", json!({"id": "N-9"})).await;
     assert_eq!(missing.is_error, Some(true), "{wire}");
-    let error = &missing.structured_content.unwrap()["error"];
+    let error = &missing.structured_content.as_ref().unwrap()["error"];
     assert_eq!(error["code"], "NO_SUCH_NOTE");
     // The recovery, in the block the agent reads, names the tool as the agent calls it.
     assert!(
@@ -84,7 +84,7 @@ async fn notes_over_stdio_never_carry_their_author_and_sigterm_stops_the_server(
 
     let (empty, wire) = call(client.peer(), "notes_add", json!({"text": "  "})).await;
     assert_eq!(empty.is_error, Some(true), "{wire}");
-    let error = &empty.structured_content.unwrap()["error"];
+    let error = &empty.structured_content.as_ref().unwrap()["error"];
     assert_eq!(error["code"], "EMPTY_NOTE");
     assert!(
         text_of(&empty)
