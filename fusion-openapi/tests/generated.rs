@@ -716,10 +716,15 @@ async fn run_petstore(binary: &Path, base: &str, seen: &Mutex<Vec<Seen>>) {
     assert_eq!(envelope["error"]["code"], "NOT_FOUND", "{envelope}");
     // The recovery names the tool that lists pets (`petstore.find_pets_by_status`), by the
     // name this server serves it under (flat exposition).
-    let recovery = envelope["error"]["recovery"].as_str().unwrap_or_default();
+    // The recovery is said once, in the `<tool_error>` block the agent reads.
+    let recovery = text
+        .split_once("<recovery>")
+        .and_then(|(_, rest)| rest.split_once("</recovery>"))
+        .map(|(recovery, _)| recovery)
+        .unwrap_or_default();
     assert!(
         recovery.contains("`petstore_find_pets_by_status`"),
-        "{envelope}"
+        "{text}"
     );
     assert!(
         tools

@@ -378,7 +378,7 @@ fn checked_scopes(
     scopes
         .into_iter()
         .filter(|scope| {
-            let token = crate::scopes::is_scope_token(scope);
+            let token = crate::scope_token::is_scope_token(scope);
             if !token {
                 problems.push(format!(
                     "{kind} `{key}` requires scope `{scope}`, which is not an OAuth scope token (printable ASCII without spaces, `\"` or `\\`)"

@@ -53,6 +53,7 @@ pub mod request_state;
 pub mod resource;
 pub mod router;
 mod schema;
+mod scope_token;
 pub mod scopes;
 pub mod serve;
 pub mod server;

@@ -166,17 +166,10 @@ impl AccessPolicy for ScopeRules {
     }
 }
 
-/// A `scope-token` of RFC 6749 §3.3: printable ASCII but space, `"` and `\`.
-pub(crate) fn is_scope_token(scope: &str) -> bool {
-    !scope.is_empty()
-        && scope.bytes().all(|byte| {
-            byte == 0x21 || (0x23..=0x5B).contains(&byte) || (0x5D..=0x7E).contains(&byte)
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scope_token::is_scope_token;
 
     #[test]
     fn scope_tokens_are_printable_ascii_without_space_quote_or_backslash() {

@@ -117,7 +117,7 @@ pub(super) fn compile_action(
         ));
     }
     for scope in &scopes {
-        if !crate::scopes::is_scope_token(scope) {
+        if !crate::scope_token::is_scope_token(scope) {
             problems.push(format!(
                 "tool `{key}` requires scope `{scope}`, which is not an OAuth scope token (printable ASCII without spaces, `\"` or `\\`)"
             ));
