@@ -165,18 +165,3 @@ impl AccessPolicy for ScopeRules {
         self.required_for_prompt(prompt)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scope_token::is_scope_token;
-
-    #[test]
-    fn scope_tokens_are_printable_ascii_without_space_quote_or_backslash() {
-        assert!(is_scope_token("billing:write"));
-        assert!(is_scope_token("https://api.example/read"));
-        for bad in ["", "a b", "a\"b", "a\\b", "é"] {
-            assert!(!is_scope_token(bad), "{bad:?}");
-        }
-    }
-}
