@@ -253,3 +253,207 @@ async fn a_refused_client_is_reported_without_its_secret() {
     })
     .await;
 }
+
+/// A person's access token from the issuer for `resource` (`POST /test/access-token`, which
+/// stands in for the login the official clients' tests go through).
+#[cfg(unix)]
+fn persons_token(issuer: &str, subject: &str, resource: &str) -> String {
+    form_token(
+        &format!("{issuer}/test/access-token"),
+        None,
+        &format!("sub={subject}&resource={resource}&scope=billing%3Aread+billing%3Awrite"),
+    )
+}
+
+/// The `access_token` of a token endpoint's answer to the form `form`.
+#[cfg(unix)]
+fn form_token(url: &str, client: Option<(&str, &str)>, form: &str) -> String {
+    let mut command = std::process::Command::new("curl");
+    command.args(["-sS", "-X", "POST", url, "-d", form]);
+    if let Some((id, secret)) = client {
+        command.args(["-u", &format!("{id}:{secret}")]);
+    }
+    let output = command.output().expect("curl runs");
+    let answer: fusion::serde_json::Value =
+        fusion::serde_json::from_slice(&output.stdout).expect("a JSON answer");
+    answer["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no token: {answer}"))
+        .to_owned()
+}
+
+/// The claims of a JWT (its signature was checked by the upstream that accepted it).
+#[cfg(unix)]
+fn claims_of(jwt: &str) -> fusion::serde_json::Value {
+    let payload = jwt.split('.').nth(1).expect("a JWT");
+    let mut bits = 0u32;
+    let mut count = 0;
+    let mut bytes = Vec::new();
+    for symbol in payload.bytes() {
+        let value = match symbol {
+            b'A'..=b'Z' => symbol - b'A',
+            b'a'..=b'z' => symbol - b'a' + 26,
+            b'0'..=b'9' => symbol - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => panic!("not base64url"),
+        };
+        bits = (bits << 6) | u32::from(value);
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            bytes.push((bits >> count) as u8);
+        }
+    }
+    fusion::serde_json::from_slice(&bytes).expect("JSON claims")
+}
+
+/// Token exchange (RFC 8693): the gateway verifies its callers' JWTs, and each call to billing
+/// (a resource server of the same issuer) and to a recording upstream carries a token the
+/// issuer exchanged for that caller and that upstream: `sub` the caller, `act` the gateway,
+/// never the caller's own token; cached per caller. A caller whose token the issuer will not
+/// exchange (a service's client_credentials token, good at the gateway) gets a clear refusal,
+/// and nothing reaches the upstream.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_caller_reaches_an_upstream_with_its_own_exchanged_token() {
+    use fusion::gateway::ClientCredentials;
+    use fusion::serve::oauth::JwtVerifier;
+    let issuer = oidc_issuer();
+    let billing = billing_behind(issuer.url());
+    within(async {
+        let recorder = Recorder::start().await;
+        let exchange = |resource: &str| {
+            ClientCredentials::new(
+                format!("{}/token", issuer.url()),
+                "gateway",
+                "gateway-secret",
+            )
+            .resource(resource)
+            .scope("billing:read")
+            .token_exchange()
+        };
+        let acct = Upstream::http(billing.url()).client_credentials(exchange(billing.url()));
+        let rec = Upstream::http(&recorder.url).client_credentials(exchange(&recorder.url));
+        let server = ServerBuilder::new("gw", "1.0.0")
+            .mount("acct", acct.clone())
+            .mount("rec", rec.clone())
+            .build()
+            .unwrap();
+        server.upstreams_ready().await;
+        assert!(
+            server.upstreams().iter().all(|status| status.connected),
+            "{:?}\n{}",
+            server.upstreams(),
+            billing.logs()
+        );
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let audience = format!("http://{address}/mcp");
+        let verifier = JwtVerifier::builder(issuer.url(), &audience)
+            .discover()
+            .await
+            .unwrap();
+        let options = HttpOptions::default().bind(address).auth(verifier);
+        let shutdown = options.shutdown.clone();
+        let mcp = Mcp::new(server.clone());
+        tokio::spawn(async move { mcp.serve_http_on(listener, options).await });
+
+        let alice = persons_token(issuer.url(), "alice", &audience);
+        let bob = persons_token(issuer.url(), "bob", &audience);
+        let service = form_token(
+            &format!("{}/token", issuer.url()),
+            Some(("service", "service-secret")),
+            &format!("grant_type=client_credentials&resource={audience}"),
+        );
+        install_crypto_provider();
+        let mut answers = Vec::new();
+        for token in [&alice, &bob, &alice, &service] {
+            let config = StreamableHttpClientTransportConfig::with_uri(audience.clone())
+                .auth_header(token.as_str());
+            let client = ().serve(StreamableHttpClientTransport::from_config(config)).await;
+            let client = client.unwrap();
+            let invoice = call(
+                client.peer(),
+                "acct_billing_get_invoice",
+                json!({"id": "INV-7"}),
+            )
+            .await
+            .unwrap();
+            let echoed = call(client.peer(), "rec_echo", json!({"message": "hi"}))
+                .await
+                .unwrap();
+            answers.push((invoice, echoed));
+            client.cancel().await.unwrap();
+        }
+        for (invoice, echoed) in &answers[..3] {
+            assert_ne!(invoice.is_error, Some(true), "{}", text_of(invoice));
+            assert!(text_of(invoice).contains("INV-7"), "{}", text_of(invoice));
+            assert_eq!(text_of(echoed), "echo: hi");
+        }
+        // The service's token: the issuer refuses to exchange it; the caller is told so.
+        for refused in [&answers[3].0, &answers[3].1] {
+            assert_eq!(refused.is_error, Some(true));
+            let text = text_of(refused);
+            assert!(text.contains("FORBIDDEN"), "{text}");
+            assert!(
+                text.contains("cannot be used for the tools under"),
+                "{text}"
+            );
+            assert!(
+                !text.contains("invalid_grant") && !text.contains("HTTP"),
+                "{text}"
+            );
+        }
+
+        let calls = recorder.calls_of("echo");
+        assert_eq!(
+            calls.len(),
+            3,
+            "the refused caller's call never reached the upstream"
+        );
+        let bearers: Vec<String> = calls
+            .iter()
+            .map(|call| {
+                let values: Vec<&str> = call
+                    .headers
+                    .iter()
+                    .filter(|(name, _)| name == "authorization")
+                    .map(|(_, value)| value.as_str())
+                    .collect();
+                assert_eq!(values.len(), 1, "{values:?}");
+                values[0].strip_prefix("Bearer ").unwrap().to_owned()
+            })
+            .collect();
+        for (bearer, caller) in bearers.iter().zip(["alice", "bob", "alice"]) {
+            let claims = claims_of(bearer);
+            println!("the recorder saw for {caller}: {claims}");
+            assert_eq!(claims["sub"], caller, "{claims}");
+            assert_eq!(claims["act"], json!({"sub": "gateway"}), "{claims}");
+            assert_eq!(claims["aud"], recorder.url.as_str(), "{claims}");
+            assert_eq!(claims["scope"], "billing:read", "{claims}");
+        }
+        // Alice's second call reused her exchanged token; Bob's is his own.
+        assert_eq!(bearers[0], bearers[2]);
+        assert_ne!(bearers[0], bearers[1]);
+        let mut seen = recorder.request_headers();
+        seen.extend(calls.iter().flat_map(|call| call.headers.clone()));
+        for (name, value) in &seen {
+            for token in [&alice, &bob, &service] {
+                assert!(
+                    !value.contains(token.as_str()),
+                    "a caller's token in `{name}`"
+                );
+            }
+        }
+        // One exchange per caller and upstream; the refused one counts for nothing.
+        assert_eq!(acct.tokens_exchanged(), Some(2));
+        assert_eq!(rec.tokens_exchanged(), Some(2));
+        let shown = format!("{acct:?}");
+        assert!(!shown.contains("gateway-secret") && !shown.contains(&alice));
+        shutdown.cancel();
+        server.shutdown_upstreams().await;
+    })
+    .await;
+}

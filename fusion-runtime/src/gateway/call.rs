@@ -13,6 +13,7 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
+use super::credentials::{Caller, Refusal};
 pub(crate) use super::failure::Failure;
 use super::http::{Call, HttpCalls, Sent};
 use super::progress::Relay;
@@ -201,6 +202,11 @@ async fn send_once(
             }
         }
     }
+    // rmcp's client carries the gateway's own token: a call that must run as its caller never
+    // goes that way.
+    if link.http.as_ref().is_some_and(HttpCalls::exchanges_tokens) {
+        return Err(exchange_needs_the_http_path(&upstream.prefix));
+    }
     Box::pin(over_rmcp(
         upstream, &link.peer, tool, args, meta, relay, through, context,
     ))
@@ -243,6 +249,7 @@ async fn over_http(
         progress: relay.as_ref().map(|relay| relay.queue().clone()),
         through,
         log,
+        caller: caller_of(context),
     });
     let exchange = std::pin::pin!(exchange);
     let sent = tokio::select! {
@@ -473,7 +480,64 @@ fn failed(upstream: &UpstreamState, failure: Failure, through: Option<&Passthrou
             upstream.connection_failed();
             unavailable(&upstream.prefix, cause)
         }
+        Failure::Exchange(refusal) => not_exchanged(&upstream.prefix, refusal),
     }
+}
+
+/// The caller of a call over HTTP, for token exchange: its principal (the cache key) and the
+/// bearer token the server verified for this request (borrowed, never kept).
+fn caller_of(context: &CallContext) -> Option<Caller<'_>> {
+    let principal = context.principal()?;
+    let token = context
+        .extensions()
+        .get::<http::request::Parts>()?
+        .headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let token = token
+        .strip_prefix("Bearer ")
+        .or_else(|| token.strip_prefix("bearer "))?
+        .trim();
+    Some(Caller {
+        subject: &principal.subject,
+        tenant: principal.tenant.as_deref(),
+        token,
+    })
+}
+
+/// No token for the caller at the upstream: the caller is told whether its credential is the
+/// reason (refused, or none to exchange) or the authorization server is (retryable); the
+/// server's answer stays in the log.
+fn not_exchanged(prefix: &str, refusal: Refusal) -> ToolError {
+    let cause = Box::new(Cause(format!(
+        "upstream `{prefix}`: token exchange: {refusal}"
+    )));
+    match refusal {
+        Refusal::Unavailable(_) => ToolError::new(
+            gateway_codes::UPSTREAM_UNAVAILABLE,
+            format!("The tools under `{prefix}` are unavailable right now: the authorization server could not be reached."),
+        )
+        .with_recovery("Retry in a moment.")
+        .with_retryable(true)
+        .with_retry_after(Duration::from_secs(1))
+        .with_internal_source(cause),
+        Refusal::Refused { .. } | Refusal::NoCallerToken => ToolError::new(
+            codes::FORBIDDEN,
+            format!("Your credential cannot be used for the tools under `{prefix}`: the authorization server did not exchange it for a token of that server."),
+        )
+        .with_recovery("Sign in again with an access token of the authorization server, then call again; if it persists, ask the operator whether you may use these tools.")
+        .with_internal_source(cause),
+    }
+}
+
+/// A call of an upstream that exchanges tokens, which could only go through rmcp's client
+/// (with the gateway's own token): refused rather than run as the gateway.
+fn exchange_needs_the_http_path(prefix: &str) -> ToolError {
+    upstream_error(
+        prefix,
+        "token exchange: the call could not go on the gateway's own HTTP path".into(),
+    )
 }
 
 fn unavailable(prefix: &str, cause: String) -> ToolError {

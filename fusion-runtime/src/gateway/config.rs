@@ -221,6 +221,19 @@ impl Upstream {
         }
     }
 
+    /// How many callers' tokens the upstream's
+    /// [`token_exchange`](ClientCredentials::token_exchange) exchanged so far (shared by clones
+    /// of this value); `None` without client credentials.
+    pub fn tokens_exchanged(&self) -> Option<u64> {
+        match &self.transport {
+            UpstreamTransport::Http {
+                credentials: Some(source),
+                ..
+            } => Some(source.exchanged()),
+            _ => None,
+        }
+    }
+
     /// How long a proxied call may take, from the middleware on (60 s by default); past it the
     /// call is cancelled upstream and answered `TIMEOUT`, retryable.
     #[must_use]

@@ -4,9 +4,16 @@
 //! never sent to an upstream: every request to it carries this token instead (rmcp's requests
 //! through [`Snoop`](super::session::Snoop), tool calls on the gateway's own path).
 //!
+//! With [`ClientCredentials::token_exchange`], a tool call carries instead a token for the
+//! caller, from token exchange (RFC 8693): the gateway trades the caller's verified access token
+//! (the `subject_token`, held for that request only) for one whose audience is the upstream,
+//! authenticating as itself, so that the upstream sees who calls (`sub`) and through whom
+//! (`act`), and never the caller's own token. Exchanged tokens are cached per caller.
+//!
 //! The client secret and the tokens are secrets: they are in no error, `Debug` output or log.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -33,6 +40,8 @@ pub struct ClientCredentials {
     client_secret: String,
     scope: Option<String>,
     resource: Option<String>,
+    audience: Option<String>,
+    exchange: bool,
 }
 
 impl std::fmt::Debug for ClientCredentials {
@@ -43,6 +52,8 @@ impl std::fmt::Debug for ClientCredentials {
             .field("client_id", &self.client_id)
             .field("scope", &self.scope)
             .field("resource", &self.resource)
+            .field("audience", &self.audience)
+            .field("token_exchange", &self.exchange)
             .finish_non_exhaustive()
     }
 }
@@ -61,6 +72,8 @@ impl ClientCredentials {
             client_secret: client_secret.into(),
             scope: None,
             resource: None,
+            audience: None,
+            exchange: false,
         }
     }
 
@@ -79,16 +92,109 @@ impl ClientCredentials {
         self
     }
 
-    /// The form body of a token request.
+    /// The audience (RFC 8693 `audience`) to name in a token exchange: the upstream's name at
+    /// the authorization server, for servers that know resources by a logical name rather than
+    /// by URI (then [`resource`](Self::resource) may stay unset).
+    #[must_use]
+    pub fn audience(mut self, audience: impl Into<String>) -> Self {
+        self.audience = Some(audience.into());
+        self
+    }
+
+    /// Each tool call carries a token for its caller, from token exchange (RFC 8693): the
+    /// caller's verified access token is exchanged, by this client, for a token for the
+    /// upstream ([`resource`](Self::resource) and/or [`audience`](Self::audience)) with
+    /// [`scope`](Self::scope) (none: what the caller's token holds). The upstream sees the
+    /// caller as `sub` and this client as the actor (`act`, when the server issues it). The
+    /// gateway's own connection (catalog, notifications) keeps the client credentials grant.
+    ///
+    /// The caller's token is used for the exchange only, never kept; exchanged tokens are
+    /// cached per caller (principal and tenant) until shortly before they expire. A caller
+    /// without an exchangeable token (stdio, static tokens the server refuses) gets a
+    /// `FORBIDDEN` error, and nothing reaches the upstream.
+    #[must_use]
+    pub fn token_exchange(mut self) -> Self {
+        self.exchange = true;
+        self
+    }
+
+    /// The form body of a client credentials request.
     fn form(&self) -> String {
-        use crate::upstream::encode_form;
         let mut body = "grant_type=client_credentials".to_owned();
-        for (name, value) in [("scope", &self.scope), ("resource", &self.resource)] {
+        self.add_target(&mut body, false);
+        body
+    }
+
+    /// The form body of a token exchange for `subject_token`.
+    fn exchange_form(&self, subject_token: &str) -> String {
+        use crate::upstream::encode_form;
+        let mut body = format!(
+            "grant_type={}&subject_token={}&subject_token_type={}&requested_token_type={}",
+            encode_form(TOKEN_EXCHANGE),
+            encode_form(subject_token),
+            encode_form(ACCESS_TOKEN_TYPE),
+            encode_form(ACCESS_TOKEN_TYPE),
+        );
+        self.add_target(&mut body, true);
+        body
+    }
+
+    fn add_target(&self, body: &mut String, with_audience: bool) {
+        use crate::upstream::encode_form;
+        let audience = self.audience.as_ref().filter(|_| with_audience);
+        for (name, value) in [
+            ("scope", self.scope.as_ref()),
+            ("resource", self.resource.as_ref()),
+            ("audience", audience),
+        ] {
             if let Some(value) = value {
                 body.push_str(&format!("&{name}={}", encode_form(value)));
             }
         }
-        body
+    }
+}
+
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+
+/// How many callers' exchanged tokens an upstream keeps: past it, expired ones go first, then
+/// those due soonest for renewal.
+const MAX_EXCHANGED: usize = 1024;
+
+/// Who a tool call is for, to exchange its token: the cache key (the caller's principal and
+/// tenant) and the caller's verified access token, borrowed from the request.
+#[derive(Clone, Copy)]
+pub(crate) struct Caller<'a> {
+    pub(crate) subject: &'a str,
+    pub(crate) tenant: Option<&'a str>,
+    pub(crate) token: &'a str,
+}
+
+/// Why no token came for a call: what the caller is told depends on it.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// The authorization server could not be asked, or answered nonsense (for the log).
+    Unavailable(String),
+    /// The authorization server refused the grant: its error code (RFC 6749 §5.2), safe to
+    /// show, and the status.
+    Refused { status: u16, code: Option<String> },
+    /// Token exchange is configured and the call has no caller's token to exchange.
+    NoCallerToken,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Unavailable(cause) => f.write_str(cause),
+            Refusal::Refused { status, code } => {
+                write!(f, "HTTP {status}")?;
+                if let Some(code) = code {
+                    write!(f, " ({code})")?;
+                }
+                Ok(())
+            }
+            Refusal::NoCallerToken => f.write_str("the call carries no caller's token to exchange"),
+        }
     }
 }
 
@@ -128,6 +234,11 @@ pub(crate) struct TokenSource {
     /// Held while a token is fetched, so that concurrent requests wait for one fetch.
     cached: tokio::sync::Mutex<Option<Cached>>,
     fetched: std::sync::atomic::AtomicU64,
+    /// The callers' exchanged tokens. A plain lock, never held across an exchange: two first
+    /// calls of one caller may both exchange (the later token wins), which is cheaper than
+    /// making every caller wait for another's exchange.
+    exchanged: std::sync::Mutex<HashMap<(String, Option<String>), Cached>>,
+    exchanges: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for TokenSource {
@@ -145,7 +256,63 @@ impl TokenSource {
             http: OnceLock::new(),
             cached: tokio::sync::Mutex::new(None),
             fetched: std::sync::atomic::AtomicU64::new(0),
+            exchanged: std::sync::Mutex::new(HashMap::new()),
+            exchanges: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Whether tool calls carry their caller's exchanged token.
+    pub(crate) fn exchanges_tokens(&self) -> bool {
+        self.credentials.exchange
+    }
+
+    /// How many tokens were exchanged so far.
+    pub(crate) fn exchanged(&self) -> u64 {
+        self.exchanges.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The token a tool call of `caller` carries: with token exchange, the caller's exchanged
+    /// token (cached while fresh); else the gateway's own.
+    pub(crate) async fn token_for(&self, caller: Option<Caller<'_>>) -> Result<Arc<str>, Refusal> {
+        if !self.credentials.exchange {
+            return self.token().await.map_err(Refusal::Unavailable);
+        }
+        let caller = caller.ok_or(Refusal::NoCallerToken)?;
+        let key = (caller.subject.to_owned(), caller.tenant.map(str::to_owned));
+        let now = Instant::now();
+        if let Some(current) = self.exchanged_map().get(&key)
+            && now < current.refresh_at
+        {
+            return Ok(Arc::clone(&current.token));
+        }
+        let fresh = self
+            .grant(&self.credentials.exchange_form(caller.token))
+            .await?;
+        self.exchanges
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let token = Arc::clone(&fresh.token);
+        let mut exchanged = self.exchanged_map();
+        if exchanged.len() >= MAX_EXCHANGED && !exchanged.contains_key(&key) {
+            exchanged.retain(|_, cached| now < cached.refresh_at);
+            if exchanged.len() >= MAX_EXCHANGED
+                && let Some(soonest) = exchanged
+                    .iter()
+                    .min_by_key(|(_, cached)| cached.refresh_at)
+                    .map(|(key, _)| key.clone())
+            {
+                exchanged.remove(&soonest);
+            }
+        }
+        exchanged.insert(key, fresh);
+        Ok(token)
+    }
+
+    fn exchanged_map(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(String, Option<String>), Cached>> {
+        self.exchanged
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(crate) fn credentials(&self) -> &ClientCredentials {
@@ -181,14 +348,35 @@ impl TokenSource {
         {
             *cached = None;
         }
+        drop(cached);
+        self.exchanged_map()
+            .retain(|_, cached| &*cached.token != token);
     }
 
     async fn fetch(&self) -> Result<Cached, String> {
+        let fetched =
+            self.grant(&self.credentials.form())
+                .await
+                .map_err(|refusal| match refusal {
+                    Refusal::Refused { .. } => format!(
+                        "the token endpoint {} refused client `{}`: {refusal}",
+                        self.credentials.token_endpoint, self.credentials.client_id
+                    ),
+                    other => other.to_string(),
+                })?;
+        self.fetched
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(fetched)
+    }
+
+    /// A token from the token endpoint for the form `form`, authenticating as the client.
+    async fn grant(&self, form: &str) -> Result<Cached, Refusal> {
         let endpoint = &self.credentials.token_endpoint;
+        let unavailable = |cause: String| Refusal::Unavailable(cause);
         let http = match self.http.get() {
             Some(http) => http,
             None => {
-                let built = super::upstream::http_client()?;
+                let built = super::upstream::http_client().map_err(unavailable)?;
                 self.http.get_or_init(|| built)
             }
         };
@@ -203,46 +391,53 @@ impl TokenSource {
             )
             .header("content-type", "application/x-www-form-urlencoded")
             .header("accept", "application/json")
-            .body(self.credentials.form())
+            .body(form.to_owned())
             .timeout(Duration::from_secs(30))
             .send()
             .await
-            // reqwest's error names the URL, never the request's headers.
-            .map_err(|error| format!("the token endpoint {endpoint} is unreachable: {error}"))?;
+            // reqwest's error names the URL, never the request's headers or body.
+            .map_err(|error| {
+                unavailable(format!(
+                    "the token endpoint {endpoint} is unreachable: {error}"
+                ))
+            })?;
         let status = response.status();
         let body = response
             .bytes()
             .await
-            .map_err(|error| format!("the token endpoint {endpoint}: {error}"))?;
+            .map_err(|error| unavailable(format!("the token endpoint {endpoint}: {error}")))?;
         if !status.is_success() {
             let code = serde_json::from_slice::<TokenError>(&body)
                 .ok()
                 .map(|error| error.error)
-                .filter(|code| code.bytes().all(|byte| byte.is_ascii_graphic()))
-                .map(|code| format!(" ({code})"))
-                .unwrap_or_default();
-            return Err(format!(
-                "the token endpoint {endpoint} refused client `{}`: HTTP {}{code}",
-                self.credentials.client_id,
-                status.as_u16()
-            ));
+                .filter(|code| code.bytes().all(|byte| byte.is_ascii_graphic()));
+            if status.is_server_error() {
+                return Err(unavailable(format!(
+                    "the token endpoint {endpoint} failed: HTTP {}",
+                    status.as_u16()
+                )));
+            }
+            return Err(Refusal::Refused {
+                status: status.as_u16(),
+                code,
+            });
         }
         let answer: TokenResponse = serde_json::from_slice(&body).map_err(|_| {
-            format!("the token endpoint {endpoint} did not answer with a token response")
+            unavailable(format!(
+                "the token endpoint {endpoint} did not answer with a token response"
+            ))
         })?;
         if !answer.token_type.eq_ignore_ascii_case("bearer") {
-            return Err(format!(
+            return Err(unavailable(format!(
                 "the token endpoint {endpoint} gave a `{}` token, not a bearer token",
                 answer.token_type
-            ));
+            )));
         }
         if http::HeaderValue::try_from(format!("Bearer {}", answer.access_token)).is_err() {
-            return Err(format!(
+            return Err(unavailable(format!(
                 "the token endpoint {endpoint} gave a token that cannot be sent in a header"
-            ));
+            )));
         }
-        self.fetched
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let lifetime = answer
             .expires_in
             .map_or(DEFAULT_LIFETIME, Duration::from_secs);

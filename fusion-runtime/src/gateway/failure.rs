@@ -20,6 +20,9 @@ pub(crate) enum Failure {
     /// Answered `input_required` (2026-07-28): the upstream asks the caller for input. Passed
     /// back to a caller that asks in rounds ([`Passthrough`](super::Passthrough)); an error for any other.
     InputRequired(Box<InputRequiredResult>),
+    /// No token for the caller: the authorization server refused to exchange the caller's
+    /// token, or could not be asked (token exchange, RFC 8693).
+    Exchange(super::credentials::Refusal),
 }
 
 impl From<ServiceError> for Failure {

@@ -112,6 +112,8 @@ pub(crate) struct Call<'a> {
     pub(crate) progress: Option<UnboundedSender<ProgressNotificationParam>>,
     /// A 2026-07-28 caller's round: its state, answers and capabilities go on untouched.
     pub(crate) through: Option<&'a Passthrough>,
+    /// The caller, whose token is exchanged when the upstream is configured so.
+    pub(crate) caller: Option<super::credentials::Caller<'a>>,
     /// Where the upstream's log messages on the call's stream go, when the caller asked for a
     /// level.
     pub(crate) log: Option<&'a crate::logging::LogSink>,
@@ -187,6 +189,13 @@ impl HttpCalls {
         self
     }
 
+    /// Whether each call carries its caller's exchanged token (RFC 8693).
+    pub(crate) fn exchanges_tokens(&self) -> bool {
+        self.credentials
+            .as_ref()
+            .is_some_and(|source| source.exchanges_tokens())
+    }
+
     /// A request id of this path: negative, never one of rmcp's (which count up from 0 on
     /// the same session).
     pub(crate) fn next_id(&self) -> RequestId {
@@ -207,7 +216,13 @@ impl HttpCalls {
         let mut headers = self.headers.clone();
         let mut token = None;
         if let Some(source) = &self.credentials {
-            match source.token().await {
+            // The caller's exchanged token goes in this request's own header: the gateway's
+            // path sets every POST's headers, so callers share the upstream connection (and its
+            // pool) without one caller's token ever riding on another's request. rmcp's client
+            // (one header per connection) carries the gateway's own token only, for the
+            // catalog; a call of an exchanging upstream never takes that path (see
+            // `call::send_once`).
+            match source.token_for(call.caller).await {
                 Ok(current) => {
                     if let Ok(mut value) = HeaderValue::try_from(format!("Bearer {current}")) {
                         value.set_sensitive(true);
@@ -215,7 +230,10 @@ impl HttpCalls {
                     }
                     token = Some(current);
                 }
-                Err(error) => return Sent::Done(Err(Failure::Unreachable(error))),
+                Err(refusal) if source.exchanges_tokens() => {
+                    return Sent::Done(Err(Failure::Exchange(refusal)));
+                }
+                Err(refusal) => return Sent::Done(Err(Failure::Unreachable(refusal.to_string()))),
             }
         }
         let session = self.session.get();
