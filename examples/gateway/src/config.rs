@@ -1,4 +1,5 @@
-//! Upstreams from the command line (`--upstream`, `--upstream-header`) or a TOML file:
+//! Upstreams from the command line (`--upstream`, `--upstream-header`,
+//! `--upstream-client-credentials`, `--upstream-token-exchange`) or a TOML file:
 //!
 //! ```toml
 //! [upstreams.billing]
@@ -18,6 +19,13 @@
 //! # refreshed before it expires, is what the upstream gets; never a caller's token.
 //! client_credentials = { token_endpoint = "https://auth.example/token", client_id = "gateway", client_secret = "${LEDGER_CLIENT_SECRET}", scope = "ledger:read" }
 //! # `resource` (RFC 8707) is the upstream's URL unless given.
+//!
+//! [upstreams.orders]
+//! http = "https://orders.example/mcp"
+//! # Token exchange (RFC 8693): each call carries a token the authorization server issued for
+//! # its caller and this upstream (the caller as `sub`, the gateway as actor), exchanged for the
+//! # caller's token by the gateway's client; the catalog is fetched with client_credentials.
+//! client_credentials = { token_endpoint = "https://auth.example/token", client_id = "gateway", client_secret = "${ORDERS_CLIENT_SECRET}", scope = "orders:read", token_exchange = true }
 //!
 //! [upstreams.docs]
 //! http = "http://127.0.0.1:9100/mcp"
@@ -66,6 +74,83 @@ struct ClientCredentialsEntry {
     client_secret: String,
     scope: Option<String>,
     resource: Option<String>,
+    /// RFC 8693 `audience`, for token exchange.
+    audience: Option<String>,
+    #[serde(default)]
+    token_exchange: bool,
+}
+
+impl ClientCredentialsEntry {
+    /// The credentials for the upstream at `url`, with the client secret `secret` (read from
+    /// where `client_secret` says).
+    fn credentials(self, url: &str, secret: String) -> ClientCredentials {
+        let mut credentials = ClientCredentials::new(self.token_endpoint, self.client_id, secret)
+            .resource(self.resource.unwrap_or_else(|| url.to_owned()));
+        if let Some(scope) = self.scope {
+            credentials = credentials.scope(scope);
+        }
+        if let Some(audience) = self.audience {
+            credentials = credentials.audience(audience);
+        }
+        if self.token_exchange {
+            credentials = credentials.token_exchange();
+        }
+        credentials
+    }
+
+    /// `--upstream-client-credentials NAME=token_endpoint=URL,client_id=ID,client_secret=${VAR}`
+    /// (or `client_secret_file=PATH`), then optionally `scope=…`, `resource=…`, `audience=…`:
+    /// the entry and the secret.
+    fn from_flag(name: &str, spec: &str) -> Result<(ClientCredentialsEntry, String), String> {
+        let flag = format!("--upstream-client-credentials {name}");
+        let (mut token_endpoint, mut client_id, mut client_secret) = (None, None, None);
+        let mut entry = ClientCredentialsEntry {
+            token_endpoint: String::new(),
+            client_id: String::new(),
+            client_secret: String::new(),
+            scope: None,
+            resource: None,
+            audience: None,
+            token_exchange: false,
+        };
+        for pair in spec.split(',') {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{flag}: expected KEY=VALUE pairs, not `{pair}`"))?;
+            let value = value.trim().to_owned();
+            match key.trim() {
+                "token_endpoint" => token_endpoint = Some(value),
+                "client_id" => client_id = Some(value),
+                // Only a reference: argv is in the process list, readable by every user.
+                "client_secret" if value.starts_with("${") && value.ends_with('}') => {
+                    client_secret = Some(expand(name, &value)?);
+                }
+                "client_secret" => {
+                    return Err(format!(
+                        "{flag}: give client_secret=${{VAR}} (an environment variable) or                          client_secret_file=PATH, not the secret itself: a command line is in                          the process list"
+                    ));
+                }
+                "client_secret_file" => {
+                    let text = std::fs::read_to_string(&value)
+                        .map_err(|error| format!("{flag}: client_secret_file {value}: {error}"))?;
+                    client_secret = Some(text.trim().to_owned());
+                }
+                "scope" => entry.scope = Some(value),
+                "resource" => entry.resource = Some(value),
+                "audience" => entry.audience = Some(value),
+                other => {
+                    return Err(format!(
+                        "{flag}: unknown key `{other}` (token_endpoint, client_id,                          client_secret, client_secret_file, scope, resource, audience)"
+                    ));
+                }
+            }
+        }
+        let missing = |key: &str| format!("{flag}: `{key}` is missing");
+        entry.token_endpoint = token_endpoint.ok_or_else(|| missing("token_endpoint"))?;
+        entry.client_id = client_id.ok_or_else(|| missing("client_id"))?;
+        let secret = client_secret.ok_or_else(|| missing("client_secret"))?;
+        Ok((entry, secret))
+    }
 }
 
 /// The upstreams of a TOML file, in the order of their names (the order they are mounted in).
@@ -88,15 +173,8 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<(String, Upstream)>, String> 
                 (None, Some(url)) => match entry.client_credentials {
                     None => Upstream::http(url),
                     Some(client) => {
-                        let mut credentials = ClientCredentials::new(
-                            client.token_endpoint,
-                            client.client_id,
-                            expand(&name, &client.client_secret)?,
-                        )
-                        .resource(client.resource.unwrap_or_else(|| url.clone()));
-                        if let Some(scope) = client.scope {
-                            credentials = credentials.scope(scope);
-                        }
+                        let secret = expand(&name, &client.client_secret)?;
+                        let credentials = client.credentials(&url, secret);
                         Upstream::http(url).client_credentials(credentials)
                     }
                 },
@@ -151,6 +229,10 @@ pub(crate) struct Flags<'a> {
     pub(crate) protocols: &'a [String],
     /// `--unprefixed NAME`.
     pub(crate) unprefixed: &'a [String],
+    /// `--upstream-client-credentials NAME=token_endpoint=…,client_id=…,client_secret=${VAR}`.
+    pub(crate) client_credentials: &'a [String],
+    /// `--upstream-token-exchange NAME`.
+    pub(crate) token_exchange: &'a [String],
     pub(crate) timeout: Duration,
 }
 
@@ -161,9 +243,12 @@ pub(crate) fn from_flags(flags: Flags<'_>) -> Result<Vec<(String, Upstream)>, St
         headers,
         protocols,
         unprefixed,
+        client_credentials,
+        token_exchange,
         timeout,
     } = flags;
     let mut upstreams: Vec<(String, Upstream)> = Vec::new();
+    let mut urls: Vec<(&str, &str)> = Vec::new();
     for spec in specs {
         let (name, target) = spec.split_once('=').ok_or_else(|| {
             format!("--upstream `{spec}`: expected NAME=stdio:COMMAND or NAME=http:URL")
@@ -171,6 +256,7 @@ pub(crate) fn from_flags(flags: Flags<'_>) -> Result<Vec<(String, Upstream)>, St
         let upstream = if let Some(command) = target.strip_prefix("stdio:") {
             stdio(name, command)?
         } else if let Some(url) = target.strip_prefix("http:") {
+            urls.push((name, url));
             Upstream::http(url)
         } else {
             return Err(format!(
@@ -205,6 +291,36 @@ pub(crate) fn from_flags(flags: Flags<'_>) -> Result<Vec<(String, Upstream)>, St
             ));
         };
         *upstream = upstream.clone().protocol(protocol);
+    }
+    for spec in client_credentials {
+        let (name, spec) = spec.split_once('=').ok_or_else(|| {
+            "--upstream-client-credentials: expected NAME=token_endpoint=URL,client_id=ID,\
+             client_secret=${VAR}"
+                .to_owned()
+        })?;
+        let Some(&(_, url)) = urls.iter().find(|(known, _)| *known == name) else {
+            return Err(format!(
+                "--upstream-client-credentials {name}: no --upstream is called `{name}` with \
+                 http:URL"
+            ));
+        };
+        let (mut entry, secret) = ClientCredentialsEntry::from_flag(name, spec)?;
+        entry.token_exchange = token_exchange.iter().any(|known| known == name);
+        let credentials = entry.credentials(url, secret);
+        if let Some((_, upstream)) = upstreams.iter_mut().find(|(known, _)| known == name) {
+            *upstream = upstream.clone().client_credentials(credentials);
+        }
+    }
+    for name in token_exchange {
+        if !client_credentials
+            .iter()
+            .any(|spec| spec.split_once('=').is_some_and(|(known, _)| known == name))
+        {
+            return Err(format!(
+                "--upstream-token-exchange {name}: the gateway exchanges tokens as its own \
+                 client: give --upstream-client-credentials {name}=…"
+            ));
+        }
     }
     for name in unprefixed {
         let Some((_, upstream)) = upstreams.iter_mut().find(|(known, _)| known == name) else {
@@ -355,8 +471,71 @@ mod tests {
             headers: &[],
             protocols,
             unprefixed,
+            client_credentials: &[],
+            token_exchange: &[],
             timeout: Duration::from_secs(1),
         }
+    }
+
+    #[test]
+    fn client_credentials_and_token_exchange_are_read_from_flags_without_the_secret() {
+        let upstreams = ["crm=http:http://127.0.0.1:1/mcp".to_owned()];
+        let with = |credentials: &[String], exchange: &[String]| {
+            from_flags(Flags {
+                client_credentials: credentials,
+                token_exchange: exchange,
+                ..flags(&upstreams, &[], &[])
+            })
+        };
+        let spec = "crm=token_endpoint=http://127.0.0.1:2/token,client_id=gw,\
+                    client_secret=${PATH},scope=crm:read crm:write"
+            .to_owned();
+        let read = with(std::slice::from_ref(&spec), &["crm".into()]).unwrap();
+        let shown = format!("{:?}", read[0].1);
+        assert!(shown.contains("client_id: \"gw\""), "{shown}");
+        assert!(
+            shown.contains("scope: Some(\"crm:read crm:write\")"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("resource: Some(\"http://127.0.0.1:1/mcp\")"),
+            "{shown}"
+        );
+        assert!(shown.contains("token_exchange: true"), "{shown}");
+        assert!(!shown.contains(&std::env::var("PATH").unwrap()), "{shown}");
+        let plain = with(std::slice::from_ref(&spec), &[]).unwrap();
+        assert!(format!("{:?}", plain[0].1).contains("token_exchange: false"));
+
+        // A secret written on the command line is refused, and not repeated.
+        let error = with(
+            &["crm=token_endpoint=http://a/token,client_id=gw,client_secret=hunter2".into()],
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("process list") && !error.contains("hunter2"),
+            "{error}"
+        );
+        let error = with(&[], &["crm".into()]).unwrap_err();
+        assert!(
+            error.contains("--upstream-client-credentials crm="),
+            "{error}"
+        );
+        let error = with(
+            &["crm=token_endpoint=http://a/token,client_secret=${PATH}".into()],
+            &[],
+        )
+        .unwrap_err();
+        assert!(error.contains("`client_id` is missing"), "{error}");
+        let error = with(
+            &["ledger=token_endpoint=http://a/token,client_id=gw,client_secret=${PATH}".into()],
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("no --upstream is called `ledger`"),
+            "{error}"
+        );
     }
 
     #[test]

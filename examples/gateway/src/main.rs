@@ -51,6 +51,23 @@ struct Args {
     /// (2026-07-28) or `NAME=auto` (the default: stateless if the server speaks it).
     #[arg(long = "upstream-protocol", value_name = "NAME=auto|session|stateless")]
     upstream_protocols: Vec<String>,
+    /// The gateway's own OAuth client for HTTP upstream NAME (client_credentials grant):
+    /// `NAME=token_endpoint=URL,client_id=ID,client_secret=${VAR}`, then optionally
+    /// `,scope=S1 S2`, `,resource=URI` (default: the upstream's URL), `,audience=A`. The
+    /// secret is `${VAR}` (read from the environment) or `client_secret_file=PATH`, never the
+    /// secret itself: a command line is in the process list, readable by every local user.
+    /// The upstream gets the gateway's token, never a caller's.
+    #[arg(
+        long = "upstream-client-credentials",
+        value_name = "NAME=token_endpoint=URL,client_id=ID,client_secret=${VAR}"
+    )]
+    upstream_client_credentials: Vec<String>,
+    /// Token exchange (RFC 8693) for upstream NAME (which needs
+    /// --upstream-client-credentials): each call carries a token the authorization server
+    /// issued for its caller and that upstream (the caller as `sub`, the gateway as actor),
+    /// for the caller's verified token; never the caller's token itself.
+    #[arg(long = "upstream-token-exchange", value_name = "NAME")]
+    upstream_token_exchange: Vec<String>,
     /// Serve the tools of upstream NAME under their own names, not as `NAME_tool`: policy and
     /// audit in front of one existing server without renaming its tools. Policies and audit
     /// still see `NAME.tool`. A name another tool also has fails closed (a built-in tool keeps
@@ -135,6 +152,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         headers: &args.upstream_headers,
         protocols: &args.upstream_protocols,
         unprefixed: &args.unprefixed,
+        client_credentials: &args.upstream_client_credentials,
+        token_exchange: &args.upstream_token_exchange,
         timeout: std::time::Duration::from_secs(args.timeout),
     })?);
     if upstreams.is_empty() {
