@@ -76,6 +76,16 @@
 //! messages the upstream sends on the call's own HTTP stream; messages a stdio or session
 //! upstream sends outside a call's stream belong to no call and are not forwarded.
 //!
+//! **Credentials (the confused-deputy rule).** A caller's token is the gateway's business only:
+//! it is never sent to an upstream, which could replay it elsewhere or act with more than the
+//! caller meant to grant. An HTTP upstream gets the credential configured for it: headers
+//! ([`Upstream::header`], [`Upstream::bearer_token`]), the gateway's own OAuth client
+//! ([`Upstream::client_credentials`]), or with [`ClientCredentials::token_exchange`] a token
+//! the authorization server issues per caller for that upstream alone (RFC 8693: the caller as
+//! `sub`, the gateway as actor), in exchange for the caller's verified token. Exchanged tokens
+//! go in each call's own request on the shared connection and are cached per caller; a
+//! caller whose token is not exchanged gets `FORBIDDEN`, and nothing reaches the upstream.
+//!
 //! **Failing.** An upstream that cannot be reached, died or did not answer in time gives a
 //! retryable error with an `errorId` (the cause is logged under it, never shown); a JSON-RPC
 //! error of the upstream is mapped to a code (`VALIDATION_ERROR`, `UNKNOWN_TOOL`,
