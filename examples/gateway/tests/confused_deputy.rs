@@ -457,3 +457,55 @@ async fn each_caller_reaches_an_upstream_with_its_own_exchanged_token() {
     })
     .await;
 }
+
+/// The binary's flags: `--upstream-client-credentials` with the secret from the environment
+/// mounts billing as the issuer's `service` client; with `--upstream-token-exchange` too, a
+/// stdio caller (no token to exchange) is refused.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_takes_client_credentials_and_token_exchange_from_flags() {
+    let issuer = oidc_issuer();
+    let billing = billing_behind(issuer.url());
+    within(async {
+        let credentials = format!(
+            "acct=token_endpoint={}/token,client_id=service,client_secret=${{ACCT_SECRET}},\
+             scope=billing:read",
+            issuer.url()
+        );
+        let mut args = vec![
+            "--upstream".to_owned(),
+            format!("acct=http:{}", billing.url()),
+            "--upstream-client-credentials".to_owned(),
+            credentials,
+        ];
+        let env = [("ACCT_SECRET", "service-secret")];
+        let gateway = GatewayStdio::start(&args, &env).await;
+        let read = call(
+            gateway.client.peer(),
+            "acct_billing_get_invoice",
+            json!({"id": "INV-7"}),
+        )
+        .await
+        .unwrap();
+        assert!(text_of(&read).contains("INV-7"), "{}", text_of(&read));
+        assert!(!gateway.log().contains("service-secret"));
+        drop(gateway);
+
+        args.extend(["--upstream-token-exchange".to_owned(), "acct".to_owned()]);
+        let gateway = GatewayStdio::start(&args, &env).await;
+        let refused = call(
+            gateway.client.peer(),
+            "acct_billing_get_invoice",
+            json!({"id": "INV-7"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(refused.is_error, Some(true));
+        assert!(
+            text_of(&refused).contains("cannot be used for the tools under `acct`"),
+            "{}",
+            text_of(&refused)
+        );
+    })
+    .await;
+}
