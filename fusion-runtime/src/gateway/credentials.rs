@@ -483,6 +483,25 @@ mod tests {
     }
 
     #[test]
+    fn the_exchange_form_names_the_callers_token_and_the_upstream() {
+        let credentials = ClientCredentials::new("https://as.test/token", "gw", "secret")
+            .resource("https://crm.test/mcp")
+            .audience("crm")
+            .scope("crm:read")
+            .token_exchange();
+        assert_eq!(
+            credentials.exchange_form("caller.jwt"),
+            "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange\
+             &subject_token=caller.jwt\
+             &subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token\
+             &requested_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token\
+             &scope=crm%3Aread&resource=https%3A%2F%2Fcrm.test%2Fmcp&audience=crm"
+        );
+        // The catalog's own token names no audience: that is the exchange's parameter.
+        assert!(!credentials.form().contains("audience"));
+    }
+
+    #[test]
     fn a_token_is_replaced_before_it_expires() {
         assert_eq!(
             refresh_margin(Duration::from_secs(600)),
