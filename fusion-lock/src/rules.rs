@@ -149,7 +149,7 @@ rules! {
     /// More items reach the agent.
     LimitRaised = "limit-raised", Risky, "an agent limit raised or removed";
     /// More bytes reach the agent.
-    BudgetRaised = "budget-raised", Risky, "an egress budget raised or removed";
+    BudgetRaised = "budget-raised", Risky, "an egress budget (bytes or tokens) raised or removed";
     /// A guard is gone or lets more through.
     GuardLoosened = "guard-loosened", Risky, "a guard removed or loosened (serialization, concurrency, timeout, rate limit, access policy, audit)";
     /// Fewer domains are invalidated.
@@ -212,7 +212,7 @@ rules! {
     /// Fewer items reach the agent.
     LimitLowered = "limit-lowered", Safe, "an agent limit lowered or added";
     /// Fewer bytes reach the agent.
-    BudgetLowered = "budget-lowered", Safe, "an egress budget lowered or added";
+    BudgetLowered = "budget-lowered", Safe, "an egress budget (bytes or tokens) lowered or added";
     /// A guard is new or stricter.
     GuardTightened = "guard-tightened", Safe, "a guard added or tightened, or its retry hint changed";
     /// More domains are invalidated.

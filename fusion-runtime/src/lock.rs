@@ -180,6 +180,7 @@ fn action_entry(server: &Server, action: &CompiledAction) -> ActionEntry {
                 retry_after_ms: millis(concurrency.retry_after),
             }),
             max_bytes: facts.max_bytes.map(|bytes| bytes as u64),
+            max_tokens: facts.max_tokens.map(|tokens| tokens as u64),
             timeout_ms: facts.timeout.map(millis),
             rate_limit: facts.rate_limit.map(rate_limit),
         },

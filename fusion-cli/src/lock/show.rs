@@ -275,6 +275,9 @@ fn guards(action: &ActionEntry) -> String {
     if let Some(bytes) = guards.max_bytes {
         parts.push(format!("{bytes} bytes"));
     }
+    if let Some(tokens) = guards.max_tokens {
+        parts.push(format!("{tokens} tokens"));
+    }
     if let Some(timeout) = guards.timeout_ms {
         parts.push(format!("timeout {}", millis(timeout)));
     }

@@ -14,6 +14,7 @@ pub(crate) struct Checked<'a> {
     /// Each listed field with the model's facts about it, in the presenter's order.
     pub(crate) fields: Vec<(&'a ListedField, &'a FieldFacts)>,
     pub(crate) limit: Option<usize>,
+    pub(crate) max_tokens: Option<usize>,
 }
 
 /// The presenter with what follows the rules, or `None` when there is no struct to present
@@ -28,6 +29,7 @@ pub(crate) fn check<'a>(
         errors.handle(check_unit_struct(item));
     }
     let limit = errors.handle(check_limit(args));
+    let max_tokens = errors.handle(check_max_tokens(args));
     if presenter.complete {
         errors.handle(check_some_field(args));
     }
@@ -57,6 +59,7 @@ pub(crate) fn check<'a>(
         item: presenter.item.as_ref()?,
         fields,
         limit: limit.flatten(),
+        max_tokens: max_tokens.flatten(),
     })
 }
 
@@ -83,6 +86,19 @@ fn check_limit(args: &PresenterArgs) -> Result<Option<usize>> {
             Err(Error::custom("`limit` is a positive number of items").with_span(limit))
         }
         Ok(limit) => Ok(Some(limit)),
+    }
+}
+
+// The token budget is a positive number of tokens.
+fn check_max_tokens(args: &PresenterArgs) -> Result<Option<usize>> {
+    let Some(max_tokens) = &args.max_tokens else {
+        return Ok(None);
+    };
+    match max_tokens.base10_parse::<usize>() {
+        Ok(0) | Err(_) => {
+            Err(Error::custom("`max_tokens` is a positive number of tokens").with_span(max_tokens))
+        }
+        Ok(max_tokens) => Ok(Some(max_tokens)),
     }
 }
 

@@ -28,6 +28,7 @@ pub(super) struct CompileContext<'a> {
     pub(super) server_middleware: &'a [Arc<dyn Middleware>],
     pub(super) server_version: &'a str,
     pub(super) max_bytes: Option<usize>,
+    pub(super) max_tokens: Option<usize>,
     pub(super) data_text: crate::action::DataText,
     pub(super) default_timeout: Option<std::time::Duration>,
     pub(super) serialization_lock: Option<&'a Arc<dyn crate::guard::SerializationLock>>,
@@ -83,6 +84,7 @@ pub(super) fn compile_action(
         concurrency,
         serialization,
         max_bytes,
+        max_tokens,
         data_text,
         toolset,
         timeout,
@@ -218,8 +220,20 @@ pub(super) fn compile_action(
     // budget) or a page tells the agent the offset of the next items; a page's next cursor is
     // given back through a string `cursor` argument.
     let max_bytes = max_bytes.or(context.max_bytes);
+    // The tool's own budget, else its presenter's, else the server's.
+    let max_tokens = max_tokens
+        .or(presenter
+            .as_ref()
+            .and_then(|presenter| presenter.max_tokens))
+        .or(context.max_tokens);
+    if max_tokens.is_some() && !crate::envelope::COUNTS_TOKENS {
+        problems.push(format!(
+            "tool `{key}` has a token budget, but this server was built without a tokenizer: enable fusion's `tokens` feature"
+        ));
+    }
     let can_cut = paged
         || max_bytes.is_some()
+        || max_tokens.is_some()
         || presenter
             .as_ref()
             .is_some_and(|presenter| presenter.limit.is_some());
@@ -267,6 +281,7 @@ pub(super) fn compile_action(
         concurrency,
         serialization,
         max_bytes,
+        max_tokens,
         data_text: data_text.unwrap_or(context.data_text),
         timeout: timeout.or(context.default_timeout),
         rate_limit,

@@ -81,6 +81,7 @@ pub struct ServerBuilder {
     enabled_toolsets: Option<Vec<String>>,
     disabled_toolsets: Vec<String>,
     max_bytes: Option<usize>,
+    max_tokens: Option<usize>,
     data_text: crate::action::DataText,
     default_timeout: Option<std::time::Duration>,
     rate_limit: Option<RateLimit>,
@@ -139,6 +140,7 @@ impl ServerBuilder {
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
             max_bytes: None,
+            max_tokens: None,
             data_text: crate::action::DataText::default(),
             default_timeout: None,
             rate_limit: None,
@@ -467,6 +469,14 @@ impl ServerBuilder {
         self
     }
 
+    /// The token budget of every tool that sets none and whose presenter sets none (see
+    /// [`ToolSpec::with_max_tokens`](crate::ToolSpec::with_max_tokens); feature `tokens`).
+    #[must_use]
+    pub fn max_tokens(mut self, max_tokens: usize) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
     /// The form of the data block of every tool that does not set its own
     /// ([`ToolSpec::with_data_text`](crate::spec::ToolSpec::with_data_text)), for clients that
     /// read `structuredContent`: [`DataText::Compact`](crate::action::DataText::Compact) by
@@ -651,6 +661,7 @@ impl ServerBuilder {
                 server_middleware: &self.middleware,
                 server_version: &self.version,
                 max_bytes: self.max_bytes,
+                max_tokens: self.max_tokens,
                 data_text: self.data_text,
                 default_timeout: self.default_timeout,
                 serialization_lock: self.serialization_lock.as_ref(),
@@ -671,6 +682,13 @@ impl ServerBuilder {
             return Err(BuildError::new(problems).with_guarded_inputs(guarded_inputs));
         }
         name_stale(&mut actions);
+        #[cfg(feature = "tokens")]
+        if actions
+            .iter()
+            .any(|action| action.facts.max_tokens.is_some())
+        {
+            crate::envelope::load_tokenizer();
+        }
 
         let tools = expose(&actions, &names, &mut problems);
         let mut by_name = HashMap::new();

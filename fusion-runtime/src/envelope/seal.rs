@@ -450,7 +450,7 @@ pub(crate) fn seal_success(
         meta,
     };
     let mut result = CallToolResult::success(content);
-    let cut = match action.max_bytes {
+    let cut = match super::budget::Budget::of(action) {
         Some(budget) => fit_budget(
             &mut result,
             envelope,

@@ -235,6 +235,11 @@ impl Gateway {
                 problems.push(format!("two upstreams are mounted under `{prefix}`"));
             }
             upstream::check(prefix, upstream, problems);
+            if upstream.max_tokens.is_some() && !crate::envelope::COUNTS_TOKENS {
+                problems.push(format!(
+                    "upstream `{prefix}` has a token budget, but this server was built without a tokenizer: enable fusion's `tokens` feature"
+                ));
+            }
         }
         let runtime = tokio::runtime::Handle::try_current();
         if runtime.is_err() {
@@ -572,6 +577,7 @@ fn proxy(
         concurrency: state.config.concurrency,
         serialization: Serialization::Off,
         max_bytes: None,
+        max_tokens: None,
         data_text: crate::action::DataText::default(),
         timeout: Some(state.config.timeout),
         rate_limit: None,

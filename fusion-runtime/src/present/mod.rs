@@ -40,6 +40,9 @@ pub trait Presenter: Send + Sync + 'static {
     const RULES: &'static [&'static str];
     /// The most items of a collection the agent receives; `None` for no limit.
     const LIMIT: Option<usize>;
+    /// The most tokens an answer with this presenter's data may cost an agent; `None` for no
+    /// budget (a tool may set its own). Needs the `tokens` feature.
+    const MAX_TOKENS: Option<usize> = None;
     /// The canonical keys of every tool this presenter may suggest (checked at build).
     const ACTIONS: &'static [&'static str];
     /// The fields presented through presenters of their own, with those presenters.
@@ -645,6 +648,8 @@ pub struct PresenterInfo {
     pub rules: &'static [&'static str],
     /// The agent limit for collections.
     pub limit: Option<usize>,
+    /// The token budget of an answer.
+    pub max_tokens: Option<usize>,
     /// The tools it may suggest.
     pub actions: &'static [&'static str],
     /// The fields it presents through presenters of their own.
@@ -664,6 +669,7 @@ impl PresenterInfo {
             fields: P::FIELDS,
             rules: P::RULES,
             limit: P::LIMIT,
+            max_tokens: P::MAX_TOKENS,
             actions: P::ACTIONS,
             nested: P::NESTED,
             ui_kinds: P::UI_KINDS,
