@@ -189,7 +189,7 @@ rules! {
     /// An input named like a guarded field is stated not to be it.
     NotGuardedStated = "not-guarded-stated", Risky, "an input named like a guarded field stated not to be that field, or the reason changed (read the reason)";
     /// A tool's definition costs more tokens than the budget allows.
-    TokensGrew = "tokens-grew", Risky, "a tool's definition grew past the lockfile's token threshold (every conversation pays for it)";
+    TokensGrew = "tokens-grew", Risky, "a tool's definition or worst answer grew past the lockfile's token threshold, or an answer lost its bound (every conversation or call pays for it)";
 
     /// A new action.
     ActionAdded = "action-added", Safe, "a new tool or action";
@@ -247,7 +247,7 @@ rules! {
     /// A presenter or model has another name.
     PresenterRenamed = "presenter-renamed", Cosmetic, "a presenter or its model renamed (its fields are compared as they are)";
     /// A tool's definition tokens changed within the threshold.
-    TokensChanged = "tokens-changed", Cosmetic, "a tool's definition tokens shrank, or grew within the threshold";
+    TokensChanged = "tokens-changed", Cosmetic, "a tool's definition or worst answer shrank, grew within the threshold, or became bounded";
     /// The same meaning, written otherwise.
     FormOnly = "form-only", Cosmetic, "the same meaning written otherwise (an order that does not matter, a definition's name)";
 }
