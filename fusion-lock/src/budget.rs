@@ -83,23 +83,14 @@ pub(crate) fn changes(old: Option<&TokenBudget>, new: Option<&TokenBudget>) -> V
         if now == was {
             continue;
         }
-        let percent = (now as f64 - was as f64) * 100.0 / (was.max(1) as f64);
-        if now > old.allowance(was) {
-            found.push(change(
-                tool,
-                Rule::TokensGrew,
-                format!(
-                    "definition grew from {was} to {now} tokens ({percent:+.0} %, over the {} % threshold): every conversation that loads the connector pays for it",
-                    old.threshold_percent
-                ),
-            ));
-        } else {
-            found.push(change(
-                tool,
-                Rule::TokensChanged,
-                format!("definition went from {was} to {now} tokens ({percent:+.0} %)"),
-            ));
-        }
+        found.push(growth(
+            old,
+            tool,
+            "definition",
+            "every conversation that loads the connector pays for it",
+            was,
+            now,
+        ));
     }
     // A lockfile written before answers were measured has none: nothing to compare then.
     for (action, &now) in &new.answers {
@@ -108,25 +99,14 @@ pub(crate) fn changes(old: Option<&TokenBudget>, new: Option<&TokenBudget>) -> V
         };
         match (was, now) {
             (Some(was), Some(now)) if was == now => {}
-            (Some(was), Some(now)) => {
-                let percent = (now as f64 - was as f64) * 100.0 / (was.max(1) as f64);
-                if now > old.allowance(was) {
-                    found.push(change(
-                        action,
-                        Rule::TokensGrew,
-                        format!(
-                            "worst answer grew from {was} to {now} tokens ({percent:+.0} %, over the {} % threshold): every full page costs the agent that much more",
-                            old.threshold_percent
-                        ),
-                    ));
-                } else {
-                    found.push(change(
-                        action,
-                        Rule::TokensChanged,
-                        format!("worst answer went from {was} to {now} tokens ({percent:+.0} %)"),
-                    ));
-                }
-            }
+            (Some(was), Some(now)) => found.push(growth(
+                old,
+                action,
+                "worst answer",
+                "every full page costs the agent that much more",
+                was,
+                now,
+            )),
             (Some(was), None) => found.push(change(
                 action,
                 Rule::TokensGrew,
@@ -143,6 +123,28 @@ pub(crate) fn changes(old: Option<&TokenBudget>, new: Option<&TokenBudget>) -> V
         }
     }
     found
+}
+
+/// `what` of `subject` went from `was` to `now` tokens: risky past `old`'s threshold (`cost`
+/// says who pays), cosmetic within it.
+fn growth(old: &TokenBudget, subject: &str, what: &str, cost: &str, was: u64, now: u64) -> Change {
+    let percent = (now as f64 - was as f64) * 100.0 / (was.max(1) as f64);
+    if now > old.allowance(was) {
+        change(
+            subject,
+            Rule::TokensGrew,
+            format!(
+                "{what} grew from {was} to {now} tokens ({percent:+.0} %, over the {} % threshold): {cost}",
+                old.threshold_percent
+            ),
+        )
+    } else {
+        change(
+            subject,
+            Rule::TokensChanged,
+            format!("{what} went from {was} to {now} tokens ({percent:+.0} %)"),
+        )
+    }
 }
 
 fn change(subject: &str, rule: Rule, reason: String) -> Change {

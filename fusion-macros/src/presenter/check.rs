@@ -78,27 +78,24 @@ fn check_unit_struct(item: &ItemStruct) -> Result<()> {
 
 // The agent limit is a positive number of items.
 fn check_limit(args: &PresenterArgs) -> Result<Option<usize>> {
-    let Some(limit) = &args.limit else {
-        return Ok(None);
-    };
-    match limit.base10_parse::<usize>() {
-        Ok(0) | Err(_) => {
-            Err(Error::custom("`limit` is a positive number of items").with_span(limit))
-        }
-        Ok(limit) => Ok(Some(limit)),
-    }
+    positive(args.limit.as_ref(), "`limit` is a positive number of items")
 }
 
 // The token budget is a positive number of tokens.
 fn check_max_tokens(args: &PresenterArgs) -> Result<Option<usize>> {
-    let Some(max_tokens) = &args.max_tokens else {
+    positive(
+        args.max_tokens.as_ref(),
+        "`max_tokens` is a positive number of tokens",
+    )
+}
+
+fn positive(value: Option<&syn::LitInt>, message: &str) -> Result<Option<usize>> {
+    let Some(value) = value else {
         return Ok(None);
     };
-    match max_tokens.base10_parse::<usize>() {
-        Ok(0) | Err(_) => {
-            Err(Error::custom("`max_tokens` is a positive number of tokens").with_span(max_tokens))
-        }
-        Ok(max_tokens) => Ok(Some(max_tokens)),
+    match value.base10_parse::<usize>() {
+        Ok(0) | Err(_) => Err(Error::custom(message).with_span(value)),
+        Ok(value) => Ok(Some(value)),
     }
 }
 
