@@ -472,8 +472,9 @@ where
         let run = read(args)?;
         Ok(ReadyCall::new(
             move |context: CallContext| -> HandlerFuture {
+                let ui = context.wants_ui();
                 let future = run(context);
-                Box::pin(async move { crate::present::present::<P, T, E>(future.await?) })
+                Box::pin(async move { crate::present::present::<P, T, E>(future.await?, ui) })
             },
         ))
     })

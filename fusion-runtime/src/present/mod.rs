@@ -599,18 +599,18 @@ pub trait ToolOutput<P: ?Sized>: Send + Sized + 'static {
     const PAGED: bool = false;
     /// The schema of the envelope's `data`.
     fn data_schema(generator: &mut SchemaGenerator) -> Schema;
-    /// Presents the value.
-    fn present(self) -> Result<Presentation, ToolError>;
+    /// Presents the value; with the presenter's UI blocks when `ui` (the client draws them).
+    fn present(self, ui: bool) -> Result<Presentation, ToolError>;
 }
 
-/// Presents a handler's result (used by generated code).
+/// Presents a handler's result, with UI blocks when `ui` (used by generated code).
 #[doc(hidden)]
-pub fn present<P: ?Sized, T, E>(result: Result<T, E>) -> Result<Presentation, ToolError>
+pub fn present<P: ?Sized, T, E>(result: Result<T, E>, ui: bool) -> Result<Presentation, ToolError>
 where
     T: ToolOutput<P>,
     E: Into<ToolError>,
 {
-    result.map_err(Into::into)?.present()
+    result.map_err(Into::into)?.present(ui)
 }
 
 /// The schema of a presenter's item: a closed object whose fields are all present (used by

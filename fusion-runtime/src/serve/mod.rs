@@ -464,6 +464,7 @@ impl McpHandler {
                     peer: Some(context.peer),
                     id: Some(context.id),
                     waiting: std::mem::take(&mut call.request.waiting),
+                    renders_ui: None,
                 };
                 call.meta = context.meta;
                 call.cancellation = context.ct;
@@ -475,6 +476,7 @@ impl McpHandler {
                     peer: Some(context.peer.clone()),
                     id: Some(context.id.clone()),
                     waiting: std::mem::take(&mut call.request.waiting),
+                    renders_ui: None,
                 };
                 call.meta = context.meta.clone();
                 call.cancellation = context.ct.clone();
@@ -819,6 +821,8 @@ impl McpHandler {
                     call.protocol_version().as_ref(),
                     asking.capabilities.as_ref(),
                 );
+                // A presenter builds no UI blocks for a client that does not draw them.
+                call.set_renders_ui(form.ui);
                 if matches!(mode, tasks::Mode::Task) {
                     return self
                         .start_task(name.into_owned(), request.arguments, call, asking, form)
