@@ -368,7 +368,8 @@ pub mod rules {
     pub use fusion_runtime::upstream::kinds::ArgumentIsNotGuarded;
     pub use fusion_runtime::wire::{
         AcceptsRawModel, CarriesHiddenValue, CarriesRawModel, ComparedOnlyWithMatches,
-        DescribesRawModel, HashedOnlyWithKeyedDigest, NeverOrderedUseMatches, TheWire,
+        DescribesRawModel, FillableProfile, HashedOnlyWithKeyedDigest, NeverOrderedUseMatches,
+        NotASecret, PresenterView, TheWire,
     };
 
     /// The checks generated code runs against the rules above, named here so that a note
