@@ -31,7 +31,10 @@ use crate::server::{Audit, Server, ServerInner};
 use crate::spec::{Tool, ToolSpec};
 
 mod compile;
-use compile::{CompileContext, compile_action, exposure_of, name_stale, unknown_suggestions};
+use compile::{
+    CompileContext, compile_action, exposure_of, name_stale, unknown_recoveries,
+    unknown_suggestions,
+};
 
 /// Checks a built server against its reviewed lockfile ([`crate::lock::enforce`]).
 type LockCheck = fn(&Server, &str) -> Result<(), BuildError>;
@@ -638,6 +641,7 @@ impl ServerBuilder {
             .collect();
         let all_keys: Vec<ToolKey> = specs.iter().map(|(key, _)| key.clone()).collect();
         unknown_suggestions(&specs, &all_keys, &mut problems);
+        unknown_recoveries(&specs, &all_keys, &mut problems);
         // What a mutation may invalidate: tools, and the resources and prompts that show data.
         let content_keys = crate::catalog::keys_of(&self.resources, &self.prompts);
 
