@@ -96,7 +96,7 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_sessions_per_principal)]
     max_sessions_per_tenant: usize,
     /// How long a replica vouches for a task (an export) it runs without renewing, in
-    /// milliseconds (it renews three times a lease, at most every second). A task whose replica
+    /// milliseconds (it renews every third of a lease, or every second if that is sooner). A task whose replica
     /// died is reported failed once this ran out: shorter finds out sooner, longer rides out
     /// a slower database.
     #[arg(long, value_name = "MS", default_value_t = task_lease_ms_default(),

@@ -71,7 +71,11 @@ impl Cluster {
         let (mut replicas, mut nginx, mut said) = (Vec::new(), None, String::new());
         loop {
             let mut line = String::new();
-            if lines.read_line(&mut line).expect("read the script's output") == 0 {
+            if lines
+                .read_line(&mut line)
+                .expect("read the script's output")
+                == 0
+            {
                 let status = child.wait().expect("the script's end");
                 if status.code() == Some(77) {
                     eprintln!("SKIPPED: {said}");
@@ -175,7 +179,10 @@ async fn tasks_are_reached_cancelled_and_failed_through_any_replica() {
         let again = get(other, &id).await.expect("the owner reads its task");
         assert_eq!(again.task, done.task, "{name}");
     }
-    eprintln!("replica tasks: started on 1, completed as 2, 3 and nginx tell ({:?})", begun.elapsed());
+    eprintln!(
+        "replica tasks: started on 1, completed as 2, 3 and nginx tell ({:?})",
+        begun.elapsed()
+    );
 
     // Started on replica 1, cancelled through replica 3.
     let cancelled = start_export(&a).await;
@@ -185,8 +192,17 @@ async fn tasks_are_reached_cancelled_and_failed_through_any_replica() {
         .cancel_task(CancelTaskParams::new(&cancelled))
         .await
         .expect("the owner cancels through replica 3");
-    for (name, other) in [("replica 1", &a), ("replica 2", &b), ("replica 3", &c), ("nginx", &lb)] {
-        assert_eq!(status(other, &cancelled).await, TaskStatus::Cancelled, "{name}");
+    for (name, other) in [
+        ("replica 1", &a),
+        ("replica 2", &b),
+        ("replica 3", &c),
+        ("nginx", &lb),
+    ] {
+        assert_eq!(
+            status(other, &cancelled).await,
+            TaskStatus::Cancelled,
+            "{name}"
+        );
     }
     // Replica 1 hears of it at its next renewal (a third of a lease) and its run stops there,
     // long before the export's ten batches would have ended.
@@ -230,10 +246,7 @@ async fn tasks_are_reached_cancelled_and_failed_through_any_replica() {
         panic!("the orphaned export failed: {failed:?}");
     };
     let message = error["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("stopped before it finished"),
-        "{error:?}"
-    );
+    assert!(message.contains("stopped before it finished"), "{error:?}");
     assert_eq!(failed.task.task.status_message.as_deref(), Some(message));
     let said = format!("{failed:?}").to_lowercase();
     for internal in ["fusion_tasks", "postgres", "panic", "lease", "sql", "r1"] {

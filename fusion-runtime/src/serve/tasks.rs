@@ -613,10 +613,16 @@ fn task_of(record: &TaskRecord) -> Task {
     .with_poll_interval_ms(record.poll_interval_ms);
     // A failed task says why in its status too: the error's message, which holds no internal
     // text (internal failures name only their error id).
-    task.status_message = record.status_message.clone().or_else(|| match &record.state {
-        TaskState::Failed(error) => error.get("message").and_then(Value::as_str).map(str::to_owned),
-        _ => None,
-    });
+    task.status_message = record
+        .status_message
+        .clone()
+        .or_else(|| match &record.state {
+            TaskState::Failed(error) => error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            _ => None,
+        });
     task
 }
 
