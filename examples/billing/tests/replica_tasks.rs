@@ -59,6 +59,8 @@ impl Cluster {
                 format!("--task-lease-ms {}", LEASE.as_millis()),
             )
             .env("BILLING_EXPORT_HOLD_MS", EXPORT_HOLD_MS.to_string())
+            // The replicas' logs tell where a run ended (at info, the default).
+            .env("RUST_LOG", "info,rmcp=warn")
             .arg(script)
             .arg(support::billing_bin())
             .arg("3")
