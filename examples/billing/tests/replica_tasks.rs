@@ -6,7 +6,7 @@
 //! tasks for 1.5 s (`--task-lease-ms`), so that:
 //!
 //! * an export started on replica 1 is read while it works, and its result once done, through
-//!   replica 2, replica 3 and nginx; another tenant and a read-only token of the same tenant
+//!   replica 2, replica 3 and nginx (by 2025-11-25 session clients too); another tenant and a read-only token of the same tenant
 //!   are told that no such task exists, through every replica;
 //! * an export started on replica 1 and cancelled through replica 3 is cancelled as every
 //!   replica tells, and replica 1's run of it stops (its log says so, well before the export
@@ -26,7 +26,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CancelTaskParams, TaskPayload, TaskStatus};
-use support::tasks::{Client, client, get, is_unknown_task, settled_within, start_export};
+use support::tasks::{
+    Client, client, get, is_unknown_task, session_client, settled_within, start_export,
+};
 
 /// Each of the export's ten batches waits this long: an export takes about 3 s.
 const EXPORT_HOLD_MS: u64 = 300;
@@ -181,6 +183,13 @@ async fn tasks_are_reached_cancelled_and_failed_through_any_replica() {
         let again = get(other, &id).await.expect("the owner reads its task");
         assert_eq!(again.task, done.task, "{name}");
     }
+    // And by a 2025-11-25 session client, through nginx (pinned to whichever replica holds its
+    // session) and on replica 2.
+    for url in [&cluster.nginx, &two] {
+        let session = session_client(url, OWNER).await;
+        let again = get(&session, &id).await.expect("the owner reads its task");
+        assert_eq!(again.task, done.task, "a session at {url}");
+    }
     eprintln!(
         "replica tasks: started on 1, completed as 2, 3 and nginx tell ({:?})",
         begun.elapsed()
@@ -254,7 +263,12 @@ async fn tasks_are_reached_cancelled_and_failed_through_any_replica() {
     for internal in ["fusion_tasks", "postgres", "panic", "lease", "sql", "r1"] {
         assert!(!said.contains(internal), "{internal} in {failed:?}");
     }
-    for (name, other) in [("replica 3", &c), ("nginx", &lb)] {
+    let session = session_client(&three, OWNER).await;
+    for (name, other) in [
+        ("replica 3", &c),
+        ("nginx", &lb),
+        ("a session on 3", &session),
+    ] {
         let again = get(other, &orphan).await.expect("the owner reads its task");
         assert_eq!(again.task, failed.task, "{name}");
     }

@@ -14,8 +14,30 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 
 pub(crate) type Client = RunningService<RoleClient, ClientConfig>;
 
-/// A stateless client of `token` at `url` that declares the tasks extension.
+/// A stateless (2026-07-28) client of `token` at `url` that declares the tasks extension.
 pub(crate) async fn client(url: &str, token: &str) -> Client {
+    connect(
+        url,
+        token,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+}
+
+/// A 2025-11-25 session client of `token` at `url` (`initialize`) that declares the tasks
+/// extension.
+pub(crate) async fn session_client(url: &str, token: &str) -> Client {
+    let session = connect(url, token, ClientLifecycleMode::Initialize).await;
+    let negotiated = session
+        .peer_info()
+        .map(|info| info.protocol_version.clone());
+    assert_eq!(negotiated, Some(ProtocolVersion::V_2025_11_25), "{url}");
+    session
+}
+
+async fn connect(url: &str, token: &str, lifecycle: ClientLifecycleMode) -> Client {
     let http = super::http_client_builder()
         .timeout(Duration::from_secs(20))
         .build()
@@ -27,14 +49,9 @@ pub(crate) async fn client(url: &str, token: &str) -> Client {
     let mut config = ClientConfig::default();
     config.capabilities = ClientCapabilities::builder().enable_tasks().build();
     config
-        .serve_with_lifecycle(
-            transport,
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        )
+        .serve_with_lifecycle(transport, lifecycle)
         .await
-        .expect("server/discover over HTTP")
+        .expect("connect over HTTP")
 }
 
 /// Starts `billing.export_invoices` as a task; its id.
