@@ -234,6 +234,8 @@ impl McpHandler {
                 handler.notify_invalidated(result.invalidates(), change.as_ref());
             }
             let state = handler.ended(&id, parked, &round, outcome, &cancel);
+            // Where this replica's run of it ended: a cancel through another replica shows here.
+            tracing::info!(task = %id, status = state.status(), "a task's run ended");
             let settled = handler.tasks().store.settle(&id, &state, now_ms()).await;
             if let Err(error) = settled {
                 tracing::error!(task = %id, %error, "a task's end could not be stored");
@@ -609,7 +611,18 @@ fn task_of(record: &TaskRecord) -> Task {
     )
     .with_ttl_ms(record.ttl_ms)
     .with_poll_interval_ms(record.poll_interval_ms);
-    task.status_message = record.status_message.clone();
+    // A failed task says why in its status too: the error's message, which holds no internal
+    // text (internal failures name only their error id).
+    task.status_message = record
+        .status_message
+        .clone()
+        .or_else(|| match &record.state {
+            TaskState::Failed(error) => error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            _ => None,
+        });
     task
 }
 
