@@ -91,7 +91,7 @@
 mod bounds;
 pub(crate) mod call;
 mod child;
-pub(crate) use bounds::fit_result;
+pub(crate) use bounds::{fit_result, fit_task_result};
 mod config;
 mod credentials;
 mod events;
@@ -102,6 +102,7 @@ mod passthrough;
 mod progress;
 mod read;
 mod session;
+pub(crate) mod tasks;
 mod upstream;
 
 use std::borrow::Cow;
@@ -165,6 +166,8 @@ pub(crate) struct Gateway {
     version: String,
     shutdown: CancellationToken,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The gateway's ids of its callers' upstream tasks (module `tasks`).
+    pub(crate) upstream_tasks: tasks::ProxiedTasks,
 }
 
 /// Every proxied tool, as listed and called now: replaced whole when an upstream's tools
@@ -271,6 +274,7 @@ impl Gateway {
             version: version.to_owned(),
             shutdown: CancellationToken::new(),
             tasks: Default::default(),
+            upstream_tasks: Default::default(),
         });
         let tasks = gateway
             .upstreams
@@ -553,7 +557,13 @@ fn proxy(
         surface: crate::action::Surface::Tool,
         // An upstream's arguments are its own: its server guards its own fields.
         not_guarded: Default::default(),
-        task: crate::task::TaskSupport::Forbidden,
+        // The upstream decides which calls become tasks (SEP-2663): one that declares the
+        // extension is asked for a task whenever the caller declared it.
+        task: if state.runs_tasks() {
+            crate::task::TaskSupport::Optional
+        } else {
+            crate::task::TaskSupport::Forbidden
+        },
         verb,
         description: tool.description.as_deref().unwrap_or_default().to_owned(),
         title: tool.title.clone(),
