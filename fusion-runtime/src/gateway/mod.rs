@@ -71,6 +71,15 @@
 //! 2025-11-25) sends during a call are answered by the gateway's own client, which declares
 //! none of those capabilities.
 //!
+//! **Tasks.** A server with mounts declares the tasks extension. A caller that declared it and
+//! calls a tool of an upstream that speaks 2026-07-28 and declares it has the upstream asked
+//! for a task (the call's whole path runs, audit included, with the gateway's credentials); the
+//! caller gets an unguessable id of the gateway's, mapped to the upstream's task and owned by
+//! the caller as a local task is (module `tasks`). `tasks/get`, `tasks/update` and
+//! `tasks/cancel` with it are forwarded for the owner only; a result is renamed and bounded as
+//! a proxied call's. An upstream without the extension, or a session one (whose client never
+//! declared it), answers every call when it is done.
+//!
 //! **Logging.** A caller that asked for a log level (`logging/setLevel`, or `_meta` at
 //! 2026-07-28) has the upstream asked for the same in the call's `_meta`, and receives the log
 //! messages the upstream sends on the call's own HTTP stream; messages a stdio or session
