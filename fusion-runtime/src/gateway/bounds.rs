@@ -30,6 +30,17 @@ pub(crate) fn fit_result(
     }
 }
 
+/// The result of a task of `tool` (a served name) of upstream `upstream`, within its budget:
+/// the tool may have left the catalog since the task started.
+pub(crate) fn fit_task_result(
+    result: CallToolResult,
+    gateway: &Gateway,
+    upstream: usize,
+    tool: &str,
+) -> CallToolResult {
+    fit(result, gateway.upstream(upstream).config.max_bytes, tool)
+}
+
 /// The JSON size of `value`, counted as it is written.
 fn size_of(value: &impl Serialize) -> usize {
     struct Count(usize);

@@ -4,7 +4,7 @@
 //! notifications (progress, list changes) back.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,8 @@ pub(crate) struct UpstreamState {
     /// How its tools are called here, for what it says of them (set with the catalog).
     renames: RwLock<Arc<Renames>>,
     server_version: RwLock<Option<String>>,
+    /// It speaks 2026-07-28 and declares the tasks extension (set with the catalog).
+    runs_tasks: AtomicBool,
     /// Where each in-flight call's progress goes, by the upstream's token (read by the
     /// transport, in order: see [`super::progress`]).
     routes: Routes,
@@ -71,6 +73,7 @@ impl UpstreamState {
             tools: RwLock::new(Arc::new(Vec::new())),
             renames: RwLock::default(),
             server_version: RwLock::new(None),
+            runs_tasks: AtomicBool::new(false),
             routes: Routes::default(),
             refresh: Notify::new(),
             reconnect: Notify::new(),
@@ -110,6 +113,12 @@ impl UpstreamState {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Whether its tools' calls may become tasks: it speaks 2026-07-28 (where the gateway
+    /// declares the extension per request) and declares the extension.
+    pub(crate) fn runs_tasks(&self) -> bool {
+        self.runs_tasks.load(Ordering::Acquire)
     }
 
     pub(crate) fn status(&self) -> UpstreamStatus {
@@ -530,6 +539,10 @@ async fn start(state: &Arc<UpstreamState>) -> Result<(Connection, Option<Subscri
             .as_ref()
             .map(|server| server.version.clone())
     });
+    let runs_tasks = connection.peer().peer_info().is_some_and(|info| {
+        info.protocol_version >= ProtocolVersion::V_2026_07_28 && info.capabilities.supports_tasks()
+    });
+    state.runs_tasks.store(runs_tasks, Ordering::Release);
     *state.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
     *state.link.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(Link {
         peer: connection.peer().clone(),
