@@ -21,13 +21,7 @@ pub(crate) fn fit_result(
     gateway: &Gateway,
     tool: &ProxiedTool,
 ) -> CallToolResult {
-    let config = &gateway.upstream(tool.upstream).config;
-    let name = &tool.definition.name;
-    let result = fit(result, config.max_bytes, Unit::Bytes, name);
-    match config.max_tokens {
-        Some(max_tokens) => fit(result, max_tokens, Unit::Tokens, name),
-        None => result,
-    }
+    fit_task_result(result, gateway, tool.upstream, &tool.definition.name)
 }
 
 /// The result of a task of `tool` (a served name) of upstream `upstream`, within its budget:
@@ -38,7 +32,12 @@ pub(crate) fn fit_task_result(
     upstream: usize,
     tool: &str,
 ) -> CallToolResult {
-    fit(result, gateway.upstream(upstream).config.max_bytes, tool)
+    let config = &gateway.upstream(upstream).config;
+    let result = fit(result, config.max_bytes, Unit::Bytes, tool);
+    match config.max_tokens {
+        Some(max_tokens) => fit(result, max_tokens, Unit::Tokens, tool),
+        None => result,
+    }
 }
 
 /// The JSON size of `value`, counted as it is written.
