@@ -55,10 +55,20 @@ async fn brief_tickets(
     Ok(tickets(count))
 }
 
+/// Lists tickets within a budget smaller than one ticket: what a hurried author might set.
+#[tool(query, name = "desk.tiny_tickets", returns = TicketRow, max_tokens = 5)]
+async fn tiny_tickets(
+    /// How many tickets there are.
+    count: usize,
+) -> Result<Vec<Ticket>, ToolError> {
+    Ok(tickets(count))
+}
+
 fn tester() -> Tester {
     let server = ServerBuilder::new("desk", "1.0.0")
         .tool::<list_tickets>()
         .tool::<brief_tickets>()
+        .tool::<tiny_tickets>()
         .build()
         .expect("the desk builds");
     Tester::new(server)
@@ -123,6 +133,21 @@ async fn a_tools_budget_overrides_its_presenters() {
         .await;
     assert!(brief < listed.data().as_array().unwrap().len());
     assert!(brief > 0);
+}
+
+#[tokio::test]
+async fn a_budget_smaller_than_one_item_leaves_it_out_and_says_so() {
+    let cut = tester()
+        .call("desk.tiny_tickets", json!({"count": 3}))
+        .await;
+    assert!(!cut.is_error());
+    assert_eq!(cut.data(), &json!([]));
+    let notice = cut.truncation_notice().expect("a truncation notice");
+    assert!(
+        notice.contains("larger than the response size limit"),
+        "{notice}"
+    );
+    assert!(!cut.raw_text().contains("@example.com"));
 }
 
 #[test]

@@ -24,8 +24,9 @@ pub(crate) fn fit_result(
     fit_task_result(result, gateway, tool.upstream, &tool.definition.name)
 }
 
-/// The result of a task of `tool` (a served name) of upstream `upstream`, within its budget:
-/// the tool may have left the catalog since the task started.
+/// A result of `tool` (a served name) of upstream `upstream`, within that upstream's budgets:
+/// its bytes, then its tokens. Named by index, as a task's tool may have left the catalog
+/// since the task started.
 pub(crate) fn fit_task_result(
     result: CallToolResult,
     gateway: &Gateway,
