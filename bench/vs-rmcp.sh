@@ -13,8 +13,8 @@
 #   billing examples/billing --in-memory: the flagship example (invoices in its memory store)
 #   sqlite  examples/billing --data-dir (a fresh directory): the flagship on its SQLite store
 #   raw     bench raw-billing --data-dir (another fresh directory): billing written by hand on
-#           rmcp's ServerHandler, doing the same SQLite work and sending the same envelope as
-#           billing did before it counted only first pages (the like-for-like baseline)
+#           rmcp's ServerHandler, doing the same SQLite work as billing and sending the same
+#           answers, byte for byte (the like-for-like baseline)
 # and four comparisons: hello ÷ plain and billing ÷ plain (what a user compares), sqlite ÷ raw
 # (the SDK's own cost in billing, like for like) and hello's absolute figures.
 #

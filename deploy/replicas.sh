@@ -18,6 +18,11 @@
 # client of both eras (TypeScript SDK 1.x and 2.x, Python SDK) through nginx, three of each at
 # once, with examples/billing/tests/plans/guarded.json (on the fresh seed, before the load).
 # With BENCH_LOADGEN=path/to/loadgen it also prints calls/s and p99 through nginx.
+# REPLICA_ARGS adds arguments to every replica's command line (e.g. `--task-lease-ms 1500`).
+# With HOLD=1 it only sets the cluster up and checks /healthz, prints one line per replica
+# (`replica I PORT PID LOG`), `nginx PORT`, `database URL` and `CLUSTER READY`, then keeps
+# everything running until its standard input closes, and stops it all: for tests that drive
+# the replicas themselves (examples/billing/tests/replica_tasks.rs).
 set -euo pipefail
 BIN=$(realpath "$1"); N=${2:-3}; CLIENTS=${CLIENTS:-64}; CREATES=${CREATES:-8}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -67,12 +72,13 @@ DB="postgres://postgres@127.0.0.1:$PGPORT/postgres"
 psql() { command psql "$DB" -Atq -c "$1"; }
 log "PostgreSQL on 127.0.0.1:$PGPORT"
 
-printf 'tok-a=t_777\ntok-b=t_other\n' > "$WORK/tokens"; chmod 600 "$WORK/tokens"
+printf 'tok-a=t_777\ntok-b=t_other\ntok-r=t_777:read\n' > "$WORK/tokens"; chmod 600 "$WORK/tokens"
+read -ra EXTRA <<< "${REPLICA_ARGS:-}"
 declare -A RPORT RPID
 start_replica() {
   local i=$1
   "$BIN" --http "127.0.0.1:${RPORT[$i]}" --database-url "$DB" --token-file "$WORK/tokens" \
-    --replica "r$i" --drain-seconds 1 --pool-size 8 >>"$WORK/replica$i.log" 2>&1 &
+    --replica "r$i" --drain-seconds 1 --pool-size 8 "${EXTRA[@]}" >>"$WORK/replica$i.log" 2>&1 &
   RPID[$i]=$!; PIDS+=($!)
   for _ in $(seq 100); do
     curl -fsS "http://127.0.0.1:${RPORT[$i]}/readyz" >/dev/null 2>&1 && return 0
@@ -116,6 +122,14 @@ log "nginx on 127.0.0.1:$LBPORT"
 
 # Health through the LB and on each replica.
 curl -fsS "http://127.0.0.1:$LBPORT/healthz" | grep -q ok || fail "/healthz through nginx"
+
+if [ -n "${HOLD:-}" ]; then
+  for i in $(seq 1 "$N"); do echo "replica $i ${RPORT[$i]} ${RPID[$i]} $WORK/replica$i.log"; done
+  echo "nginx $LBPORT"; echo "database $DB"; echo "CLUSTER READY"
+  # Until the caller is done (or gone): its end closes our standard input.
+  cat >/dev/null || true
+  exit 0
+fi
 
 # Sessions pinned by their id: a 2025-11-25 client's requests after `initialize` reach the
 # replica that holds its session, whichever replica `least_conn` gave the `initialize`.

@@ -316,14 +316,28 @@ fn billings_committed_lockfile_verifies() {
         "{}",
         shown.stdout
     );
-    // Its token budget: the listing's total on the first line, each tool's in a column.
+    // Its token budget: the listing's total on the first line, each tool's definition and
+    // worst answer in columns.
     let first = shown.stdout.lines().next().unwrap_or_default();
     assert!(
         first.contains("tokens listed (o200k_base, risky past +10 %)"),
         "{first}"
     );
     let header = shown.stdout.lines().nth(3).unwrap_or_default();
-    assert!(header.trim_end().ends_with("TOKENS"), "{header}");
+    assert!(
+        header.trim_end().ends_with("TOKENS  WORST ANSWER"),
+        "{header}"
+    );
+    let list = shown
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("billing.list_invoices "))
+        .unwrap_or_default();
+    let surface = fusion_lock::Lockfile::parse(&std::fs::read_to_string(&billing).unwrap())
+        .unwrap()
+        .surface;
+    let worst = surface.tokens.unwrap().answers["billing.list_invoices"].unwrap();
+    assert!(list.trim_end().ends_with(&worst.to_string()), "{list}");
 }
 
 #[test]

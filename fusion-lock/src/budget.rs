@@ -1,7 +1,9 @@
-//! The token budget of a surface: what each tool's definition costs an agent, in tokens, as
-//! recorded in the lockfile, and how a change to it is classified. Growth past the author's
-//! threshold is risky (every conversation that loads the connector pays for it); a new budget,
-//! or a new threshold, is a reviewed change; anything smaller is cosmetic.
+//! The token budget of a surface: what each tool's definition costs an agent, in tokens, and
+//! what its worst answer costs (a full page at its presenter's limit), as recorded in the
+//! lockfile, and how a change to either is classified. Growth past the author's threshold is
+//! risky (every conversation that loads the connector, or every call, pays for it), and so is
+//! an answer that loses its bound; a new budget, or a new threshold, is a reviewed change;
+//! anything smaller is cosmetic.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +25,13 @@ pub struct TokenBudget {
     pub threshold_percent: u64,
     /// The tokens of each tool's definition as `tools/list` shows it, by exposed tool name.
     pub definitions: BTreeMap<String, u64>,
+    /// The tokens of the worst answer of each action with a presenter, by action key: a full
+    /// page at the presenter's limit (or one item), its values at nominal sizes
+    /// ([`sample`](crate::sample)), with its rules, truncation notice and invalidations as a
+    /// client on the current protocol reads them. `None` when nothing bounds it (a collection
+    /// with neither an agent limit nor an egress budget). Absent from lockfiles written before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub answers: BTreeMap<String, Option<u64>>,
 }
 
 impl TokenBudget {
@@ -44,8 +53,9 @@ pub(crate) fn changes(old: Option<&TokenBudget>, new: Option<&TokenBudget>) -> V
                 SERVER,
                 Rule::TokenBudgetSet,
                 format!(
-                    "token budget recorded: {total} tokens for {} tools ({}), growth past {} % is risky",
+                    "token budget recorded: {total} tokens for {} tools and the worst answers of {} actions ({}), growth past {} % is risky",
                     new.definitions.len(),
+                    new.answers.len(),
                     new.tokenizer,
                     new.threshold_percent
                 ),
@@ -73,25 +83,68 @@ pub(crate) fn changes(old: Option<&TokenBudget>, new: Option<&TokenBudget>) -> V
         if now == was {
             continue;
         }
-        let percent = (now as f64 - was as f64) * 100.0 / (was.max(1) as f64);
-        if now > old.allowance(was) {
-            found.push(change(
-                tool,
+        found.push(growth(
+            old,
+            tool,
+            "definition",
+            "every conversation that loads the connector pays for it",
+            was,
+            now,
+        ));
+    }
+    // A lockfile written before answers were measured has none: nothing to compare then.
+    for (action, &now) in &new.answers {
+        let Some(&was) = old.answers.get(action) else {
+            continue;
+        };
+        match (was, now) {
+            (Some(was), Some(now)) if was == now => {}
+            (Some(was), Some(now)) => found.push(growth(
+                old,
+                action,
+                "worst answer",
+                "every full page costs the agent that much more",
+                was,
+                now,
+            )),
+            (Some(was), None) => found.push(change(
+                action,
                 Rule::TokensGrew,
                 format!(
-                    "definition grew from {was} to {now} tokens ({percent:+.0} %, over the {} % threshold): every conversation that loads the connector pays for it",
-                    old.threshold_percent
+                    "worst answer was {was} tokens and is no longer bounded: its collection has no agent limit and no egress budget now"
                 ),
-            ));
-        } else {
-            found.push(change(
-                tool,
+            )),
+            (None, Some(now)) => found.push(change(
+                action,
                 Rule::TokensChanged,
-                format!("definition went from {was} to {now} tokens ({percent:+.0} %)"),
-            ));
+                format!("worst answer is bounded now, at {now} tokens"),
+            )),
+            (None, None) => {}
         }
     }
     found
+}
+
+/// `what` of `subject` went from `was` to `now` tokens: risky past `old`'s threshold (`cost`
+/// says who pays), cosmetic within it.
+fn growth(old: &TokenBudget, subject: &str, what: &str, cost: &str, was: u64, now: u64) -> Change {
+    let percent = (now as f64 - was as f64) * 100.0 / (was.max(1) as f64);
+    if now > old.allowance(was) {
+        change(
+            subject,
+            Rule::TokensGrew,
+            format!(
+                "{what} grew from {was} to {now} tokens ({percent:+.0} %, over the {} % threshold): {cost}",
+                old.threshold_percent
+            ),
+        )
+    } else {
+        change(
+            subject,
+            Rule::TokensChanged,
+            format!("{what} went from {was} to {now} tokens ({percent:+.0} %)"),
+        )
+    }
 }
 
 fn change(subject: &str, rule: Rule, reason: String) -> Change {
@@ -115,6 +168,7 @@ mod tests {
                 .iter()
                 .map(|(tool, tokens)| ((*tool).to_owned(), *tokens))
                 .collect(),
+            answers: BTreeMap::new(),
         }
     }
 
@@ -147,6 +201,45 @@ mod tests {
             "{}",
             found[1].reason
         );
+    }
+
+    #[test]
+    fn an_answer_past_the_threshold_or_unbounded_is_risky() {
+        let answers = |entries: &[(&str, Option<u64>)]| {
+            let mut budget = budget(10, &[]);
+            budget.answers = entries
+                .iter()
+                .map(|(action, tokens)| ((*action).to_owned(), *tokens))
+                .collect();
+            budget
+        };
+        let old = answers(&[
+            ("a.list", Some(1_000)),
+            ("a.get", Some(100)),
+            ("a.page", Some(500)),
+            ("a.all", None),
+        ]);
+        let new = answers(&[
+            ("a.list", Some(1_101)),
+            ("a.get", Some(104)),
+            ("a.page", None),
+            ("a.all", Some(900)),
+            ("a.new", Some(5_000)),
+        ]);
+        let found = changes(Some(&old), Some(&new));
+        assert_eq!(
+            rules(&found),
+            [
+                (Rule::TokensChanged, "a.all"),
+                (Rule::TokensChanged, "a.get"),
+                (Rule::TokensGrew, "a.list"),
+                (Rule::TokensGrew, "a.page"),
+            ]
+        );
+        assert!(found[2].reason.contains("from 1000 to 1101 tokens"));
+        assert!(found[3].reason.contains("no longer bounded"));
+        // A lockfile from before answers were measured compares none.
+        assert!(changes(Some(&budget(10, &[])), Some(&new)).is_empty());
     }
 
     #[test]

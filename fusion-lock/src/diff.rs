@@ -878,24 +878,29 @@ fn guards(old: &Guards, new: &Guards, out: &mut Changes<'_>) {
         }
         _ => {}
     }
-    match (old.max_bytes, new.max_bytes) {
-        (Some(was), None) => out.push(
-            Rule::BudgetRaised,
-            format!("egress budget of {was} bytes removed"),
-        ),
-        (None, Some(now)) => out.push(
-            Rule::BudgetLowered,
-            format!("egress budget of {now} bytes added"),
-        ),
-        (Some(was), Some(now)) if now > was => out.push(
-            Rule::BudgetRaised,
-            format!("egress budget raised from {was} to {now} bytes"),
-        ),
-        (Some(was), Some(now)) if now < was => out.push(
-            Rule::BudgetLowered,
-            format!("egress budget lowered from {was} to {now} bytes"),
-        ),
-        _ => {}
+    for (old, new, unit) in [
+        (old.max_bytes, new.max_bytes, "bytes"),
+        (old.max_tokens, new.max_tokens, "tokens"),
+    ] {
+        match (old, new) {
+            (Some(was), None) => out.push(
+                Rule::BudgetRaised,
+                format!("egress budget of {was} {unit} removed"),
+            ),
+            (None, Some(now)) => out.push(
+                Rule::BudgetLowered,
+                format!("egress budget of {now} {unit} added"),
+            ),
+            (Some(was), Some(now)) if now > was => out.push(
+                Rule::BudgetRaised,
+                format!("egress budget raised from {was} to {now} {unit}"),
+            ),
+            (Some(was), Some(now)) if now < was => out.push(
+                Rule::BudgetLowered,
+                format!("egress budget lowered from {was} to {now} {unit}"),
+            ),
+            _ => {}
+        }
     }
     match (old.timeout_ms, new.timeout_ms) {
         (Some(was), None) => out.push(

@@ -375,6 +375,9 @@ pub struct Guards {
     pub concurrency: Option<Concurrency>,
     /// Its egress budget, in bytes.
     pub max_bytes: Option<u64>,
+    /// Its egress budget, in tokens (absent from lockfiles written before token budgets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
     /// How long a call may take, in milliseconds.
     pub timeout_ms: Option<u64>,
     /// The rate limit of each caller.

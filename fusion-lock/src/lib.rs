@@ -33,6 +33,7 @@ mod canonical;
 mod diff;
 mod format;
 mod rules;
+pub mod sample;
 mod schema;
 #[cfg(feature = "tokens")]
 pub mod tokens;

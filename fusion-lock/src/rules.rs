@@ -149,7 +149,7 @@ rules! {
     /// More items reach the agent.
     LimitRaised = "limit-raised", Risky, "an agent limit raised or removed";
     /// More bytes reach the agent.
-    BudgetRaised = "budget-raised", Risky, "an egress budget raised or removed";
+    BudgetRaised = "budget-raised", Risky, "an egress budget (bytes or tokens) raised or removed";
     /// A guard is gone or lets more through.
     GuardLoosened = "guard-loosened", Risky, "a guard removed or loosened (serialization, concurrency, timeout, rate limit, access policy, audit)";
     /// Fewer domains are invalidated.
@@ -189,7 +189,7 @@ rules! {
     /// An input named like a guarded field is stated not to be it.
     NotGuardedStated = "not-guarded-stated", Risky, "an input named like a guarded field stated not to be that field, or the reason changed (read the reason)";
     /// A tool's definition costs more tokens than the budget allows.
-    TokensGrew = "tokens-grew", Risky, "a tool's definition grew past the lockfile's token threshold (every conversation pays for it)";
+    TokensGrew = "tokens-grew", Risky, "a tool's definition or worst answer grew past the lockfile's token threshold, or an answer lost its bound (every conversation or call pays for it)";
 
     /// A new action.
     ActionAdded = "action-added", Safe, "a new tool or action";
@@ -212,7 +212,7 @@ rules! {
     /// Fewer items reach the agent.
     LimitLowered = "limit-lowered", Safe, "an agent limit lowered or added";
     /// Fewer bytes reach the agent.
-    BudgetLowered = "budget-lowered", Safe, "an egress budget lowered or added";
+    BudgetLowered = "budget-lowered", Safe, "an egress budget (bytes or tokens) lowered or added";
     /// A guard is new or stricter.
     GuardTightened = "guard-tightened", Safe, "a guard added or tightened, or its retry hint changed";
     /// More domains are invalidated.
@@ -247,7 +247,7 @@ rules! {
     /// A presenter or model has another name.
     PresenterRenamed = "presenter-renamed", Cosmetic, "a presenter or its model renamed (its fields are compared as they are)";
     /// A tool's definition tokens changed within the threshold.
-    TokensChanged = "tokens-changed", Cosmetic, "a tool's definition tokens shrank, or grew within the threshold";
+    TokensChanged = "tokens-changed", Cosmetic, "a tool's definition or worst answer shrank, grew within the threshold, or became bounded";
     /// The same meaning, written otherwise.
     FormOnly = "form-only", Cosmetic, "the same meaning written otherwise (an order that does not matter, a definition's name)";
 }

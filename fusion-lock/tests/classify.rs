@@ -1018,6 +1018,7 @@ fn budget(threshold_percent: u64, tokens: u64) -> fusion_lock::TokenBudget {
         tokenizer: "o200k_base".into(),
         threshold_percent,
         definitions: [("shop_get_item".to_owned(), tokens)].into(),
+        answers: Default::default(),
     }
 }
 

@@ -3,8 +3,8 @@
 //! A type a handler takes or returns needs `Serialize`, `Deserialize` and `JsonSchema`, and
 //! derives of those written in a crate that depends on `fusion` alone need
 //! `#[serde(crate = …)]` and `#[schemars(crate = …)]` to find serde and schemars. This
-//! attribute writes the derives and both paths, through `fusion::__private`, so that the
-//! connector names neither crate.
+//! attribute writes the derives and both paths, through `fusion::serde` and `fusion::schemars`,
+//! so that the connector names neither crate.
 
 use darling::ast::NestedMeta;
 use darling::{Error, FromMeta};
@@ -50,17 +50,19 @@ fn try_expand(args: TokenStream, item: TokenStream) -> darling::Result<TokenStre
         .with_span(&item_keyword(&parsed)));
     }
     let krate = args.krate.unwrap_or_default();
-    let private = krate.private();
+    // The facade's public re-exports, as in `#[serde(crate = …)]` below: a note on an error in
+    // derived code ("originates in the derive macro …") names a path the user can write.
+    let facade = &krate.0;
     let all = !(args.serialize || args.deserialize || args.schema);
     let mut derives = Vec::new();
     if all || args.serialize {
-        derives.push(quote!(#private::serde::Serialize));
+        derives.push(quote!(#facade::serde::Serialize));
     }
     if all || args.deserialize {
-        derives.push(quote!(#private::serde::Deserialize));
+        derives.push(quote!(#facade::serde::Deserialize));
     }
     if all || args.schema {
-        derives.push(quote!(#private::schemars::JsonSchema));
+        derives.push(quote!(#facade::schemars::JsonSchema));
     }
     let serde_path = krate.serde_path();
     let schemars_path = krate.text_of("schemars");

@@ -1526,22 +1526,32 @@ fn auth_notes(root: &Value) -> Vec<String> {
 }
 
 /// Names the tools in `namespace`, and links them: a mutation invalidates the tools that read
-/// its resource; a tool taking a path parameter names the list tool of its resource as the
-/// way to find valid identifiers.
+/// its resource; a tool taking a path parameter names, as the way to find valid identifiers, a
+/// tool of its resource that lists items (of its own model if one does), and no tool when none
+/// lists any: a reader that answers counts or a session (`get_inventory`, `login_user`) gives
+/// an agent no identifier to call again with.
 fn link_tools(tools: &mut [Tool], namespace: &str) {
     for tool in tools.iter_mut() {
         tool.name = format!("{namespace}.{}", names::unraw(&tool.ident));
     }
-    let readers: Vec<(String, Option<String>, bool)> = tools
+    struct Reader {
+        name: String,
+        resource: Option<String>,
+        takes_id: bool,
+        /// The model whose items it lists, if it answers a list.
+        lists: Option<usize>,
+    }
+    let readers: Vec<Reader> = tools
         .iter()
         .filter(|tool| matches!(tool.method, "GET" | "HEAD"))
-        .map(|tool| {
-            let takes_id = tool.params.iter().any(|p| p.location == Location::Path);
-            (
-                tool.name.clone(),
-                tool.resource().map(str::to_owned),
-                takes_id,
-            )
+        .map(|tool| Reader {
+            name: tool.name.clone(),
+            resource: tool.resource().map(str::to_owned),
+            takes_id: tool.params.iter().any(|p| p.location == Location::Path),
+            lists: match tool.returns {
+                Returns::List(model) => Some(model),
+                _ => None,
+            },
         })
         .collect();
     for tool in tools.iter_mut() {
@@ -1553,15 +1563,27 @@ fn link_tools(tools: &mut [Tool], namespace: &str) {
         if !matches!(tool.method, "GET" | "HEAD") {
             tool.invalidates = readers
                 .iter()
-                .filter(|(_, r, _)| same(r))
-                .map(|(name, _, _)| name.clone())
+                .filter(|reader| same(&reader.resource))
+                .map(|reader| reader.name.clone())
                 .collect();
         }
         if tool.params.iter().any(|p| p.location == Location::Path) {
-            tool.lookup = readers
-                .iter()
-                .find(|(name, r, takes_id)| same(r) && !takes_id && *name != tool.name)
-                .map(|(name, _, _)| name.clone());
+            let own_model = match tool.returns {
+                Returns::Model(model) | Returns::List(model) => Some(model),
+                _ => None,
+            };
+            let listers = || {
+                readers.iter().filter(|reader| {
+                    same(&reader.resource)
+                        && !reader.takes_id
+                        && reader.name != tool.name
+                        && reader.lists.is_some()
+                })
+            };
+            tool.lookup = listers()
+                .find(|reader| own_model.is_some() && reader.lists == own_model)
+                .or_else(|| listers().next())
+                .map(|reader| reader.name.clone());
         }
     }
 }

@@ -694,3 +694,65 @@ fn aws_signature_v4_and_http_basic_are_reported_with_what_to_do() {
         "{report}"
     );
 }
+
+/// A store whose first reader answers counts, not orders, and users whose only reader without
+/// an identifier logs in: the trial's petstore pointed a 404 at `get_inventory` and `login_user`.
+fn store_api() -> serde_json::Value {
+    let json_of = |schema: serde_json::Value| json!({"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}});
+    let order = json!({"$ref": "#/components/schemas/Order"});
+    let user = json!({"$ref": "#/components/schemas/User"});
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": "Store", "version": "1"},
+        "paths": {
+            "/store/inventory": {"get": {
+                "operationId": "getInventory",
+                "responses": json_of(json!({"type": "object", "additionalProperties": {"type": "integer"}}))
+            }},
+            "/store/orders": {"get": {
+                "operationId": "listOrders",
+                "responses": json_of(json!({"type": "array", "items": order}))
+            }},
+            "/store/orders/{orderId}": {"get": {
+                "operationId": "getOrder",
+                "parameters": [{"name": "orderId", "in": "path", "required": true, "schema": {"type": "integer"}}],
+                "responses": json_of(order)
+            }},
+            "/user/login": {"get": {
+                "operationId": "loginUser",
+                "responses": json_of(json!({"type": "string"}))
+            }},
+            "/user/{username}": {"get": {
+                "operationId": "getUserByName",
+                "parameters": [{"name": "username", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": json_of(user)
+            }}
+        },
+        "components": {"schemas": {
+            "Order": {"type": "object", "properties": {"id": {"type": "integer"}, "quantity": {"type": "integer"}}},
+            "User": {"type": "object", "properties": {"username": {"type": "string"}, "email": {"type": "string"}}}
+        }}
+    })
+}
+
+#[test]
+fn a_not_found_names_a_tool_that_lists_identifiers_or_none() {
+    let (lib, _) = lib_of(&store_api());
+    // The store's first reader answers counts: the lookup is the one that lists orders.
+    let get_order = item(&lib, "pub async fn get_order(");
+    assert!(
+        get_order.contains(r#".map_err(|error| look_up_with(error, "store.list_orders"))"#),
+        "{get_order}"
+    );
+    // Logging in lists no users: a user's 404 names no tool rather than that one.
+    let get_user = item(&lib, "pub async fn get_user_by_name(");
+    assert!(!get_user.contains("look_up_with"), "{get_user}");
+    assert!(
+        !lib.contains(r#"look_up_with(error, "store.get_inventory")"#),
+        "{lib}"
+    );
+    assert!(
+        !lib.contains(r#"look_up_with(error, "store.login_user")"#),
+        "{lib}"
+    );
+}

@@ -168,6 +168,8 @@ pub struct ActionFacts {
     pub(crate) concurrency: Option<Concurrency>,
     pub(crate) serialization: Serialization,
     pub(crate) max_bytes: Option<usize>,
+    /// The egress budget in tokens (feature `tokens`).
+    pub(crate) max_tokens: Option<usize>,
     /// The data block's form for clients that read `structuredContent`.
     pub(crate) data_text: DataText,
     pub(crate) timeout: Option<std::time::Duration>,
@@ -222,6 +224,7 @@ impl ActionFacts {
             concurrency: None,
             serialization: Serialization::Off,
             max_bytes: None,
+            max_tokens: None,
             data_text: DataText::default(),
             timeout,
             rate_limit: None,
@@ -324,6 +327,12 @@ impl<'s> ActionInfo<'s> {
     /// Its egress budget in bytes, if any (SPEC G3).
     pub fn max_bytes(&self) -> Option<usize> {
         self.0.max_bytes
+    }
+
+    /// Its egress budget in tokens, if any: the tool's, else its presenter's, else the
+    /// server's.
+    pub fn max_tokens(&self) -> Option<usize> {
+        self.0.max_tokens
     }
 
     /// How long a call may take, if limited.

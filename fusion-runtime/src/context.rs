@@ -88,6 +88,8 @@ pub(crate) struct RequestFacts {
     pub(crate) id: Option<rmcp::model::RequestId>,
     /// The deadline of the call's questions, and the guards it lends while they wait.
     pub(crate) waiting: Waiting,
+    /// Whether the client draws UI blocks, when the transport says.
+    pub(crate) renders_ui: Option<bool>,
 }
 
 /// What a call knows about waiting on its client (see [`waiting`](crate::waiting)): the
@@ -130,6 +132,25 @@ impl CallContext {
     /// Replaces the request's `_meta` (a transport, or a test, sets it).
     pub fn set_meta(&mut self, meta: RequestMetaObject) {
         self.meta = meta;
+    }
+
+    /// Whether the client draws UI blocks (it declared
+    /// [`UI_EXTENSION`](crate::envelope::UI_EXTENSION)), when the transport said: a tool's
+    /// presenter builds its UI blocks only for such a client, or when nobody said (a resource
+    /// read, a call made in-process).
+    pub fn renders_ui(&self) -> Option<bool> {
+        self.request.renders_ui
+    }
+
+    /// Says whether the client draws UI blocks (the transports set it for every tool call).
+    pub fn set_renders_ui(&mut self, renders: bool) {
+        self.request.renders_ui = Some(renders);
+    }
+
+    /// Whether a presenter builds its UI blocks for this call: unless the client is known not
+    /// to draw them.
+    pub(crate) fn wants_ui(&self) -> bool {
+        self.request.renders_ui != Some(false)
     }
 
     /// The protocol version of this request (from its `_meta`, or negotiated by the session),

@@ -180,6 +180,7 @@ fn action_entry(server: &Server, action: &CompiledAction) -> ActionEntry {
                 retry_after_ms: millis(concurrency.retry_after),
             }),
             max_bytes: facts.max_bytes.map(|bytes| bytes as u64),
+            max_tokens: facts.max_tokens.map(|tokens| tokens as u64),
             timeout_ms: facts.timeout.map(millis),
             rate_limit: facts.rate_limit.map(rate_limit),
         },
@@ -204,7 +205,8 @@ fn action_entry(server: &Server, action: &CompiledAction) -> ActionEntry {
 }
 
 /// Counts each tool's definition as `tools/list` shows it (every tool the server built; an
-/// access policy may show a caller fewer).
+/// access policy may show a caller fewer), and the worst answer of each action with a
+/// presenter.
 #[cfg(feature = "tokens")]
 fn measure_tokens(server: &Server, threshold_percent: u64) -> fusion_lock::TokenBudget {
     use fusion_lock::tokens::{O200k, Tokenizer as _};
@@ -219,7 +221,70 @@ fn measure_tokens(server: &Server, threshold_percent: u64) -> fusion_lock::Token
                 (tool.name().to_owned(), tokens as u64)
             })
             .collect(),
+        answers: server
+            .inner
+            .actions
+            .iter()
+            .filter(|action| action.facts.presenter.is_some())
+            .map(|action| {
+                let tokens = worst_answer(server, action)
+                    .map(|answer| fusion_lock::tokens::answer(&answer, &O200k).total() as u64);
+                (action.facts.key.to_string(), tokens)
+            })
+            .collect(),
     }
+}
+
+/// The answer of `action` at its worst, as a client on the current protocol that draws no UI
+/// reads it: a full page at its presenter's limit (one item when it returns one) of values at
+/// nominal sizes, sealed like a handler's, so with its rules, the truncation notice of a page
+/// that has more, its invalidations, and cut to its egress budget. Suggestions and UI blocks
+/// are computed from real data by the presenter's code and are not in it. `None` when nothing
+/// bounds it: a collection with no agent limit and no egress budget.
+#[cfg(feature = "tokens")]
+fn worst_answer(server: &Server, action: &crate::server::CompiledAction) -> Option<Value> {
+    use crate::present::{Presentation, Truncation};
+    /// The items sampled for a collection that only an egress budget bounds: past any
+    /// budget's cut for items of a few tokens each.
+    const UNLIMITED_PAGE: usize = 1_000;
+    let facts = &action.facts;
+    let presenter = facts.presenter.as_ref()?;
+    let root = Value::Object((*facts.output_schema).clone());
+    let data = &facts.data_schema;
+    let (data, truncation) = if data.get("type").and_then(Value::as_str) == Some("array") {
+        let items = match presenter.limit {
+            Some(limit) => limit,
+            None if facts.max_bytes.is_some() || facts.max_tokens.is_some() => UNLIMITED_PAGE,
+            None => return None,
+        };
+        let item = fusion_lock::sample::sample(&data["items"], &root);
+        let page = vec![item; items];
+        // A page with more after it: the notice is part of the worst case.
+        let cut = presenter
+            .limit
+            .map(|limit| Truncation::of_list(limit + 1, limit));
+        (Value::Array(page), cut)
+    } else {
+        (fusion_lock::sample::sample(data, &root), None)
+    };
+    let presentation = Presentation {
+        truncation,
+        declared_actions: presenter.actions,
+        declared_ui: presenter.ui_kinds,
+        ..Presentation::plain(data)
+    };
+    let offset = action.pages_by_offset.then_some(0);
+    let sealed = crate::envelope::seal_success(
+        &server.inner.names,
+        facts,
+        &action.sealed,
+        presentation,
+        offset,
+    );
+    let result: rmcp::model::CallToolResult = crate::server::ToolResult::new(sealed)
+        .for_client(crate::envelope::ClientForm::default())
+        .into();
+    serde_json::to_value(result).ok()
 }
 
 fn millis(duration: Duration) -> u64 {

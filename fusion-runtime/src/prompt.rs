@@ -107,7 +107,8 @@ impl PromptMessages {
         P: Presenter,
         T: ToolOutput<P>,
     {
-        let presentation = value.present()?;
+        // A prompt's text is for whoever reads it: its UI blocks are part of it.
+        let presentation = value.present(true)?;
         let info = PresenterInfo::of::<P>();
         let rules = info.all_rules();
         if !rules.is_empty() && !presentation.data.is_null() {

@@ -101,6 +101,7 @@ pub struct ToolSpec {
     pub(crate) concurrency: Option<Concurrency>,
     pub(crate) serialization: Serialization,
     pub(crate) max_bytes: Option<usize>,
+    pub(crate) max_tokens: Option<usize>,
     pub(crate) data_text: Option<crate::action::DataText>,
     pub(crate) toolset: Option<Cow<'static, str>>,
     pub(crate) timeout: Option<std::time::Duration>,
@@ -155,6 +156,7 @@ impl ToolSpec {
             concurrency: None,
             serialization: Serialization::ByVerb,
             max_bytes: None,
+            max_tokens: None,
             data_text: None,
             toolset: None,
             timeout: None,
@@ -289,6 +291,16 @@ impl ToolSpec {
     #[must_use]
     pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
         self.max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// The most tokens a response may cost an agent (o200k, its text blocks and
+    /// `structuredContent` together); collections are cut at item boundaries to fit, as for
+    /// [`with_max_bytes`](Self::with_max_bytes). The server counts with the tokenizer of the
+    /// `tokens` feature; a server built without it refuses to start with a token budget.
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: usize) -> Self {
+        self.max_tokens = Some(max_tokens);
         self
     }
 
@@ -460,8 +472,9 @@ where
         let run = read(args)?;
         Ok(ReadyCall::new(
             move |context: CallContext| -> HandlerFuture {
+                let ui = context.wants_ui();
                 let future = run(context);
-                Box::pin(async move { crate::present::present::<P, T, E>(future.await?) })
+                Box::pin(async move { crate::present::present::<P, T, E>(future.await?, ui) })
             },
         ))
     })

@@ -360,6 +360,13 @@ impl Tester {
         context
     }
 
+    /// The context of a tool call: the tester's, and whether its client draws UI blocks.
+    fn call_context(&self) -> CallContext {
+        let mut context = self.context();
+        context.set_renders_ui(self.ui);
+        context
+    }
+
     /// The tools `tools/list` shows the tester's caller (the context of
     /// [`Tester::with_context`]), its pages together: the built-in tools it may see, then
     /// the tools of mounted upstreams it may call, as their upstreams list them now.
@@ -454,7 +461,7 @@ impl Tester {
         if self.script.is_empty() {
             let sealed = self
                 .server
-                .call_sealed(name, arguments, self.context())
+                .call_sealed(name, arguments, self.call_context())
                 .await?;
             return Ok(TestResult::sealed(sealed, Vec::new(), self.form()));
         }
@@ -465,7 +472,7 @@ impl Tester {
         let mut questions = Vec::new();
         for _ in 0..MAX_ROUNDS {
             let round = Arc::new(Round::new(Era::Rounds(asked.clone()), Some(&capabilities)));
-            let mut context = self.context();
+            let mut context = self.call_context();
             context.extensions_mut().insert(Arc::clone(&round));
             let sealed: Sealed = self
                 .server

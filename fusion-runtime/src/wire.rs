@@ -5,9 +5,17 @@
 //! [`TheWire`] that never hold. The types then have those traits in name only: no other impl of
 //! them can be written (it would conflict), and every attempt to use one is reported with the
 //! messages of the traits below instead of advice to derive or implement the trait.
+//!
+//! Each of those traits has one impl, for a marker that is neither a model nor a hidden value
+//! ([`PresenterView`], [`FillableProfile`], [`NotASecret`]). Without it rustc ends the error
+//! with "the trait `Serialize` is implemented for `Invoice`" (the impl in name only, found by
+//! its similar-impl search on the root obligation, which it runs only when the failed bound's
+//! own trait has no impl to show), contradicting the headline; with it, the error ends with
+//! "expected `PresenterView`, found `Invoice`", which says the same as the headline.
 
 mod sealed {
-    /// No type implements it: the bounds below never hold.
+    /// Only [`TheWire`](super::TheWire) implements it, for the markers alone: the bounds below
+    /// never hold for a model or a hidden value.
     pub trait Never<'a> {}
 }
 
@@ -52,6 +60,34 @@ pub trait DescribesRawModel<'a, M>: sealed::Never<'a> {}
     note = "leave the field out of what is sent; if the value must leave (a deliberate export), read it with `.expose()` and say why in a comment"
 )]
 pub trait CarriesHiddenValue<'a, T>: sealed::Never<'a> {}
+
+// The markers have no values: a `Hidden<NotASecret>`, whose `Serialize` and comparisons the
+// impls below make hold, can never exist, so the bodies that never run stay unreachable.
+
+/// What the wire carries instead of a model: a presenter's view (a marker with no values).
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum PresenterView {}
+
+/// What comes in from an agent instead of a model: a fillable profile (a marker with no values).
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum FillableProfile {}
+
+/// What is serialized, compared, ordered and hashed instead of a hidden value (a marker with no
+/// values).
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum NotASecret {}
+
+impl sealed::Never<'_> for TheWire {}
+impl CarriesRawModel<'_, PresenterView> for TheWire {}
+impl AcceptsRawModel<'_, FillableProfile> for TheWire {}
+impl DescribesRawModel<'_, PresenterView> for TheWire {}
+impl CarriesHiddenValue<'_, NotASecret> for TheWire {}
+impl ComparedOnlyWithMatches<'_, NotASecret> for TheWire {}
+impl NeverOrderedUseMatches<'_, NotASecret> for TheWire {}
+impl HashedOnlyWithKeyedDigest<'_, NotASecret> for TheWire {}
 
 /// The body of the impls whose bounds never hold: never reached (used by generated code).
 #[doc(hidden)]

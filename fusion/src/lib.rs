@@ -347,7 +347,9 @@ pub use serde_json;
 
 /// The rules Fusion enforces when a connector compiles, as the traits and the type a compiler
 /// error names when code breaks one: "the trait `rules::CarriesHiddenValue<'_, String>` is
-/// not implemented for `rules::TheWire`" reads "the wire does not carry a hidden `String`".
+/// not implemented for `rules::TheWire`" reads "the wire does not carry a hidden `String`", and
+/// "expected `rules::NotASecret`, found `String`" says what it carries instead (the markers
+/// `PresenterView`, `FillableProfile` and `NotASecret` have no values).
 ///
 /// None of them is for use in code, and none is implemented where its rule is broken; they are
 /// public so that an error names them here rather than in Fusion's internals.
@@ -368,7 +370,8 @@ pub mod rules {
     pub use fusion_runtime::upstream::kinds::ArgumentIsNotGuarded;
     pub use fusion_runtime::wire::{
         AcceptsRawModel, CarriesHiddenValue, CarriesRawModel, ComparedOnlyWithMatches,
-        DescribesRawModel, HashedOnlyWithKeyedDigest, NeverOrderedUseMatches, TheWire,
+        DescribesRawModel, FillableProfile, HashedOnlyWithKeyedDigest, NeverOrderedUseMatches,
+        NotASecret, PresenterView, TheWire,
     };
 
     /// The checks generated code runs against the rules above, named here so that a note

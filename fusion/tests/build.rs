@@ -215,6 +215,29 @@ fn a_recovery_naming_a_missing_tool_is_refused_and_main_prints_it_readably() {
     assert!(format!("{error:?}").starts_with("the server cannot be built: tool `billing.lookup`"));
 }
 
+/// The same error as `lookup`'s, from another tool.
+#[tool(query, name = "billing.lookup_again")]
+async fn lookup_again() -> Result<bool, LookupError> {
+    Err(LookupError::Gone)
+}
+
+#[test]
+fn a_recovery_naming_a_missing_tool_is_one_problem_naming_every_tool_whose_error_has_it() {
+    let builder = tools(ServerBuilder::new("s", "1").state(Db::seeded()))
+        .tool::<lookup>()
+        .tool::<lookup_again>();
+    assert_eq!(
+        problems(builder),
+        [
+            "tools `billing.lookup`, `billing.lookup_again`: the recovery of `LookupError::Gone` \
+          names `billing.list_invoice`, which is not a tool of this server (the tools of \
+          `billing` are `billing.get_invoice`, `billing.list_invoices`, `billing.summaries`, \
+          `billing.void_invoice`, `billing.create_invoice`, `billing.update_invoice`, \
+          `billing.lookup`, `billing.lookup_again`)"
+        ]
+    );
+}
+
 #[test]
 fn a_presenters_unknown_action_is_one_problem_naming_every_tool_returning_it() {
     // get_invoice, list_invoices and create_invoice return InvoiceView, which suggests

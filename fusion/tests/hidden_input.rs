@@ -281,7 +281,7 @@ async fn the_audit_digest_of_hidden_arguments_is_keyed_and_no_oracle() {
     let (result, logs) = logged_at_trace(tester.call("keys.create", arguments.clone())).await;
     assert!(!result.is_error(), "{}", result.raw_text());
     // The PIN as a JSON string would be logged (digits alone may be in a duration or an id).
-    for secret in ["k_SECRETKEY", "\"4711", "SECRETMAIL"] {
+    for secret in ["k_SECRETKEY", "\"4711\"", "SECRETMAIL"] {
         assert!(!logs.contains(secret), "`{secret}` was logged: {logs}");
         assert!(!result.raw_text().contains(secret), "{}", result.raw_text());
     }

@@ -674,6 +674,11 @@ async fn a_task_whose_replica_stopped_is_reported_failed_and_a_live_one_is_not()
             .contains("stopped before it finished"),
         "{error:?}"
     );
+    // Its status says why as well, for a client that shows only that.
+    assert_eq!(
+        lost.task.task.status_message.as_ref(),
+        error["message"].as_str().map(String::from).as_ref()
+    );
     // A task running twice its lease on a live replica is renewed, and completes.
     let id = start(&session, "jobs_export", json!({ "rows": 1, "millis": 700 })).await;
     tokio::time::sleep(Duration::from_millis(450)).await;

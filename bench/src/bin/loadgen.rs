@@ -9,9 +9,12 @@
 //! The mix is 80% `billing_get_invoice` (random ids `INV-1..=INV-N`), 15%
 //! `billing_list_invoices` with limit 20 and 5% `billing_void_invoice` (random ids; an
 //! `AlreadyVoided` error result is expected and correct). Every `--check-every`th response is
-//! checked in full: the envelope's `ok`, `data.id` and `meta.tool`, a list of 20 items, no
-//! hidden column in the data, `isError` agreeing with `ok`, the first text block being the
-//! data. Every response is at least parsed for its JSON-RPC id and error.
+//! checked in full as billing answers since its envelope carries only what varies per call:
+//! the envelope's `ok` agreeing with `isError`, no `meta.tool`, `data.id`, a list of 20 items,
+//! no hidden column in the data; the first text block of a single invoice is its JSON and
+//! equals `data`, that of a list is its table (`[20]{id,customer_id,total_cents,status}:` and
+//! one row per item, each starting with the item's id); a failure's first block is its
+//! `<tool_error>`. Every response is at least parsed for its JSON-RPC id and error.
 //!
 //! `--workload notes` drives `examples/hello` and `plain-hello` instead: it first adds
 //! `--notes N` notes (`note I tagJ`, J = I mod 10), then the mix's gets are `notes_get` (random
@@ -116,7 +119,7 @@ struct Args {
     #[arg(long)]
     server_stderr: bool,
     /// Call the tools under this prefix (`acct_` calls `acct_billing_get_invoice`): billing
-    /// mounted in a gateway. Responses are checked as billing's own (`meta.tool` unprefixed).
+    /// mounted in a gateway. Responses are checked as billing's own.
     #[arg(long, value_name = "PREFIX", default_value = "")]
     tool_prefix: String,
     /// What the server serves: billing's invoices, or hello's notes.
@@ -370,10 +373,12 @@ fn check(call: Call, workload: Workload, message: &Value) -> Result<(), String> 
     if is_error == ok {
         return Err(format!("isError {is_error} but ok {ok}"));
     }
-    let expected = call.tool(Workload::Billing);
-    let tool = envelope.pointer("/meta/tool").and_then(Value::as_str);
-    if tool != Some(expected) {
-        return Err(format!("meta.tool is {tool:?}, expected {expected}"));
+    if let Some(meta) = envelope.get("meta")
+        && meta.get("tool").is_some()
+    {
+        return Err(format!(
+            "meta names the tool, which the listing says: {meta}"
+        ));
     }
     let content = result
         .get("content")
@@ -387,18 +392,19 @@ fn check(call: Call, workload: Workload, message: &Value) -> Result<(), String> 
     if !ok {
         let code = envelope.pointer("/error/code").and_then(Value::as_str);
         return match (call, code) {
-            (Call::Void(_), Some("AlreadyVoided")) => Ok(()),
+            (Call::Void(_), Some("AlreadyVoided")) if first.starts_with("<tool_error") => Ok(()),
             _ => Err(format!("unexpected error result {code:?} for {call:?}")),
         };
     }
     let data = envelope.get("data").ok_or("no data")?;
-    let text: Value =
-        serde_json::from_str(first).map_err(|error| format!("first block is not JSON: {error}"))?;
-    if &text != data {
-        return Err("first text block differs from data".into());
-    }
     match call {
         Call::Get(n) | Call::Void(n) => {
+            // A single item's text is its JSON.
+            let text: Value = serde_json::from_str(first)
+                .map_err(|error| format!("first block is not JSON: {error}"))?;
+            if &text != data {
+                return Err("first text block differs from data".into());
+            }
             check_invoice(data)?;
             let expected = format!("INV-{n}");
             if data.get("id").and_then(Value::as_str) != Some(expected.as_str()) {
@@ -414,7 +420,43 @@ fn check(call: Call, workload: Workload, message: &Value) -> Result<(), String> 
                 return Err(format!("list of {} items, expected 20", items.len()));
             }
             items.iter().try_for_each(check_invoice)?;
+            check_table(first, items)?;
         }
+    }
+    Ok(())
+}
+
+/// The columns of a list's table: the invoice's fields, in the presenter's order.
+const TABLE_HEADER: &str = "{id,customer_id,total_cents,status}:";
+
+/// A list's first text block is a table of `items` (`[N]{id,customer_id,total_cents,status}:`,
+/// then one line per item): its count, header and row count match, and each row starts with
+/// its item's id.
+fn check_table(text: &str, items: &[Value]) -> Result<(), String> {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let expected = format!("[{}]{TABLE_HEADER}", items.len());
+    if header != expected {
+        return Err(format!(
+            "list table header is {header:?}, expected {expected:?}"
+        ));
+    }
+    let mut rows = 0;
+    for (row, item) in lines.zip(items) {
+        let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
+        if row.split(',').next() != Some(id) || row.split(',').count() != 4 {
+            return Err(format!(
+                "table row {row:?} is not invoice {id}'s four values"
+            ));
+        }
+        rows += 1;
+    }
+    if rows != items.len() || text.lines().count() != items.len() + 1 {
+        return Err(format!(
+            "list table has {} rows, data {} items",
+            text.lines().count() - 1,
+            items.len()
+        ));
     }
     Ok(())
 }
@@ -1369,5 +1411,133 @@ impl HttpClient {
             let _ = tokio::time::timeout(Duration::from_secs(2), self.send(request)).await;
         }
         Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn invoice(n: u32) -> Value {
+        json!({"id": format!("INV-{n}"), "customer_id": "C-1", "total_cents": 5, "status": "paid"})
+    }
+
+    fn row(item: &Value) -> String {
+        format!(
+            "{},{},{},{}",
+            item["id"].as_str().unwrap(),
+            item["customer_id"].as_str().unwrap(),
+            item["total_cents"],
+            item["status"].as_str().unwrap()
+        )
+    }
+
+    /// A tools/call response as billing writes it: `text` first, then a rule.
+    fn answer(text: String, data: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "content": [{"type": "text", "text": text}, {"type": "text", "text": "<domain_rules>\n- r\n</domain_rules>"}],
+            "structuredContent": {"ok": true, "data": data},
+            "isError": false
+        }})
+    }
+
+    fn get(data: Value) -> Value {
+        answer(data.to_string(), data)
+    }
+
+    fn list(items: Vec<Value>, table: String) -> Value {
+        answer(table, Value::Array(items))
+    }
+
+    fn table(items: &[Value]) -> String {
+        let mut text = format!("[{}]{TABLE_HEADER}", items.len());
+        for item in items {
+            text.push('\n');
+            text.push_str(&row(item));
+        }
+        text
+    }
+
+    fn twenty() -> Vec<Value> {
+        (1..=20).map(invoice).collect()
+    }
+
+    #[test]
+    fn billings_answers_pass() {
+        check(Call::Get(7), Workload::Billing, &get(invoice(7))).unwrap();
+        let mut voided = invoice(3);
+        voided["status"] = "voided".into();
+        check(Call::Void(3), Workload::Billing, &get(voided)).unwrap();
+        let items = twenty();
+        check(
+            Call::List,
+            Workload::Billing,
+            &list(items.clone(), table(&items)),
+        )
+        .unwrap();
+        let already = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "content": [{"type": "text", "text": "<tool_error code=\"AlreadyVoided\">\n</tool_error>"}],
+            "structuredContent": {"ok": false, "error": {"code": "AlreadyVoided"}},
+            "isError": true
+        }});
+        check(Call::Void(3), Workload::Billing, &already).unwrap();
+    }
+
+    #[test]
+    fn wrong_answers_are_caught() {
+        let reject = |call: Call, message: Value, why: &str| {
+            let error = check(call, Workload::Billing, &message).unwrap_err();
+            assert!(error.contains(why), "{error}");
+        };
+        reject(Call::Get(8), get(invoice(7)), "data.id is not INV-8");
+        let mut leaked = invoice(7);
+        leaked["webhook_secret"] = "whsec_7".into();
+        reject(Call::Get(7), get(leaked), "hidden field `webhook_secret`");
+        let mut named = get(invoice(7));
+        named["result"]["structuredContent"]["meta"] = json!({"tool": "billing_get_invoice"});
+        reject(Call::Get(7), named, "meta names the tool");
+        reject(
+            Call::Get(7),
+            answer(invoice(8).to_string(), invoice(7)),
+            "differs from data",
+        );
+        reject(Call::Void(7), get(invoice(7)), "not voided");
+        let mut failed = get(invoice(7));
+        failed["result"]["isError"] = true.into();
+        reject(Call::Get(7), failed, "isError true but ok true");
+        // Lists: the wrong length, a table that does not match its data.
+        let nineteen: Vec<Value> = (1..=19).map(invoice).collect();
+        reject(
+            Call::List,
+            list(nineteen.clone(), table(&nineteen)),
+            "list of 19 items",
+        );
+        let items = twenty();
+        reject(
+            Call::List,
+            list(items.clone(), items.len().to_string()),
+            "header",
+        );
+        let mut json_text = list(items.clone(), Value::Array(items.clone()).to_string());
+        json_text["result"]["content"][0]["text"] = Value::Array(items.clone()).to_string().into();
+        reject(Call::List, json_text, "header");
+        let short = table(&items[..19]).replacen("[19]", "[20]", 1);
+        reject(Call::List, list(items.clone(), short), "rows");
+        let long = format!("{}\nINV-99,C-1,5,paid", table(&items));
+        reject(Call::List, list(items.clone(), long), "rows");
+        let swapped = table(&items).replacen("INV-2,", "INV-9,", 1);
+        reject(
+            Call::List,
+            list(items.clone(), swapped),
+            "not invoice INV-2",
+        );
+        let mut hidden_column = items.clone();
+        hidden_column[4]["tenant_id"] = "t_777".into();
+        reject(
+            Call::List,
+            list(hidden_column, table(&items)),
+            "hidden field `tenant_id`",
+        );
     }
 }

@@ -3,14 +3,22 @@
 //!
 //! It serves the same store (`billing::Store`, tenant `t_777`) and the same contract for
 //! `billing_get_invoice`, `billing_list_invoices`, `billing_void_invoice` and
-//! `billing_create_invoice` as the Fusion billing connector: the same tool names and input
-//! schemas, the same `structuredContent` envelope (`{"ok":true,"data":…,"meta":…}` or
-//! `{"ok":false,"error":…,"meta":…}` with `isError`) and the same text content blocks, in the
-//! same order: the data as JSON, then the UI blocks, the domain rules, the suggested next
-//! actions and the cache-invalidation notice; or one `<tool_error>` block. All of it is written
-//! by hand, the way a careful author without a framework would: the hidden columns
-//! (`tenant_id`, `webhook_secret`, `internal_flags`) are stripped by serializing a hand-written
-//! view struct, and the arguments are plain structs with `serde` and `schemars` derives.
+//! `billing_create_invoice` as the Fusion billing connector on SQLite (`billing --data-dir`),
+//! and does the same store work: the same `Store` calls (a void reads the invoice first; a list
+//! is `page_counting_once`), each on the blocking pool. Its answers are byte for byte billing's:
+//! `structuredContent` is `{"ok":true,"data":…}` with `meta` only for what varies per call
+//! (`cache` of a list, `truncated`, `invalidates` after a write), or
+//! `{"ok":false,"error":{"code":…}}` with `isError`, the message, recovery and tools to call
+//! only in the `<tool_error>` block. The text blocks come in billing's order: the data (a list
+//! of two or more as a table, `[20]{id,customer_id,total_cents,status}:` and one line per
+//! invoice, for clients on protocol 2025-06-18 or later; JSON otherwise), the truncation notice,
+//! the UI blocks (only for a client that declares the `io.modelcontextprotocol/ui` extension),
+//! the rule the output schema does not state, the suggested next calls and the
+//! cache-invalidation notice. All of it is written by hand, the way a careful author without a
+//! framework would: the hidden columns (`tenant_id`, `webhook_secret`, `internal_flags`) are
+//! stripped by serializing a hand-written view struct, and the arguments are plain structs with
+//! `serde` and `schemars` derives. Invalid arguments are refused with serde's message, not
+//! Fusion's per-field report: the one kind of answer that differs.
 //!
 //! Its configuration is rmcp's fastest: `stdio_pipes()` over stdio; over HTTP, TCP_NODELAY on
 //! every socket, JSON (not SSE) responses for stateless requests, sessions for 2025-11-25
@@ -30,15 +38,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use billing::{
-    Created, DEMO_TENANT, Invoice, MAX_TOTAL_CENTS, NewInvoice, Status, Store, StoreError,
-    VoidOutcome,
+    Created, DEMO_TENANT, Invoice, InvoicePage, MAX_TOTAL_CENTS, NewInvoice, Status, Store,
+    StoreError, VoidOutcome,
 };
 use clap::Parser;
 use fusion::audit::AuditRecord;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -217,10 +225,45 @@ impl<'a> From<&'a Invoice> for InvoiceOut<'a> {
     }
 }
 
-const ONE_RULES: &str = "<domain_rules>\n- id: Invoice id, such as INV-7\n- customer_id: Customer id, such as C-12\n- total_cents: Total in integer cents: divide by 100 for display\n- status: open, paid or voided\n- Amounts are integer cents: divide by 100 and show two decimals.\n- A voided invoice can no longer be paid or changed.\n</domain_rules>";
-const LIST_RULES: &str = "<domain_rules>\n- id: Invoice id, such as INV-7\n- customer_id: Customer id, such as C-12\n- total_cents: Total in integer cents: divide by 100 for display\n- status: open, paid or voided\n- Amounts are integer cents: divide by 100 and show two decimals.\n</domain_rules>";
+/// The rule the output schema does not already state (Fusion sends only those).
+const RULES: &str = "<domain_rules>\n- Amounts are integer cents: divide by 100 and show two decimals.\n</domain_rules>";
 /// The most invoices a list shows an agent.
 const LIST_LIMIT: usize = 50;
+/// The extension a client declares to receive UI blocks.
+const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+/// What a void makes stale, and what a create does, as the agent calls them.
+const VOID_STALE: &[&str] = &[
+    "billing_get_invoice",
+    "billing_list_invoices",
+    "billing_invoice_stats",
+    "billing_statuses",
+    "billing_export_invoices",
+];
+const CREATE_STALE: &[&str] = &["billing_list_invoices", "billing_invoice_stats"];
+
+/// How the asking client reads an answer: a list as a table (protocol 2025-06-18 or later, or
+/// unknown) or as JSON, and whether it draws UI blocks (it declared [`UI_EXTENSION`]).
+#[derive(Debug, Clone, Copy)]
+struct Form {
+    table: bool,
+    ui: bool,
+}
+
+impl Form {
+    fn of(context: &RequestContext<RoleServer>) -> Form {
+        let table = context
+            .protocol_version()
+            .is_none_or(|version| version >= ProtocolVersion::V_2025_06_18);
+        let ui = context.client_capabilities().is_some_and(|capabilities| {
+            let declares = |map: Option<&std::collections::BTreeMap<String, _>>| {
+                map.is_some_and(|map| map.contains_key(UI_EXTENSION))
+            };
+            declares(capabilities.extensions.as_ref())
+                || declares(capabilities.experimental.as_ref())
+        });
+        Form { table, ui }
+    }
+}
 
 fn escape(text: &str) -> Cow<'_, str> {
     if !text.contains(['&', '<', '>']) {
@@ -251,19 +294,14 @@ fn ui_block(kind: &str, body: &str) -> String {
     )
 }
 
-/// One suggested next call: (tool, arguments, reason).
+/// One suggested next call: (tool, arguments, reason). Said in the text only.
 type Suggestion = (&'static str, Value, &'static str);
 
-fn suggestions_block(
-    meta: &mut Map<String, Value>,
-    content: &mut Vec<ContentBlock>,
-    list: Vec<Suggestion>,
-) {
+fn suggestions_block(content: &mut Vec<ContentBlock>, list: Vec<Suggestion>) {
     if list.is_empty() {
         return;
     }
     let mut block = String::from("<action_suggestions>");
-    let mut listed = Vec::with_capacity(list.len());
     for (tool, arguments, reason) in list {
         let _ = write!(
             block,
@@ -271,20 +309,12 @@ fn suggestions_block(
             escape(&arguments.to_string()),
             escape(reason)
         );
-        listed.push(json!({"tool": tool, "arguments": arguments, "reason": reason}));
     }
     block.push_str("\n</action_suggestions>");
     content.push(ContentBlock::text(block));
-    meta.insert("suggestions".into(), Value::Array(listed));
 }
 
-fn base_meta(tool: &str) -> Map<String, Value> {
-    let mut meta = Map::new();
-    meta.insert("tool".into(), tool.into());
-    meta.insert("version".into(), VERSION.into());
-    meta
-}
-
+/// `{"ok":true,"data":…}`, with `meta` only when it says something.
 fn envelope_ok(
     data: Value,
     meta: Map<String, Value>,
@@ -293,7 +323,9 @@ fn envelope_ok(
     let mut envelope = Map::new();
     envelope.insert("ok".into(), true.into());
     envelope.insert("data".into(), data);
-    envelope.insert("meta".into(), Value::Object(meta));
+    if !meta.is_empty() {
+        envelope.insert("meta".into(), Value::Object(meta));
+    }
     let mut result = CallToolResult::success(content);
     result.structured_content = Some(Value::Object(envelope));
     result
@@ -304,28 +336,32 @@ struct Failure {
     code: &'static str,
     message: String,
     recovery: &'static str,
+    /// Tools to call, said apart only when the recovery does not name them.
     actions: &'static [&'static str],
     retryable: bool,
+    retry_after_ms: Option<u64>,
 }
 
 impl Failure {
     fn not_found(id: &str) -> Self {
         Failure {
             code: "InvoiceNotFound",
-            message: format!("Invoice {id} does not exist."),
-            recovery: "Call billing_list_invoices to find valid invoice ids.",
+            message: format!("Invoice {} does not exist.", echo(id)),
+            recovery: "Call `billing_list_invoices` to find valid invoice ids.",
             actions: &["billing_list_invoices"],
             retryable: false,
+            retry_after_ms: None,
         }
     }
 
     fn already_voided(id: &str) -> Self {
         Failure {
             code: "AlreadyVoided",
-            message: format!("Invoice {id} is already voided."),
-            recovery: "Nothing to do: the invoice stays voided. Fetch it again to see its state.",
+            message: format!("Invoice {} is already voided.", echo(id)),
+            recovery: "Nothing to do: the invoice stays voided. Fetch it again with `billing_get_invoice` to see its state.",
             actions: &["billing_get_invoice"],
             retryable: false,
+            retry_after_ms: None,
         }
     }
 
@@ -336,6 +372,7 @@ impl Failure {
             recovery: "Send a total between 0 and 100000000000 cents (one billion dollars).",
             actions: &[],
             retryable: false,
+            retry_after_ms: None,
         }
     }
 
@@ -346,10 +383,22 @@ impl Failure {
             recovery: "Correct the listed fields and call again; the tool's input schema describes every argument.",
             actions: &[],
             retryable: false,
+            retry_after_ms: None,
         }
     }
 
     fn store(tool: &str, error: &StoreError) -> Self {
+        if error.is_transient() {
+            tracing::warn!(tool, %error, "the invoice store is unavailable");
+            return Failure {
+                code: "StoreUnavailable",
+                message: "The invoice store cannot serve this call right now (locked by another writer, busy, or out of space); nothing was changed.".into(),
+                recovery: "Wait for the retry window, then call again with the same arguments (and the same idempotency_key, if you sent one).",
+                actions: &[],
+                retryable: true,
+                retry_after_ms: Some(1000),
+            };
+        }
         tracing::error!(tool, %error, "store failed");
         Failure {
             code: "INTERNAL_ERROR",
@@ -357,77 +406,97 @@ impl Failure {
             recovery: "Try again later.",
             actions: &[],
             retryable: true,
+            retry_after_ms: None,
         }
     }
 
+    /// The result: everything in the `<tool_error>` block; in `structuredContent` only the
+    /// code and when to retry (and `meta`, when the tool has any).
     fn into_result(self, meta: Map<String, Value>) -> CallToolResult {
         let mut error = Map::new();
         error.insert("code".into(), self.code.into());
-        error.insert("message".into(), self.message.as_str().into());
-        error.insert("retryable".into(), self.retryable.into());
-        error.insert("recovery".into(), self.recovery.into());
-        if !self.actions.is_empty() {
-            error.insert("availableActions".into(), self.actions.into());
+        if self.retryable {
+            error.insert("retryable".into(), true.into());
+        }
+        if let Some(wait) = self.retry_after_ms {
+            error.insert("retryAfterMs".into(), wait.into());
         }
         let mut block = format!("<tool_error code=\"{}\">", escape_attr(self.code));
         let _ = write!(block, "\n<message>{}</message>", escape(&self.message));
         let _ = write!(block, "\n<recovery>{}</recovery>", escape(self.recovery));
-        if !self.actions.is_empty() {
+        if !self
+            .actions
+            .iter()
+            .all(|action| self.message.contains(action) || self.recovery.contains(action))
+        {
             let _ = write!(
                 block,
                 "\n<available_actions>{}</available_actions>",
                 self.actions.join(", ")
             );
         }
+        if let Some(wait) = self.retry_after_ms {
+            let _ = write!(block, "\n<retry_after>{wait}ms</retry_after>");
+        }
         block.push_str("\n</tool_error>");
         let mut envelope = Map::new();
         envelope.insert("ok".into(), false.into());
         envelope.insert("error".into(), Value::Object(error));
-        envelope.insert("meta".into(), Value::Object(meta));
+        if !meta.is_empty() {
+            envelope.insert("meta".into(), Value::Object(meta));
+        }
         let mut result = CallToolResult::error(vec![ContentBlock::text(block)]);
         result.structured_content = Some(Value::Object(envelope));
         result
     }
 }
 
-/// A single invoice, presented: data, three UI blocks, rules, suggestions, and for writes the
-/// cache-invalidation notice.
-fn present_one(
-    tool: &str,
-    invoice: &Invoice,
-    invalidates: Option<&[&str]>,
-    cause: &str,
-) -> CallToolResult {
+/// A value an agent sent, cut as billing's error messages echo it.
+fn echo(value: &str) -> Cow<'_, str> {
+    fusion::echo(value, billing::ECHO_CHARS)
+}
+
+/// A list's meta: its answers may change at any time.
+fn volatile() -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("cache".into(), "volatile".into());
+    meta
+}
+
+/// A single invoice, presented: data, the UI blocks for a client that draws them, the rule,
+/// suggestions, and for writes the cache-invalidation notice.
+fn present_one(form: Form, invoice: &Invoice, stale: Option<(&str, &[&str])>) -> CallToolResult {
     let view = InvoiceOut::from(invoice);
     let data_text = serde_json::to_string(&view).unwrap_or_default();
     let data = serde_json::to_value(&view).unwrap_or(Value::Null);
     let status = invoice.status.as_str();
-    let mut content = Vec::with_capacity(8);
+    let mut content = Vec::with_capacity(if form.ui { 7 } else { 4 });
     content.push(ContentBlock::text(data_text));
-    content.push(ContentBlock::text(ui_block(
-        "markdown",
-        &format!(
-            "**{}** for customer {}: **{}** ({status})",
-            invoice.id,
-            invoice.customer_id,
-            money(invoice.total_cents)
-        ),
-    )));
-    content.push(ContentBlock::text(ui_block(
-        "mermaid",
-        &format!(
-            "stateDiagram-v2\n  [*] --> open\n  open --> paid\n  open --> voided\n  paid --> voided\n  note right of {status}: current"
-        ),
-    )));
-    content.push(ContentBlock::text(format!(
-        "<ui_passthrough type=\"code\" language=\"csv\">\n{}\n</ui_passthrough>",
-        escape(&format!(
-            "id,customer_id,total_cents,status\n{},{},{},{status}",
-            invoice.id, invoice.customer_id, invoice.total_cents
-        ))
-    )));
-    content.push(ContentBlock::text(ONE_RULES));
-    let mut meta = base_meta(tool);
+    if form.ui {
+        content.push(ContentBlock::text(ui_block(
+            "markdown",
+            &format!(
+                "**{}** for customer {}: **{}** ({status})",
+                invoice.id,
+                invoice.customer_id,
+                money(invoice.total_cents)
+            ),
+        )));
+        content.push(ContentBlock::text(ui_block(
+            "mermaid",
+            &format!(
+                "stateDiagram-v2\n  [*] --> open\n  open --> paid\n  open --> voided\n  paid --> voided\n  note right of {status}: current"
+            ),
+        )));
+        content.push(ContentBlock::text(format!(
+            "<ui_passthrough type=\"code\" language=\"csv\">\n{}\n</ui_passthrough>",
+            escape(&format!(
+                "id,customer_id,total_cents,status\n{},{},{},{status}",
+                invoice.id, invoice.customer_id, invoice.total_cents
+            ))
+        )));
+    }
+    content.push(ContentBlock::text(RULES));
     let mut next = Vec::with_capacity(2);
     if invoice.status == Status::Open {
         next.push((
@@ -441,81 +510,78 @@ fn present_one(
         json!({"status": status}),
         "See the customer's other invoices.",
     ));
-    suggestions_block(&mut meta, &mut content, next);
-    if let Some(globs) = invalidates {
+    suggestions_block(&mut content, next);
+    let mut meta = Map::new();
+    if let Some((cause, tools)) = stale {
         content.push(ContentBlock::text(format!(
             "<cache_invalidation cause=\"{cause}\" domains=\"{}\"/>",
-            escape_attr(&globs.join(","))
+            escape_attr(&tools.join(","))
         )));
-        meta.insert("invalidates".into(), globs.into());
+        meta.insert("invalidates".into(), tools.into());
     }
     envelope_ok(data, meta, content)
 }
 
-/// A list of invoices, presented: at most 50, a table, a chart, rules and one suggestion.
-/// A page of invoices: `invoices` fetched at `offset`, of `total` that match.
-fn present_list(tool: &str, invoices: &[Invoice], offset: u32, total: u64) -> CallToolResult {
-    let shown = &invoices[..invoices.len().min(LIST_LIMIT)];
-    let total = usize::try_from(total).unwrap_or(usize::MAX);
-    let views: Vec<InvoiceOut<'_>> = shown.iter().map(InvoiceOut::from).collect();
-    let data_text = serde_json::to_string(&views).unwrap_or_default();
-    let data = serde_json::to_value(&views).unwrap_or(Value::Null);
-    let mut meta = base_meta(tool);
-    meta.insert("cache".into(), "volatile".into());
-    let mut content = Vec::with_capacity(6);
-    content.push(ContentBlock::text(data_text));
-    if total > shown.len() {
-        // As the connector tells it: the page the store fetched, of how many there are.
-        let (shown, hidden) = (shown.len(), total - shown.len());
-        let next = u64::from(offset) + shown as u64;
-        content.push(ContentBlock::text(format!(
-            "<truncation shown=\"{shown}\" total=\"{total}\" hidden=\"{hidden}\" reason=\"page\" offset=\"{offset}\" next_offset=\"{next}\">Only {shown} of {total} items are shown; {hidden} are hidden. They are items {} to {next}. Cut by the page the tool fetched ({shown} items). Call `{tool}` again with the same arguments and \"offset\": {next} for the next ones.</truncation>",
-            u64::from(offset) + 1
-        )));
-        meta.insert(
-            "truncated".into(),
-            json!({"shown": shown, "total": total, "hidden": hidden, "reason": "page", "offset": offset, "nextOffset": next}),
+/// Whether a string reads as itself in a table cell (else it is written as a JSON string).
+fn plain(text: &str) -> bool {
+    !text.is_empty()
+        && text.trim() == text
+        && !text.contains([',', '"', '\\', ':', '[', ']', '{', '}'])
+        && !text.chars().any(char::is_control)
+        && !matches!(text, "true" | "false" | "null")
+        && text.parse::<f64>().is_err()
+        && !text.starts_with('-')
+}
+
+fn cell(table: &mut String, text: &str) {
+    if plain(text) {
+        table.push_str(text);
+    } else {
+        let _ = write!(table, "{}", Value::from(text));
+    }
+}
+
+/// Invoices as the model reads them: the field names once, then one line per invoice.
+fn table(invoices: &[Invoice]) -> String {
+    let mut table = format!("[{}]{{id,customer_id,total_cents,status}}:", invoices.len());
+    for invoice in invoices {
+        table.push('\n');
+        cell(&mut table, &invoice.id);
+        table.push(',');
+        cell(&mut table, &invoice.customer_id);
+        let _ = write!(
+            table,
+            ",{},{}",
+            invoice.total_cents,
+            invoice.status.as_str()
         );
     }
-    if shown.is_empty() {
-        content.push(ContentBlock::text(ui_block(
-            "markdown",
-            "No invoices match.",
-        )));
+    table
+}
+
+/// A page of invoices fetched at `offset`, presented: at most 50, what was cut and how to get
+/// the rest, a table and a chart for a client that draws them, the rule and one suggestion.
+fn present_list(form: Form, page: &InvoicePage, offset: u32) -> CallToolResult {
+    let returned = page.invoices.len();
+    let shown = &page.invoices[..returned.min(LIST_LIMIT)];
+    let views: Vec<InvoiceOut<'_>> = shown.iter().map(InvoiceOut::from).collect();
+    let data_text = if form.table && shown.len() >= 2 {
+        table(shown)
     } else {
-        let mut table =
-            String::from("| id | customer | total | status |\n| --- | --- | --- | --- |");
-        let mut totals = [0i64; 3];
-        for invoice in shown {
-            let cell = |text: &str| text.replace('|', "\\|").replace(['\r', '\n'], " ");
-            let _ = write!(
-                table,
-                "\n| {} | {} | {} | {} |",
-                cell(&invoice.id),
-                cell(&invoice.customer_id),
-                money(invoice.total_cents),
-                invoice.status.as_str()
-            );
-            totals[invoice.status as usize] += invoice.total_cents;
-        }
-        content.push(ContentBlock::text(ui_block("table", &table)));
-        let chart = json!({
-            "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
-            "description": "Total of the listed invoices by status, in cents",
-            "data": {"values": [
-                {"status": "open", "cents": totals[0]},
-                {"status": "paid", "cents": totals[1]},
-                {"status": "voided", "cents": totals[2]},
-            ]},
-            "mark": "bar",
-            "encoding": {
-                "x": {"field": "status", "type": "nominal"},
-                "y": {"field": "cents", "type": "quantitative"}
-            }
-        });
-        content.push(ContentBlock::text(ui_block("chart", &chart.to_string())));
+        serde_json::to_string(&views).unwrap_or_default()
+    };
+    let data = serde_json::to_value(&views).unwrap_or(Value::Null);
+    let mut meta = volatile();
+    let mut content = Vec::with_capacity(if form.ui { 6 } else { 4 });
+    content.push(ContentBlock::text(data_text));
+    if let Some((notice, truncated)) = truncation(page, shown.len(), u64::from(offset)) {
+        content.push(ContentBlock::text(notice));
+        meta.insert("truncated".into(), truncated);
     }
-    content.push(ContentBlock::text(LIST_RULES));
+    if form.ui {
+        list_ui(&mut content, shown);
+    }
+    content.push(ContentBlock::text(RULES));
     let next = shown
         .first()
         .map(|first| {
@@ -526,8 +592,142 @@ fn present_list(tool: &str, invoices: &[Invoice], offset: u32, total: u64) -> Ca
             )]
         })
         .unwrap_or_default();
-    suggestions_block(&mut meta, &mut content, next);
+    suggestions_block(&mut content, next);
     envelope_ok(data, meta, content)
+}
+
+/// What the agent is told of a page it sees only part of (the `<truncation>` block and
+/// `meta.truncated`), or `None` when it sees everything.
+fn truncation(page: &InvoicePage, shown: usize, offset: u64) -> Option<(String, Value)> {
+    let returned = page.invoices.len();
+    let limited = shown < returned;
+    let after = page.more
+        || page
+            .total
+            .is_some_and(|total| offset + (returned as u64) < total);
+    if !limited && !after && page.total.is_none_or(|total| shown as u64 >= total) {
+        return None;
+    }
+    let next = if limited {
+        Some(offset + shown as u64)
+    } else if after {
+        Some(offset + returned as u64)
+    } else {
+        None
+    };
+    let reason = if limited { "limit" } else { "page" };
+    let mut truncated = Map::new();
+    truncated.insert("shown".into(), shown.into());
+    let mut text = format!("<truncation shown=\"{shown}\"");
+    if let Some(total) = page.total {
+        let hidden = total.saturating_sub(shown as u64);
+        let _ = write!(text, " total=\"{total}\" hidden=\"{hidden}\"");
+        truncated.insert("total".into(), total.into());
+        truncated.insert("hidden".into(), hidden.into());
+    }
+    let _ = write!(text, " reason=\"{reason}\" offset=\"{offset}\"");
+    truncated.insert("reason".into(), reason.into());
+    truncated.insert("offset".into(), offset.into());
+    if let Some(next) = next {
+        let _ = write!(text, " next_offset=\"{next}\"");
+        truncated.insert("nextOffset".into(), next.into());
+    }
+    match page.total {
+        Some(total) => {
+            let hidden = total.saturating_sub(shown as u64);
+            let _ = write!(
+                text,
+                ">Only {shown} of {total} items are shown; {hidden} are hidden."
+            );
+        }
+        None => {
+            let _ = write!(text, ">Only {shown} items are shown; more exist.");
+        }
+    }
+    if shown > 0 {
+        let _ = write!(
+            text,
+            " They are items {} to {}.",
+            offset + 1,
+            offset + shown as u64
+        );
+    }
+    let by_page = page.total.is_some_and(|total| (returned as u64) < total) || page.more;
+    match (by_page, limited) {
+        (true, true) => {
+            let _ = write!(
+                text,
+                " Cut by the page the tool fetched ({returned} items) and the agent limit ({shown} items)."
+            );
+        }
+        (true, false) => {
+            let _ = write!(
+                text,
+                " Cut by the page the tool fetched ({returned} items)."
+            );
+        }
+        (false, true) => {
+            let _ = write!(text, " Cut by the agent limit ({shown} items).");
+        }
+        (false, false) => {}
+    }
+    match next {
+        Some(next) => {
+            let instead = if limited {
+                ", or narrow the request with filters"
+            } else {
+                ""
+            };
+            let _ = write!(
+                text,
+                " Call `{LIST}` again with the same arguments and \"offset\": {next} for the next ones{instead}."
+            );
+        }
+        None => text.push_str(" There are no more after these."),
+    }
+    text.push_str("</truncation>");
+    Some((text, Value::Object(truncated)))
+}
+
+/// A list's UI blocks: a table and a chart of the totals by status.
+fn list_ui(content: &mut Vec<ContentBlock>, shown: &[Invoice]) {
+    if shown.is_empty() {
+        content.push(ContentBlock::text(ui_block(
+            "markdown",
+            "No invoices match.",
+        )));
+        return;
+    }
+    let mut table = String::from("| id | customer | total | status |\n| --- | --- | --- | --- |");
+    let mut totals = [0i64; 3];
+    for invoice in shown {
+        let cell = |text: &str| text.replace('|', "\\|").replace(['\r', '\n'], " ");
+        let _ = write!(
+            table,
+            "\n| {} | {} | {} | {} |",
+            cell(&invoice.id),
+            cell(&invoice.customer_id),
+            money(invoice.total_cents),
+            invoice.status.as_str()
+        );
+        totals[invoice.status as usize] += invoice.total_cents;
+    }
+    content.push(ContentBlock::text(ui_block("table", &table)));
+    let chart = json!({
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "description": "Total of the listed invoices by status, in cents",
+        "data": {"values": [
+            {"status": "open", "cents": totals[0]},
+            {"status": "paid", "cents": totals[1]},
+            {"status": "voided", "cents": totals[2]},
+        ]},
+        "mark": "bar",
+        "encoding": {
+            "x": {"field": "status", "type": "nominal"},
+            "y": {"field": "cents", "type": "quantitative"}
+        }
+    });
+    content.push(ContentBlock::text(ui_block("chart", &chart.to_string())));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -633,77 +833,118 @@ impl RawBilling {
         }
     }
 
-    fn call(&self, name: &str, arguments: Option<JsonObject>) -> Option<CallToolResult> {
-        let store = &self.shared.store;
+    /// One store call on the blocking pool, as the connector's `fusion::blocking` runs it, so
+    /// that a locked database never holds an async worker.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<Result<T, StoreError>, ErrorData> {
+        let store = self.shared.store.clone();
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .map_err(|_| ErrorData::internal_error("the call panicked", None))
+    }
+
+    /// The call, doing the store work billing does on SQLite: the same store calls, each on
+    /// the blocking pool.
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        form: Form,
+    ) -> Result<Option<CallToolResult>, ErrorData> {
         let tenant = DEMO_TENANT;
         let result = match name {
             GET => match parse::<IdArgs>(arguments) {
-                Err(error) => Failure::invalid(GET, &error).into_result(base_meta(GET)),
-                Ok(args) => match store.get(tenant, &args.id) {
-                    Ok(Some(invoice)) => present_one(GET, &invoice, None, ""),
-                    Ok(None) => Failure::not_found(&args.id).into_result(base_meta(GET)),
-                    Err(error) => Failure::store(GET, &error).into_result(base_meta(GET)),
-                },
+                Err(error) => Failure::invalid(GET, &error).into_result(Map::new()),
+                Ok(IdArgs { id }) => {
+                    let key = id.clone();
+                    match self.blocking(move |store| store.get(tenant, &key)).await? {
+                        Ok(Some(invoice)) => present_one(form, &invoice, None),
+                        Ok(None) => Failure::not_found(&id).into_result(Map::new()),
+                        Err(error) => Failure::store(GET, &error).into_result(Map::new()),
+                    }
+                }
             },
-            LIST => {
-                let mut meta = base_meta(LIST);
-                meta.insert("cache".into(), "volatile".into());
-                match parse::<ListArgs>(arguments) {
-                    Err(error) => Failure::invalid(LIST, &error).into_result(meta),
-                    Ok(args) => {
-                        let limit = args.limit.unwrap_or(20) as usize;
-                        let offset = args.offset.unwrap_or(0);
-                        match store.page(tenant, args.status, offset as usize, limit) {
-                            Ok((invoices, total)) => present_list(LIST, &invoices, offset, total),
-                            Err(error) => Failure::store(LIST, &error).into_result(meta),
+            LIST => match parse::<ListArgs>(arguments) {
+                Err(error) => Failure::invalid(LIST, &error).into_result(volatile()),
+                Ok(args) => {
+                    let limit = args.limit.unwrap_or(20) as usize;
+                    let offset = args.offset.unwrap_or(0);
+                    let status = args.status;
+                    let page = self
+                        .blocking(move |store| {
+                            store.page_counting_once(tenant, status, offset as usize, limit)
+                        })
+                        .await?;
+                    match page {
+                        Ok(page) => present_list(form, &page, offset),
+                        Err(error) => Failure::store(LIST, &error).into_result(volatile()),
+                    }
+                }
+            },
+            VOID => match parse_audited::<IdArgs>(VOID, "billing.void_invoice", arguments) {
+                Err(error) => Failure::invalid(VOID, &error).into_result(Map::new()),
+                Ok((IdArgs { id }, audit)) => {
+                    // As the connector: it reads the invoice first (a large open one is voided
+                    // only once the user confirms; the seed has none), then voids it.
+                    let key = id.clone();
+                    let found = self.blocking(move |store| store.get(tenant, &key)).await?;
+                    let key = id.clone();
+                    let voided = match found {
+                        Err(error) => Err(error),
+                        Ok(_) => {
+                            self.blocking(move |store| store.void(tenant, &key, &audit))
+                                .await?
+                        }
+                    };
+                    match voided {
+                        Ok(VoidOutcome::Voided(invoice)) => {
+                            present_one(form, &invoice, Some((VOID, VOID_STALE)))
+                        }
+                        Ok(VoidOutcome::AlreadyVoided(_)) => {
+                            Failure::already_voided(&id).into_result(Map::new())
+                        }
+                        Ok(VoidOutcome::NotFound) => {
+                            Failure::not_found(&id).into_result(Map::new())
+                        }
+                        Err(error) => Failure::store(VOID, &error).into_result(Map::new()),
+                    }
+                }
+            },
+            CREATE => {
+                match parse_audited::<CreateArgs>(CREATE, "billing.create_invoice", arguments) {
+                    Err(error) => Failure::invalid(CREATE, &error).into_result(Map::new()),
+                    Ok((args, _)) if !(0..=MAX_TOTAL_CENTS).contains(&args.total_cents) => {
+                        Failure::invalid_amount(args.total_cents).into_result(Map::new())
+                    }
+                    Ok((args, audit)) => {
+                        let created = self
+                            .blocking(move |store| {
+                                store.create(
+                                    tenant,
+                                    &NewInvoice {
+                                        customer_id: &args.customer_id,
+                                        total_cents: args.total_cents,
+                                        idempotency_key: None,
+                                    },
+                                    &audit,
+                                )
+                            })
+                            .await?;
+                        match created {
+                            Ok(Created::New(invoice) | Created::Replayed(invoice)) => {
+                                present_one(form, &invoice, Some((CREATE, CREATE_STALE)))
+                            }
+                            Ok(Created::KeyReused) => unreachable_key_reuse(),
+                            Err(error) => Failure::store(CREATE, &error).into_result(Map::new()),
                         }
                     }
                 }
             }
-            VOID => match parse_audited::<IdArgs>(VOID, "billing.void_invoice", arguments) {
-                Err(error) => Failure::invalid(VOID, &error).into_result(base_meta(VOID)),
-                Ok((args, audit)) => match store.void(tenant, &args.id, &audit) {
-                    Ok(VoidOutcome::Voided(invoice)) => {
-                        present_one(VOID, &invoice, Some(&["billing.*"]), "billing.void_invoice")
-                    }
-                    Ok(VoidOutcome::AlreadyVoided(_)) => {
-                        Failure::already_voided(&args.id).into_result(base_meta(VOID))
-                    }
-                    Ok(VoidOutcome::NotFound) => {
-                        Failure::not_found(&args.id).into_result(base_meta(VOID))
-                    }
-                    Err(error) => Failure::store(VOID, &error).into_result(base_meta(VOID)),
-                },
-            },
-            CREATE => {
-                match parse_audited::<CreateArgs>(CREATE, "billing.create_invoice", arguments) {
-                    Err(error) => Failure::invalid(CREATE, &error).into_result(base_meta(CREATE)),
-                    Ok((args, _)) if !(0..=MAX_TOTAL_CENTS).contains(&args.total_cents) => {
-                        Failure::invalid_amount(args.total_cents).into_result(base_meta(CREATE))
-                    }
-                    Ok((args, audit)) => match store.create(
-                        tenant,
-                        &NewInvoice {
-                            customer_id: &args.customer_id,
-                            total_cents: args.total_cents,
-                            idempotency_key: None,
-                        },
-                        &audit,
-                    ) {
-                        Ok(Created::New(invoice) | Created::Replayed(invoice)) => present_one(
-                            CREATE,
-                            &invoice,
-                            Some(&["billing.list_invoices", "billing.invoice_stats"]),
-                            "billing.create_invoice",
-                        ),
-                        Ok(Created::KeyReused) => unreachable_key_reuse(),
-                        Err(error) => Failure::store(CREATE, &error).into_result(base_meta(CREATE)),
-                    },
-                }
-            }
-            _ => return None,
+            _ => return Ok(None),
         };
-        Some(result)
+        Ok(Some(result))
     }
 }
 
@@ -758,15 +999,10 @@ impl ServerHandler for RawBilling {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The store is synchronous: its calls run on the blocking pool, as the connector's do
-        // (`fusion::blocking`), so that a locked database never holds an async worker.
-        let this = self.clone();
-        let name = request.name.clone();
-        let called = tokio::task::spawn_blocking(move || this.call(&name, request.arguments))
-            .await
-            .map_err(|_| ErrorData::internal_error("the call panicked", None))?;
+        let form = Form::of(&context);
+        let called = self.call(&request.name, request.arguments, form).await?;
         match called {
             Some(result) => Ok(CallToolResponse::Complete(result)),
             None => Err(ErrorData::new(

@@ -804,6 +804,7 @@ pub async fn export_invoices(
         }
         // Between batches the export yields, so that a cancelled task stops here.
         tokio::task::yield_now().await;
+        crate::store::hold_export_for_tests().await;
     }
 }
 

@@ -95,6 +95,17 @@ struct Args {
     /// HTTP sessions one tenant may hold at once; its `initialize` gets 429 beyond.
     #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_sessions_per_principal)]
     max_sessions_per_tenant: usize,
+    /// How long a replica vouches for a task (an export) it runs without renewing, in
+    /// milliseconds (it renews every third of a lease, or every second if that is sooner). A task whose replica
+    /// died is reported failed once this ran out: shorter finds out sooner, longer rides out
+    /// a slower database.
+    #[arg(long, value_name = "MS", default_value_t = task_lease_ms_default(),
+          value_parser = clap::value_parser!(u64).range(300..))]
+    task_lease_ms: u64,
+}
+
+fn task_lease_ms_default() -> u64 {
+    u64::try_from(TaskOptions::default().lease.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `$XDG_DATA_HOME/fusion-billing`, else `~/.local/share/fusion-billing`, else `./billing-data`.
@@ -223,7 +234,13 @@ async fn serve(
     ready: Readiness,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mcp = match tasks {
-        Some(store) => Mcp::new(server).tasks(store, TaskOptions::default()),
+        Some(store) => {
+            let options = TaskOptions {
+                lease: std::time::Duration::from_millis(args.task_lease_ms),
+                ..TaskOptions::default()
+            };
+            Mcp::new(server).tasks(store, options)
+        }
         None => Mcp::new(server),
     };
     match args.http {
@@ -430,10 +447,15 @@ fn static_tokens(specs: &[String]) -> Result<StaticTokens, String> {
                 "token #{which}: the token and the tenant cannot be empty"
             ));
         }
-        let mut principal = Principal::new(format!("token:{tenant}")).with_tenant(tenant);
-        if !read_only {
-            principal = principal.with_scopes([WRITE_SCOPE.to_owned()]);
-        }
+        // A read-only token is its own principal: it neither reaches the tasks of the tenant's
+        // writers nor passes for one in the audit trail.
+        let principal = if read_only {
+            Principal::new(format!("token:{tenant}:read")).with_tenant(tenant)
+        } else {
+            Principal::new(format!("token:{tenant}"))
+                .with_tenant(tenant)
+                .with_scopes([WRITE_SCOPE.to_owned()])
+        };
         tokens = tokens.with(token, principal);
     }
     Ok(tokens)

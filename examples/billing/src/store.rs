@@ -1038,6 +1038,25 @@ pub(crate) fn hold_for_tests() {
     }
 }
 
+/// A test hook in debug builds: the export waits `BILLING_EXPORT_HOLD_MS` milliseconds after
+/// each batch, so that tests can cancel an export, or kill its replica, while it works. Release
+/// builds never wait here.
+pub(crate) async fn hold_export_for_tests() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    static HOLD: OnceLock<Option<Duration>> = OnceLock::new();
+    let hold = HOLD.get_or_init(|| {
+        std::env::var("BILLING_EXPORT_HOLD_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map(Duration::from_millis)
+    });
+    if let Some(hold) = hold {
+        tokio::time::sleep(*hold).await;
+    }
+}
+
 /// The tenant's invoices with `status` (any when `None`), `limit` of them after `offset`.
 fn list_from(
     conn: &Connection,

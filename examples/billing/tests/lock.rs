@@ -82,6 +82,44 @@ fn a_definition_that_blows_the_token_budget_is_risky() {
     assert_eq!(rules, [(Rule::TokensChanged, "billing_get_invoice".into())]);
 }
 
+/// The worst answer of each presenter (a full page at its limit) is in the budget too: a change
+/// that makes a page cost more than 10 % more tokens fails the check until it is reviewed.
+#[test]
+fn an_answer_that_blows_the_token_budget_is_risky() {
+    let reviewed = Lockfile::parse(REVIEWED).unwrap().surface;
+    let answers = &reviewed.tokens.as_ref().unwrap().answers;
+    let list = answers["billing.list_invoices"].expect("a bounded page");
+    let get = answers["billing.get_invoice"].expect("one invoice");
+    assert!(
+        list > 20 * get / 2,
+        "50 invoices in {list} tokens, one in {get}"
+    );
+    // The change: every answer's data as JSON in its text block instead of a table.
+    let verbose = builder()
+        .data_text(fusion::envelope::DataText::Json)
+        .build()
+        .unwrap();
+    let error = Check::new("fusion.lock")
+        .mode(Mode::Check)
+        .fail_on(Class::Risky)
+        .run(&verbose)
+        .expect_err("the check fails");
+    let LockError::Changed { diff, .. } = &error else {
+        panic!("not a change: {error}");
+    };
+    let grew: Vec<&str> = diff
+        .changes()
+        .iter()
+        .filter(|change| change.rule == Rule::TokensGrew)
+        .map(|change| change.subject.as_str())
+        .collect();
+    assert_eq!(grew, ["billing.list_invoices"], "{error}");
+    assert!(
+        error.to_string().contains("worst answer grew from"),
+        "{error}"
+    );
+}
+
 #[test]
 fn the_reviewed_lockfile_is_consistent_and_written_as_fusion_writes_it() {
     let reviewed = Lockfile::parse(REVIEWED).expect("fusion.lock reads");

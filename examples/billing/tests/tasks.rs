@@ -9,21 +9,14 @@
 mod support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use billing::Store;
 use fusion::Exposition;
 use fusion::Principal;
 use fusion::auth::StaticTokens;
 use fusion::serve::{HttpOptions, Mcp};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
-    ErrorCode, GetTaskParams, GetTaskResult, ProtocolVersion, TaskPayload, TaskStatus,
-};
-use rmcp::service::{RunningService, ServiceError};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
+use rmcp::model::{CancelTaskParams, TaskPayload, TaskStatus};
+use support::tasks::{Client, client, get, is_unknown_task, settled, start_export};
 
 /// The owner: the demo tenant's writer.
 const WRITER: &str = "tasks-writer-1f0c";
@@ -60,62 +53,9 @@ async fn serve() -> (String, HttpOptions) {
     (format!("http://{address}/mcp"), options)
 }
 
-type Client = RunningService<RoleClient, ClientConfig>;
-
-/// A stateless client of `token` that declares the tasks extension.
-async fn client(url: &str, token: &str) -> Client {
-    let http = support::http_client_builder()
-        .timeout(Duration::from_secs(20))
-        .build()
-        .expect("HTTP client");
-    let transport = StreamableHttpClientTransport::with_client(
-        http,
-        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token),
-    );
-    let mut config = ClientConfig::default();
-    config.capabilities = ClientCapabilities::builder().enable_tasks().build();
-    config
-        .serve_with_lifecycle(
-            transport,
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        )
-        .await
-        .expect("server/discover over HTTP")
-}
-
 /// A stateless client of the anonymous demo tenant (`--allow-anonymous`).
 async fn anonymous_client(url: &str) -> Client {
     client(url, "unused-without-authentication").await
-}
-
-async fn start_export(client: &Client) -> String {
-    let call = CallToolRequestParams::new("billing_export_invoices");
-    match client.peer().call_tool_once(call).await {
-        Ok(CallToolResponse::Task(created)) => created.task.task_id,
-        other => panic!("the export did not become a task: {other:?}"),
-    }
-}
-
-async fn get(client: &Client, id: &str) -> Result<GetTaskResult, ServiceError> {
-    client.peer().get_task(GetTaskParams::new(id)).await
-}
-
-/// Polls task `id` until it leaves `working` (at most 10 s).
-async fn settled(client: &Client, id: &str) -> GetTaskResult {
-    for _ in 0..500 {
-        let got = get(client, id).await.expect("the owner reads its task");
-        if got.task.status() != TaskStatus::Working {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("task {id} is still working after 10 s");
-}
-
-fn is_unknown_task(error: &ServiceError) -> bool {
-    matches!(error, ServiceError::McpError(error) if error.code == ErrorCode::INVALID_PARAMS)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -54,6 +54,46 @@ async fn a_large_proxied_result_is_cut_to_the_budget_with_the_truncation_notice(
     server.shutdown_upstreams().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxied_result_is_cut_to_a_token_budget() {
+    use fusion::testing::{O200k, Tokenizer as _};
+    let upstream = Recorder::start().await;
+    let server = ServerBuilder::new("gw", "1.0.0")
+        .mount("brief", Upstream::http(&upstream.url).max_tokens(2_000))
+        .build()
+        .unwrap();
+    server.upstreams_ready().await;
+    let client = connect(&server, Principal::new("alice"), ()).await;
+    // About 12,000 tokens of prose echoed back, far under the byte budget.
+    let message = "The invoice was paid in full by the customer last week. ".repeat(1_000);
+    let result = call(client.peer(), "brief_echo", json!({ "message": message }))
+        .await
+        .expect("answered");
+    assert_ne!(result.is_error, Some(true));
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+        .collect();
+    let tokens: usize = texts.iter().map(|text| O200k.count(text)).sum::<usize>()
+        + result
+            .structured_content
+            .as_ref()
+            .map_or(0, |value| O200k.count(&value.to_string()));
+    assert!(tokens <= 2_000, "{tokens} tokens passed on");
+    // The text is cut in part, not dropped: most of the budget is used.
+    assert!(texts[0].starts_with("echo: The invoice was paid"));
+    assert!(O200k.count(texts[0]) > 1_500, "{}", O200k.count(texts[0]));
+    let notice = texts.last().unwrap();
+    assert!(
+        notice.starts_with("<truncation shown=\"0\" total=\"1\" hidden=\"1\" reason=\"budget\">")
+            && notice.contains("(2000 tokens)"),
+        "{notice}"
+    );
+    client.cancel().await.unwrap();
+    server.shutdown_upstreams().await;
+}
+
 /// Keeps the progress a client receives.
 #[derive(Clone, Default)]
 struct Progress(std::sync::Arc<std::sync::Mutex<Vec<f64>>>);

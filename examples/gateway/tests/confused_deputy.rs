@@ -407,11 +407,32 @@ async fn each_caller_reaches_an_upstream_with_its_own_exchanged_token() {
             );
         }
 
+        // The issuer goes down: a caller with no exchanged token yet is told to retry, and
+        // nothing reaches the upstream without the caller's own token.
+        let carol = persons_token(issuer.url(), "carol", &audience);
+        drop(issuer);
+        let config = StreamableHttpClientTransportConfig::with_uri(audience.clone())
+            .auth_header(carol.as_str());
+        let client = ()
+            .serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .unwrap();
+        let unexchanged = call(client.peer(), "rec_echo", json!({"message": "hi"}))
+            .await
+            .unwrap();
+        client.cancel().await.unwrap();
+        assert_eq!(unexchanged.is_error, Some(true));
+        let text = text_of(&unexchanged);
+        assert!(text.contains("UPSTREAM_UNAVAILABLE"), "{text}");
+        assert!(text.contains("authorization server could not be reached"), "{text}");
+        let structured = unexchanged.structured_content.clone().unwrap_or_default();
+        assert_eq!(structured["error"]["retryable"], json!(true), "{structured}");
+
         let calls = recorder.calls_of("echo");
         assert_eq!(
             calls.len(),
             3,
-            "the refused caller's call never reached the upstream"
+            "neither the refused caller's call nor the unexchanged one reached the upstream"
         );
         let bearers: Vec<String> = calls
             .iter()
@@ -506,6 +527,62 @@ async fn the_binary_takes_client_credentials_and_token_exchange_from_flags() {
             "{}",
             text_of(&refused)
         );
+    })
+    .await;
+}
+
+/// Token exchange only where every request stands alone: a 2025-11-25 session is opened with
+/// the gateway's own token, and the server may bind it to that identity. Forcing a session is
+/// refused when the server is built; a server that turns out to speak only 2025-11-25 is not
+/// connected, and no call reaches it.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_exchange_is_never_spoken_over_a_session() {
+    use fusion::gateway::{ClientCredentials, UpstreamProtocol};
+    let issuer = oidc_issuer();
+    within(async {
+        let upstream = Recorder::start_with(Options {
+            legacy_only: true,
+            ..Options::default()
+        })
+        .await;
+        let exchange = ClientCredentials::new(
+            format!("{}/token", issuer.url()),
+            "gateway",
+            "gateway-secret",
+        )
+        .resource(&upstream.url)
+        .token_exchange();
+        let forced = ServerBuilder::new("gw", "1.0.0")
+            .mount(
+                "rec",
+                Upstream::http(&upstream.url)
+                    .protocol(UpstreamProtocol::Session)
+                    .client_credentials(exchange.clone()),
+            )
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            forced.contains("upstream `rec`: token exchange") && forced.contains("Stateless"),
+            "{forced}"
+        );
+
+        let server = ServerBuilder::new("gw", "1.0.0")
+            .mount(
+                "rec",
+                Upstream::http(&upstream.url)
+                    .connect_timeout(std::time::Duration::from_secs(5))
+                    .client_credentials(exchange),
+            )
+            .build()
+            .unwrap();
+        server.upstreams_ready().await;
+        let status = &server.upstreams()[0];
+        assert!(!status.connected, "{status:?}");
+        assert_eq!(status.tools, 0, "{status:?}");
+        assert!(upstream.calls().is_empty());
+        server.shutdown_upstreams().await;
     })
     .await;
 }

@@ -61,8 +61,16 @@ pub(crate) fn table(surface: &Surface) -> String {
     ]
     .map(str::to_owned)
     .to_vec();
+    let answers = surface
+        .tokens
+        .as_ref()
+        .filter(|budget| !budget.answers.is_empty())
+        .map(|budget| &budget.answers);
     if surface.tokens.is_some() {
         header.push("TOKENS".to_owned());
+    }
+    if answers.is_some() {
+        header.push("WORST ANSWER".to_owned());
     }
     let mut rows = vec![header];
     for (key, action) in &surface.actions {
@@ -84,6 +92,13 @@ pub(crate) fn table(surface: &Surface) -> String {
                     .map(u64::to_string)
                     .unwrap_or_default(),
             ));
+        }
+        if let Some(answers) = answers {
+            row.push(match answers.get(key) {
+                Some(Some(tokens)) => tokens.to_string(),
+                Some(None) => "unbounded".to_owned(),
+                None => "-".to_owned(),
+            });
         }
         rows.push(row);
     }
@@ -274,6 +289,9 @@ fn guards(action: &ActionEntry) -> String {
     }
     if let Some(bytes) = guards.max_bytes {
         parts.push(format!("{bytes} bytes"));
+    }
+    if let Some(tokens) = guards.max_tokens {
+        parts.push(format!("{tokens} tokens"));
     }
     if let Some(timeout) = guards.timeout_ms {
         parts.push(format!("timeout {}", millis(timeout)));

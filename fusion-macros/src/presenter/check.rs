@@ -14,6 +14,7 @@ pub(crate) struct Checked<'a> {
     /// Each listed field with the model's facts about it, in the presenter's order.
     pub(crate) fields: Vec<(&'a ListedField, &'a FieldFacts)>,
     pub(crate) limit: Option<usize>,
+    pub(crate) max_tokens: Option<usize>,
 }
 
 /// The presenter with what follows the rules, or `None` when there is no struct to present
@@ -28,6 +29,7 @@ pub(crate) fn check<'a>(
         errors.handle(check_unit_struct(item));
     }
     let limit = errors.handle(check_limit(args));
+    let max_tokens = errors.handle(check_max_tokens(args));
     if presenter.complete {
         errors.handle(check_some_field(args));
     }
@@ -57,6 +59,7 @@ pub(crate) fn check<'a>(
         item: presenter.item.as_ref()?,
         fields,
         limit: limit.flatten(),
+        max_tokens: max_tokens.flatten(),
     })
 }
 
@@ -75,14 +78,24 @@ fn check_unit_struct(item: &ItemStruct) -> Result<()> {
 
 // The agent limit is a positive number of items.
 fn check_limit(args: &PresenterArgs) -> Result<Option<usize>> {
-    let Some(limit) = &args.limit else {
+    positive(args.limit.as_ref(), "`limit` is a positive number of items")
+}
+
+// The token budget is a positive number of tokens.
+fn check_max_tokens(args: &PresenterArgs) -> Result<Option<usize>> {
+    positive(
+        args.max_tokens.as_ref(),
+        "`max_tokens` is a positive number of tokens",
+    )
+}
+
+fn positive(value: Option<&syn::LitInt>, message: &str) -> Result<Option<usize>> {
+    let Some(value) = value else {
         return Ok(None);
     };
-    match limit.base10_parse::<usize>() {
-        Ok(0) | Err(_) => {
-            Err(Error::custom("`limit` is a positive number of items").with_span(limit))
-        }
-        Ok(limit) => Ok(Some(limit)),
+    match value.base10_parse::<usize>() {
+        Ok(0) | Err(_) => Err(Error::custom(message).with_span(value)),
+        Ok(value) => Ok(Some(value)),
     }
 }
 

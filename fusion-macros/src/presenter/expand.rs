@@ -105,6 +105,10 @@ pub(crate) fn presenter(checked: &Checked<'_>) -> TokenStream {
         Some(limit) => quote!(#private::Some(#limit)),
         None => quote!(#private::None),
     };
+    let max_tokens = match checked.max_tokens {
+        Some(max_tokens) => quote!(#private::Some(#max_tokens)),
+        None => quote!(#private::None),
+    };
     let actions = &args.actions.0;
     let hooks = hooks(checked);
     let item_type = item_type(checked);
@@ -139,6 +143,7 @@ pub(crate) fn presenter(checked: &Checked<'_>) -> TokenStream {
                 const FIELDS: &'static [&'static str] = &[#(#keys),*];
                 const RULES: &'static [&'static str] = &[#(#rules),*];
                 const LIMIT: #private::Option<usize> = #limit;
+                const MAX_TOKENS: #private::Option<usize> = #max_tokens;
                 const ACTIONS: &'static [&'static str] = &[#(#actions),*];
                 const NESTED: &'static [#private::NestedPresenter] = &[#(#nested),*];
 

@@ -109,22 +109,29 @@ mod tests {
     #[test]
     fn a_valid_presenter_passes() {
         assert_eq!(
-            check(quote!(Invoice, fields(id, total), limit = 5)),
+            check(quote!(
+                Invoice,
+                fields(id, total),
+                limit = 5,
+                max_tokens = 2000
+            )),
             (0, vec!["id".into(), "total".into()])
         );
     }
 
     #[test]
     fn every_mistake_is_reported_and_the_valid_fields_kept() {
-        // A zero limit, a hidden field, a field that is not cast, an unknown one, one listed
-        // twice, an element that is not a field, `suggest` without `actions`.
+        // A zero limit, a zero token budget, a hidden field, a field that is not cast, an
+        // unknown one, one listed twice, an element that is not a field, `suggest` without
+        // `actions`.
         let attr = quote!(
             Invoice,
             fields(id, secret, note, totl, id, 3),
             limit = 0,
+            max_tokens = 0,
             suggest = f
         );
-        assert_eq!(check(attr), (7, vec!["id".into()]));
+        assert_eq!(check(attr), (8, vec!["id".into()]));
     }
 
     #[test]

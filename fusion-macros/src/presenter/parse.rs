@@ -164,6 +164,9 @@ pub(crate) struct PresenterArgs {
     pub(crate) fields: FieldList,
     #[darling(default)]
     pub(crate) limit: Option<LitInt>,
+    /// The most tokens an answer with this presenter's data may cost.
+    #[darling(default)]
+    pub(crate) max_tokens: Option<LitInt>,
     #[darling(default)]
     pub(crate) rules: StrList,
     #[darling(default)]

@@ -267,7 +267,8 @@ fn check_query_is_not_serialized(args: &ToolArgs, verb: Verb) -> Result<()> {
     }
 }
 
-// Limits (`concurrency(max)`, `max_bytes`, `timeout`) are positive: zero would refuse every call.
+// Limits (`concurrency(max)`, `max_bytes`, `max_tokens`, `timeout`) are positive: zero would
+// refuse every call.
 fn check_positive_limits(args: &ToolArgs) -> Result<()> {
     let mut errors = Error::accumulator();
     for limit in args
@@ -275,6 +276,7 @@ fn check_positive_limits(args: &ToolArgs) -> Result<()> {
         .iter()
         .map(|concurrency| &concurrency.max)
         .chain(&args.max_bytes)
+        .chain(&args.max_tokens)
     {
         if limit
             .base10_parse::<usize>()

@@ -107,6 +107,9 @@ pub(super) fn tool(tool: &Checked<'_>, wire_names: &[(Ident, String)]) -> TokenS
     if let Some(max_bytes) = &tool.args.max_bytes {
         options.push(quote!(.with_max_bytes(#max_bytes)));
     }
+    if let Some(max_tokens) = &tool.args.max_tokens {
+        options.push(quote!(.with_max_tokens(#max_tokens)));
+    }
     if let Some(toolset) = &tool.args.toolset {
         options.push(quote!(.with_toolset(#toolset)));
     }

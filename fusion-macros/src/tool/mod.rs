@@ -112,9 +112,10 @@ mod tests {
             invalidates = "billing.*",
             idempotent,
             serialize = true,
-            max_bytes = 0
+            max_bytes = 0,
+            max_tokens = 0
         );
-        assert_eq!(errors(args, function), (4, true));
+        assert_eq!(errors(args, function), (5, true));
         let function = parse_quote! {
             /// Writes.
             async fn write(id: String) -> Result<String, ToolError> { Ok(id) }

@@ -46,6 +46,9 @@ pub(super) struct ToolArgs {
     pub(super) serialize: Option<SerializeArg>,
     #[darling(default)]
     pub(super) max_bytes: Option<syn::LitInt>,
+    /// The egress budget in tokens.
+    #[darling(default)]
+    pub(super) max_tokens: Option<syn::LitInt>,
     #[darling(default)]
     pub(super) toolset: Option<LitStr>,
     #[darling(default)]

@@ -28,6 +28,7 @@ pub(super) struct CompileContext<'a> {
     pub(super) server_middleware: &'a [Arc<dyn Middleware>],
     pub(super) server_version: &'a str,
     pub(super) max_bytes: Option<usize>,
+    pub(super) max_tokens: Option<usize>,
     pub(super) data_text: crate::action::DataText,
     pub(super) default_timeout: Option<std::time::Duration>,
     pub(super) serialization_lock: Option<&'a Arc<dyn crate::guard::SerializationLock>>,
@@ -77,12 +78,13 @@ pub(super) fn compile_action(
         paged,
         presenter,
         error_actions,
-        recovery_tools,
+        recovery_tools: _,
         handler,
         middleware,
         concurrency,
         serialization,
         max_bytes,
+        max_tokens,
         data_text,
         toolset,
         timeout,
@@ -151,24 +153,7 @@ pub(super) fn compile_action(
     for action in error_actions {
         check_action("an error's available actions", action);
     }
-    // A recovery line that names a missing tool sends the agent to call it: refused as an
-    // unknown action is. Only a span in a namespace of this server is read as a tool's key
-    // (`customer.id` may be a field).
-    for (error, variant, named) in recovery_tools {
-        let namespace = named.split('.').next().unwrap_or_default();
-        let siblings: Vec<String> = all_keys
-            .iter()
-            .filter(|other| other.namespace() == Some(namespace))
-            .map(|other| format!("`{other}`"))
-            .collect();
-        if siblings.is_empty() || all_keys.iter().any(|other| other.as_str() == *named) {
-            continue;
-        }
-        problems.push(format!(
-            "tool `{key}`: the recovery of `{error}::{variant}` names `{named}`, which is not a tool of this server (the tools of `{namespace}` are {})",
-            siblings.join(", ")
-        ));
-    }
+    // Recovery lines are checked once for all the tools returning an error (`unknown_recoveries`).
     // The chain, composed once: server middleware first, then the router's and the tool's.
     let chain: Vec<Arc<dyn Middleware>> = context
         .server_middleware
@@ -218,8 +203,20 @@ pub(super) fn compile_action(
     // budget) or a page tells the agent the offset of the next items; a page's next cursor is
     // given back through a string `cursor` argument.
     let max_bytes = max_bytes.or(context.max_bytes);
+    // The tool's own budget, else its presenter's, else the server's.
+    let max_tokens = max_tokens
+        .or(presenter
+            .as_ref()
+            .and_then(|presenter| presenter.max_tokens))
+        .or(context.max_tokens);
+    if max_tokens.is_some() && !crate::envelope::COUNTS_TOKENS {
+        problems.push(format!(
+            "tool `{key}` has a token budget, but this server was built without a tokenizer: enable fusion's `tokens` feature"
+        ));
+    }
     let can_cut = paged
         || max_bytes.is_some()
+        || max_tokens.is_some()
         || presenter
             .as_ref()
             .is_some_and(|presenter| presenter.limit.is_some());
@@ -267,6 +264,7 @@ pub(super) fn compile_action(
         concurrency,
         serialization,
         max_bytes,
+        max_tokens,
         data_text: data_text.unwrap_or(context.data_text),
         timeout: timeout.or(context.default_timeout),
         rate_limit,
@@ -331,6 +329,54 @@ pub(super) fn unknown_suggestions(
         };
         problems.push(format!(
             "presenter `{presenter}` suggests an action that names `{action}`, which is not a tool of this server ({noun} returning it: {tools})"
+        ));
+    }
+}
+
+/// Each recovery line that names a missing tool, as one problem naming every tool whose error
+/// has it: a recovery sends the agent to call that name, so it is refused as an unknown action
+/// is, once per mistake. Only a span in a namespace of this server is read as a tool's key
+/// (`customer.id` may be a field).
+pub(super) fn unknown_recoveries(
+    specs: &[(ToolKey, ToolSpec)],
+    all_keys: &[ToolKey],
+    problems: &mut Vec<String>,
+) {
+    // (error, variant, named) → the tools whose errors have it, in the order they were added.
+    type Recovery = (&'static str, &'static str, &'static str);
+    let mut unknown: Vec<(Recovery, Vec<String>)> = Vec::new();
+    for (key, spec) in specs {
+        for &(error, variant, named) in spec.recovery_tools {
+            let namespace = named.split('.').next().unwrap_or_default();
+            let in_a_namespace = all_keys
+                .iter()
+                .any(|other| other.namespace() == Some(namespace));
+            if !in_a_namespace || all_keys.iter().any(|other| other.as_str() == named) {
+                continue;
+            }
+            let tool = format!("`{key}`");
+            match unknown
+                .iter_mut()
+                .find(|(at, _)| *at == (error, variant, named))
+            {
+                Some((_, tools)) if !tools.contains(&tool) => tools.push(tool),
+                Some(_) => {}
+                None => unknown.push(((error, variant, named), vec![tool])),
+            }
+        }
+    }
+    for ((error, variant, named), tools) in unknown {
+        let namespace = named.split('.').next().unwrap_or_default();
+        let siblings: Vec<String> = all_keys
+            .iter()
+            .filter(|other| other.namespace() == Some(namespace))
+            .map(|other| format!("`{other}`"))
+            .collect();
+        let noun = if tools.len() == 1 { "tool" } else { "tools" };
+        problems.push(format!(
+            "{noun} {}: the recovery of `{error}::{variant}` names `{named}`, which is not a tool of this server (the tools of `{namespace}` are {})",
+            tools.join(", "),
+            siblings.join(", ")
         ));
     }
 }

@@ -31,7 +31,10 @@ use crate::server::{Audit, Server, ServerInner};
 use crate::spec::{Tool, ToolSpec};
 
 mod compile;
-use compile::{CompileContext, compile_action, exposure_of, name_stale, unknown_suggestions};
+use compile::{
+    CompileContext, compile_action, exposure_of, name_stale, unknown_recoveries,
+    unknown_suggestions,
+};
 
 /// Checks a built server against its reviewed lockfile ([`crate::lock::enforce`]).
 type LockCheck = fn(&Server, &str) -> Result<(), BuildError>;
@@ -81,6 +84,7 @@ pub struct ServerBuilder {
     enabled_toolsets: Option<Vec<String>>,
     disabled_toolsets: Vec<String>,
     max_bytes: Option<usize>,
+    max_tokens: Option<usize>,
     data_text: crate::action::DataText,
     default_timeout: Option<std::time::Duration>,
     rate_limit: Option<RateLimit>,
@@ -139,6 +143,7 @@ impl ServerBuilder {
             enabled_toolsets: None,
             disabled_toolsets: Vec::new(),
             max_bytes: None,
+            max_tokens: None,
             data_text: crate::action::DataText::default(),
             default_timeout: None,
             rate_limit: None,
@@ -467,6 +472,14 @@ impl ServerBuilder {
         self
     }
 
+    /// The token budget of every tool that sets none and whose presenter sets none (see
+    /// [`ToolSpec::with_max_tokens`](crate::ToolSpec::with_max_tokens); feature `tokens`).
+    #[must_use]
+    pub fn max_tokens(mut self, max_tokens: usize) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
     /// The form of the data block of every tool that does not set its own
     /// ([`ToolSpec::with_data_text`](crate::spec::ToolSpec::with_data_text)), for clients that
     /// read `structuredContent`: [`DataText::Compact`](crate::action::DataText::Compact) by
@@ -628,6 +641,7 @@ impl ServerBuilder {
             .collect();
         let all_keys: Vec<ToolKey> = specs.iter().map(|(key, _)| key.clone()).collect();
         unknown_suggestions(&specs, &all_keys, &mut problems);
+        unknown_recoveries(&specs, &all_keys, &mut problems);
         // What a mutation may invalidate: tools, and the resources and prompts that show data.
         let content_keys = crate::catalog::keys_of(&self.resources, &self.prompts);
 
@@ -651,6 +665,7 @@ impl ServerBuilder {
                 server_middleware: &self.middleware,
                 server_version: &self.version,
                 max_bytes: self.max_bytes,
+                max_tokens: self.max_tokens,
                 data_text: self.data_text,
                 default_timeout: self.default_timeout,
                 serialization_lock: self.serialization_lock.as_ref(),
@@ -671,6 +686,13 @@ impl ServerBuilder {
             return Err(BuildError::new(problems).with_guarded_inputs(guarded_inputs));
         }
         name_stale(&mut actions);
+        #[cfg(feature = "tokens")]
+        if actions
+            .iter()
+            .any(|action| action.facts.max_tokens.is_some())
+        {
+            crate::envelope::load_tokenizer();
+        }
 
         let tools = expose(&actions, &names, &mut problems);
         let mut by_name = HashMap::new();

@@ -1,5 +1,5 @@
-//! The egress budget (SPEC G3): a result too large for its action's budget is cut at item
-//! boundaries, and the agent is told how to see the rest.
+//! The egress budget (SPEC G3): a result too large for its action's budget, in bytes or in
+//! tokens, is cut at item boundaries, and the agent is told how to see the rest.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
@@ -8,7 +8,81 @@ use super::{Const, Meta, Success, Truncated};
 use crate::action::ActionFacts;
 use crate::present::Truncation;
 
-/// Fits a sealed success to `budget` bytes (SPEC G3).
+/// Whether this build counts tokens (feature `tokens`): a server without it refuses token
+/// budgets when it is built rather than failing to keep them.
+pub(crate) const COUNTS_TOKENS: bool = cfg!(feature = "tokens");
+
+/// What an answer may cost: bytes on the wire, tokens an agent reads, or both.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Budget {
+    bytes: Option<usize>,
+    tokens: Option<usize>,
+}
+
+impl Budget {
+    /// The budget of `action`, if it has one.
+    pub(super) fn of(action: &ActionFacts) -> Option<Self> {
+        (action.max_bytes.is_some() || action.max_tokens.is_some()).then_some(Budget {
+            bytes: action.max_bytes,
+            tokens: action.max_tokens,
+        })
+    }
+
+    /// A size in bytes under which both hold: a token is at least one byte of text.
+    fn bytes_bound(self) -> usize {
+        self.bytes
+            .unwrap_or(usize::MAX)
+            .min(self.tokens.unwrap_or(usize::MAX))
+    }
+
+    /// Whether `result` fits. Tokens are counted only when its bytes do not already show it.
+    fn fits(self, result: &CallToolResult) -> bool {
+        let size = json_size(result);
+        if self.bytes.is_some_and(|bytes| size > bytes) {
+            return false;
+        }
+        match self.tokens {
+            Some(tokens) if size > tokens => count_tokens(result) <= tokens,
+            _ => true,
+        }
+    }
+}
+
+/// The tokens an agent reads of `result`: the text of its text blocks and its
+/// `structuredContent` as compact JSON. Counted before the client's form is applied, so an
+/// upper bound of what is sent (the tabular form and the UI blocks a client does not draw only
+/// take tokens away).
+#[cfg(feature = "tokens")]
+fn count_tokens(result: &CallToolResult) -> usize {
+    use fusion_lock::tokens::{O200k, Tokenizer as _};
+    let text: usize = result
+        .content
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .map(|block| O200k.count(&block.text))
+        .sum();
+    text + result
+        .structured_content
+        .as_ref()
+        .map_or(0, |value| O200k.count_json(value))
+}
+
+/// Never reached (a server with a token budget does not build without the tokenizer); its
+/// bytes bound its tokens from above.
+#[cfg(not(feature = "tokens"))]
+fn count_tokens(result: &CallToolResult) -> usize {
+    json_size(result)
+}
+
+/// Loads the tokenizer's vocabulary now (a server with a token budget does it when it is
+/// built), so that the first answer to count does not pay for it.
+#[cfg(feature = "tokens")]
+pub(crate) fn load_tokenizer() {
+    use fusion_lock::tokens::{O200k, Tokenizer as _};
+    let _ = O200k.count("");
+}
+
+/// Fits a sealed success to its `budget` (SPEC G3): bytes, tokens, or both.
 ///
 /// **What is counted:** the whole result as it goes on the wire — the compact JSON of the
 /// `CallToolResult`: every `content` text block (JSON-escaped, so the data's text copy counts
@@ -25,11 +99,16 @@ use crate::present::Truncation;
 /// is still over the budget without its UI blocks it is sent whole, and a warning (target
 /// `fusion::egress`) tells the operator, as it does when not even one item fits. Returns
 /// whether anything was dropped.
+///
+/// **Tokens** are those an agent reads: the text of the text blocks and `structuredContent`
+/// as compact JSON, counted with o200k only when the bytes do not already settle it (a token
+/// is at least a byte). They are counted as sealed, before the client's form turns a list into
+/// a table or leaves the UI blocks out, so what is sent costs at most the budget.
 pub(super) fn fit_budget(
     result: &mut CallToolResult,
     envelope: Success,
     action: &ActionFacts,
-    budget: usize,
+    budget: Budget,
     truncation: Option<Truncation>,
     ui_blocks: usize,
     offset: Option<u64>,
@@ -37,16 +116,16 @@ pub(super) fn fit_budget(
     // The notice block is there when the envelope describes a cut.
     let has_notice = envelope.meta.truncated.is_some();
     result.structured_content = Some(envelope.into_value());
-    if size_upper_bound(result) <= budget || json_size(&*result) <= budget {
+    if size_upper_bound(result) <= budget.bytes_bound() || budget.fits(result) {
         return false;
     }
     // The data block, then the notice if any, then the UI blocks.
     let first_ui = 1 + usize::from(has_notice);
     result.content.drain(first_ui..first_ui + ui_blocks);
-    let size = json_size(&*result);
-    if size <= budget {
+    if budget.fits(result) {
         return ui_blocks > 0;
     }
+    let size = json_size(&*result);
     // Rare: the envelope is read back from the result rather than kept aside on every call.
     let Some(Ok(Success { data, mut meta, .. })) = result
         .structured_content
@@ -96,14 +175,16 @@ pub(super) fn fit_budget(
         // Once in `structuredContent`, once escaped in the text block, each after a comma.
         let (size, escapes) = json_size_and_escapes(item);
         let needed = 2 * size + escapes + if keep > 0 { 2 } else { 0 };
-        if used + needed > budget {
+        if used + needed > budget.bytes_bound() {
             break;
         }
         used += needed;
         keep += 1;
     }
-    // The estimate used the notice's largest numbers: check it with the real ones, and take
-    // one more item while it fits (shrinking only guards the estimate).
+    // The estimate used the notice's largest numbers, and a token budget as if each token were
+    // a byte: check it with the real ones (shrinking only guards the estimate), then take more
+    // items while they fit, doubling the step and halving it back (tokens are counted whole
+    // for each try: a handful of tries, not one per item).
     let mut fits = |keep: usize, result: &mut CallToolResult| {
         cut.shown = keep;
         meta.truncated = Truncated::describe(&cut, offset, action);
@@ -114,15 +195,35 @@ pub(super) fn fit_budget(
             notice(&meta, &cut),
             has_notice,
         );
-        json_size(&*result) <= budget
+        budget.fits(result)
     };
     while !fits(keep, result) && keep > 0 {
         keep -= 1;
     }
-    while keep < items.len() && fits(keep + 1, result) {
-        keep += 1;
+    let mut last_try = keep;
+    let mut over = items.len() + 1;
+    let mut step = 1;
+    while keep < items.len() {
+        let next = (keep + step).min(items.len());
+        last_try = next;
+        if fits(next, result) {
+            keep = next;
+            step *= 2;
+        } else {
+            over = next;
+            break;
+        }
     }
-    if keep < items.len() {
+    while over - keep > 1 && over <= items.len() {
+        let middle = keep + (over - keep) / 2;
+        last_try = middle;
+        if fits(middle, result) {
+            keep = middle;
+        } else {
+            over = middle;
+        }
+    }
+    if last_try != keep {
         // The last try did not fit: put back the last one that did.
         fits(keep, result);
     }
@@ -145,12 +246,13 @@ pub(super) fn fit_budget(
 
 /// Tells the operator that a result could not be brought within its budget.
 #[cold]
-fn over_budget(action: &ActionFacts, budget: usize, size: usize, why: &str) {
+fn over_budget(action: &ActionFacts, budget: Budget, size: usize, why: &str) {
     tracing::warn!(
         target: "fusion::egress",
         tool = %action.exposure.tool(),
         action = %action.key,
-        budget,
+        max_bytes = budget.bytes,
+        max_tokens = budget.tokens,
         size,
         "the result is over its egress budget: {why}"
     );

@@ -23,6 +23,9 @@ use serde_json::Value;
 use crate::action::{ActionFacts, CacheHint, Verb};
 use crate::xml;
 
+pub(crate) use budget::COUNTS_TOKENS;
+#[cfg(feature = "tokens")]
+pub(crate) use budget::load_tokenizer;
 pub use render::{ClientForm, DataText, UI_EXTENSION};
 pub(crate) use rpc::{content_error, failure};
 pub use seal::Dropped;
@@ -168,7 +171,7 @@ pub enum CutReason {
     Page,
     /// The presenter's agent limit (items).
     Limit,
-    /// The egress budget (bytes).
+    /// The egress budget (bytes or tokens).
     Budget,
 }
 

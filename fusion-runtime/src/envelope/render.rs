@@ -92,8 +92,15 @@ impl ClientForm {
     }
 
     /// Writes the text blocks of a success (sealed with the data block as JSON first, and its
-    /// UI blocks at `ui`) in this form; `envelope` is its `structuredContent`.
-    pub(crate) fn apply(self, content: &mut Vec<ContentBlock>, ui: Range<usize>, envelope: &Value) {
+    /// UI blocks at `ui`) in this form; `envelope` is its `structuredContent`, `columns` its
+    /// presenter's fields in order (empty for data without a presenter).
+    pub(crate) fn apply(
+        self,
+        content: &mut Vec<ContentBlock>,
+        ui: Range<usize>,
+        envelope: &Value,
+        columns: &[&str],
+    ) {
         if !self.ui && ui.end <= content.len() {
             content.drain(ui);
         }
@@ -103,13 +110,29 @@ impl ClientForm {
         let Some(block) = content.first_mut() else {
             return;
         };
-        // The sealed JSON text is written from the presenter's view: its keys are in the
-        // presenter's field order, which `data` (a sorted map) has lost.
-        let order = block.as_text().and_then(|text| first_keys(&text.text));
-        if let Some(table) = tabular(&envelope["data"], order.as_deref()) {
+        let data = &envelope["data"];
+        // `data` is a sorted map: the columns are the presenter's fields, in its order, or
+        // (plain data) the keys in the order the sealed JSON text wrote them.
+        let table = if !columns.is_empty() && same_keys(data, columns) {
+            tabular(data, Some(columns))
+        } else {
+            let order = block.as_text().and_then(|text| first_keys(&text.text));
+            let order: Option<Vec<&str>> = order
+                .as_ref()
+                .map(|order| order.iter().map(String::as_str).collect());
+            tabular(data, order.as_deref())
+        };
+        if let Some(table) = table {
             *block = ContentBlock::text(table);
         }
     }
+}
+
+/// Whether the first item of `data` (a list) has exactly `columns` as its keys.
+fn same_keys(data: &Value, columns: &[&str]) -> bool {
+    data.get(0).and_then(Value::as_object).is_some_and(|first| {
+        first.len() == columns.len() && columns.iter().all(|key| first.contains_key(*key))
+    })
 }
 
 /// The keys of the first item of a JSON array of objects, in the order written.
@@ -168,7 +191,7 @@ fn first_keys(json: &str) -> Option<Vec<String>> {
 /// The text block's form of `data`: the tabular form for a uniform list of two items or
 /// more, `None` (JSON) for anything else. The columns are in `order` when it names exactly
 /// the items' keys (the presenter's field order), else in the items' own.
-pub(crate) fn tabular(data: &Value, order: Option<&[String]>) -> Option<String> {
+pub(crate) fn tabular(data: &Value, order: Option<&[&str]>) -> Option<String> {
     let items = data.as_array().filter(|items| items.len() >= 2)?;
     let first = items
         .first()?
@@ -176,9 +199,9 @@ pub(crate) fn tabular(data: &Value, order: Option<&[String]>) -> Option<String> 
         .filter(|first| !first.is_empty())?;
     let keys: Vec<&str> = match order {
         Some(order)
-            if order.len() == first.len() && order.iter().all(|key| first.contains_key(key)) =>
+            if order.len() == first.len() && order.iter().all(|key| first.contains_key(*key)) =>
         {
-            order.iter().map(String::as_str).collect()
+            order.to_vec()
         }
         _ => first.keys().map(String::as_str).collect(),
     };
@@ -226,11 +249,26 @@ fn cell(text: &mut String, value: &Value) -> Option<()> {
 fn plain(string: &str) -> bool {
     !string.is_empty()
         && string.trim() == string
-        && !string.contains([',', '"', '\\', ':', '[', ']', '{', '}'])
-        && !string.chars().any(char::is_control)
+        && !string.chars().any(|char| {
+            matches!(char, ',' | '"' | '\\' | ':' | '[' | ']' | '{' | '}') || char.is_control()
+        })
         && !matches!(string, "true" | "false" | "null")
-        && string.parse::<f64>().is_err()
         && !string.starts_with('-')
+        && !reads_as_number(string)
+}
+
+/// Whether `string` parses as a number (`f64` reads `1e3`, `.5`, `+7`, `inf`, `NaN`, …): only
+/// a string that starts like one is parsed.
+fn reads_as_number(string: &str) -> bool {
+    let starts_like_one = match string.as_bytes() {
+        [first, ..] if first.is_ascii_digit() || matches!(first, b'+' | b'.') => true,
+        [a, b, c, ..] => {
+            let start = [a, b, c].map(u8::to_ascii_lowercase);
+            start == *b"inf" || start == *b"nan"
+        }
+        _ => false,
+    };
+    starts_like_one && string.parse::<f64>().is_ok()
 }
 
 #[cfg(test)]
@@ -292,18 +330,42 @@ mod tests {
         let data: Value = serde_json::from_str(written).unwrap();
         let envelope = json!({"ok": true, "data": data, "meta": {}});
         let mut content = vec![ContentBlock::text(written)];
-        ClientForm::default().apply(&mut content, 1..1, &envelope);
+        ClientForm::default().apply(&mut content, 1..1, &envelope, &[]);
         assert_eq!(
             content[0].as_text().unwrap().text,
             "[2]{id,total_cents,status}:\nINV-1,5,paid\nINV-2,7,open"
         );
-        // An order that does not name exactly the items' keys is not used.
-        let order = ["id".to_owned(), "status".to_owned()];
+        // The presenter's columns, when they name exactly the items' keys, without reading
+        // the text; any other order is not used.
+        let mut content = vec![ContentBlock::text("not read")];
+        ClientForm::default().apply(
+            &mut content,
+            1..1,
+            &envelope,
+            &["status", "id", "total_cents"],
+        );
+        assert_eq!(
+            content[0].as_text().unwrap().text,
+            "[2]{status,id,total_cents}:\npaid,INV-1,5\nopen,INV-2,7"
+        );
         assert!(
-            tabular(&data, Some(&order))
+            tabular(&data, Some(&["id", "status"]))
                 .unwrap()
                 .starts_with("[2]{id,status,total_cents}:")
         );
+    }
+
+    #[test]
+    fn a_string_is_plain_unless_it_would_read_as_something_else() {
+        for plain_text in ["INV-1", "in", "inv", "Nano", "+", ".", "x1e3", "C 1"] {
+            assert!(plain(plain_text), "{plain_text}");
+        }
+        for quoted in [
+            "1", "1e3", ".5", "+7", "inf", "-inf", "Infinity", "NaN", "nan", "true", "null", "-x",
+            " a", "a,b", "a:b", "a\nb", "",
+        ] {
+            assert!(!plain(quoted), "{quoted}");
+        }
     }
 
     #[test]
@@ -328,7 +390,7 @@ mod tests {
         ] {
             let form = ClientForm::of(None, capabilities.as_ref());
             let mut content = sealed();
-            form.apply(&mut content, 1..2, &envelope);
+            form.apply(&mut content, 1..2, &envelope, &[]);
             assert_eq!(content.len(), blocks, "{capabilities:?}");
             assert!(
                 content
@@ -361,7 +423,7 @@ mod tests {
             (None, "[2]{id}:\nINV-1\nINV-2".to_owned()),
         ] {
             let mut content = vec![ContentBlock::text(json_text.clone())];
-            ClientForm::of(version.as_ref(), None).apply(&mut content, 1..1, &envelope);
+            ClientForm::of(version.as_ref(), None).apply(&mut content, 1..1, &envelope, &[]);
             assert_eq!(content[0].as_text().unwrap().text, expected, "{version:?}");
         }
     }

@@ -78,6 +78,9 @@ pub(crate) enum Reply {
         ui: std::ops::Range<usize>,
         /// The tool's form of the data block for clients that read `structuredContent`.
         data_text: super::DataText,
+        /// The presenter's fields in its order (empty without a presenter): the columns of a
+        /// list written as a table.
+        columns: &'static [&'static str],
         envelope: Value,
         invalidated: Option<std::sync::Arc<[crate::key::Glob]>>,
     },
@@ -450,7 +453,7 @@ pub(crate) fn seal_success(
         meta,
     };
     let mut result = CallToolResult::success(content);
-    let cut = match action.max_bytes {
+    let cut = match super::budget::Budget::of(action) {
         Some(budget) => fit_budget(
             &mut result,
             envelope,
@@ -476,6 +479,10 @@ pub(crate) fn seal_success(
             // A cut drops the UI blocks first (see `fit_budget`).
             ui: first_ui..if cut { first_ui } else { first_ui + ui_blocks },
             data_text: action.data_text,
+            columns: action
+                .presenter
+                .as_ref()
+                .map_or(&[][..], |presenter| presenter.fields),
             envelope: structured_content.unwrap_or(Value::Null),
             invalidated: sealed.invalidated.clone(),
         },

@@ -47,6 +47,12 @@ pub(crate) async fn send(
     let link = upstream
         .link()
         .ok_or_else(|| unavailable(&upstream.prefix, "the upstream is not connected".into()))?;
+    // A caller that asked for a task: the upstream is asked for one.
+    if let Some(start) = context.extensions().get::<Arc<super::tasks::TaskStart>>() {
+        let mut result = super::tasks::start(upstream, tool, args, context, start).await?;
+        upstream.renames().result(&mut result);
+        return Ok(result);
+    }
     let given = context.extensions().get::<Arc<Passthrough>>();
     // A session caller of a stateless upstream: asked over its session, round after round.
     let mut result = if let Some(given) = given
@@ -401,7 +407,11 @@ pub(crate) fn passed(mut result: CallToolResult) -> Sealed {
 /// (set in `through`, sent by the transport instead of the error returned here): an
 /// `input_required` answer, a `-32021` for a capability it did not declare, and the refusal of
 /// the state or answers it sent.
-fn failed(upstream: &UpstreamState, failure: Failure, through: Option<&Passthrough>) -> ToolError {
+pub(super) fn failed(
+    upstream: &UpstreamState,
+    failure: Failure,
+    through: Option<&Passthrough>,
+) -> ToolError {
     match failure {
         Failure::InputRequired(result) => match through {
             Some(through) => {
@@ -540,7 +550,7 @@ fn exchange_needs_the_http_path(prefix: &str) -> ToolError {
     )
 }
 
-fn unavailable(prefix: &str, cause: String) -> ToolError {
+pub(super) fn unavailable(prefix: &str, cause: String) -> ToolError {
     ToolError::new(
         gateway_codes::UPSTREAM_UNAVAILABLE,
         format!("The tools under `{prefix}` are unavailable right now."),
@@ -551,7 +561,7 @@ fn unavailable(prefix: &str, cause: String) -> ToolError {
     .with_internal_source(Box::new(Cause(format!("upstream `{prefix}`: {cause}"))))
 }
 
-fn upstream_error(prefix: &str, cause: String) -> ToolError {
+pub(super) fn upstream_error(prefix: &str, cause: String) -> ToolError {
     ToolError::new(
         gateway_codes::UPSTREAM_ERROR,
         format!("The server behind `{prefix}` failed to answer this call."),

@@ -37,6 +37,8 @@ pub struct Upstream {
     pub(crate) unprefixed: bool,
     /// The largest result passed on to a caller, in bytes (see [`Upstream::max_bytes`]).
     pub(crate) max_bytes: usize,
+    /// The most tokens of a result passed on to a caller (see [`Upstream::max_tokens`]).
+    pub(crate) max_tokens: Option<usize>,
 }
 
 #[derive(Clone)]
@@ -104,6 +106,7 @@ impl Upstream {
             protocol: UpstreamProtocol::Auto,
             unprefixed: false,
             max_bytes: super::bounds::DEFAULT_PROXIED_MAX_BYTES,
+            max_tokens: None,
         }
     }
 
@@ -256,6 +259,16 @@ impl Upstream {
     #[must_use]
     pub fn max_bytes(mut self, max_bytes: usize) -> Self {
         self.max_bytes = max_bytes.max(1);
+        self
+    }
+
+    /// The most tokens (o200k: the text of its text blocks and its structured content) of a
+    /// result of this upstream's tools passed on to a caller, none by default: a larger one is
+    /// cut like one over [`max_bytes`](Self::max_bytes), in tokens. Needs fusion's `tokens`
+    /// feature: a server built without it refuses to build with this set.
+    #[must_use]
+    pub fn max_tokens(mut self, max_tokens: usize) -> Self {
+        self.max_tokens = Some(max_tokens.max(1));
         self
     }
 

@@ -71,6 +71,15 @@
 //! 2025-11-25) sends during a call are answered by the gateway's own client, which declares
 //! none of those capabilities.
 //!
+//! **Tasks.** A server with mounts declares the tasks extension. A caller that declared it and
+//! calls a tool of an upstream that speaks 2026-07-28 and declares it has the upstream asked
+//! for a task (the call's whole path runs, audit included, with the gateway's credentials); the
+//! caller gets an unguessable id of the gateway's, mapped to the upstream's task and owned by
+//! the caller as a local task is (module `tasks`). `tasks/get`, `tasks/update` and
+//! `tasks/cancel` with it are forwarded for the owner only; a result is renamed and bounded as
+//! a proxied call's. An upstream without the extension, or a session one (whose client never
+//! declared it), answers every call when it is done.
+//!
 //! **Logging.** A caller that asked for a log level (`logging/setLevel`, or `_meta` at
 //! 2026-07-28) has the upstream asked for the same in the call's `_meta`, and receives the log
 //! messages the upstream sends on the call's own HTTP stream; messages a stdio or session
@@ -101,7 +110,7 @@
 mod bounds;
 pub(crate) mod call;
 mod child;
-pub(crate) use bounds::fit_result;
+pub(crate) use bounds::{fit_result, fit_task_result};
 mod config;
 mod credentials;
 mod events;
@@ -112,6 +121,7 @@ mod passthrough;
 mod progress;
 mod read;
 mod session;
+pub(crate) mod tasks;
 mod upstream;
 
 use std::borrow::Cow;
@@ -175,6 +185,8 @@ pub(crate) struct Gateway {
     version: String,
     shutdown: CancellationToken,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The gateway's ids of its callers' upstream tasks (module `tasks`).
+    pub(crate) upstream_tasks: tasks::ProxiedTasks,
 }
 
 /// Every proxied tool, as listed and called now: replaced whole when an upstream's tools
@@ -245,6 +257,11 @@ impl Gateway {
                 problems.push(format!("two upstreams are mounted under `{prefix}`"));
             }
             upstream::check(prefix, upstream, problems);
+            if upstream.max_tokens.is_some() && !crate::envelope::COUNTS_TOKENS {
+                problems.push(format!(
+                    "upstream `{prefix}` has a token budget, but this server was built without a tokenizer: enable fusion's `tokens` feature"
+                ));
+            }
         }
         let runtime = tokio::runtime::Handle::try_current();
         if runtime.is_err() {
@@ -281,6 +298,7 @@ impl Gateway {
             version: version.to_owned(),
             shutdown: CancellationToken::new(),
             tasks: Default::default(),
+            upstream_tasks: Default::default(),
         });
         let tasks = gateway
             .upstreams
@@ -563,7 +581,13 @@ fn proxy(
         surface: crate::action::Surface::Tool,
         // An upstream's arguments are its own: its server guards its own fields.
         not_guarded: Default::default(),
-        task: crate::task::TaskSupport::Forbidden,
+        // The upstream decides which calls become tasks (SEP-2663): one that declares the
+        // extension is asked for a task whenever the caller declared it.
+        task: if state.runs_tasks() {
+            crate::task::TaskSupport::Optional
+        } else {
+            crate::task::TaskSupport::Forbidden
+        },
         verb,
         description: tool.description.as_deref().unwrap_or_default().to_owned(),
         title: tool.title.clone(),
@@ -582,6 +606,7 @@ fn proxy(
         concurrency: state.config.concurrency,
         serialization: Serialization::Off,
         max_bytes: None,
+        max_tokens: None,
         data_text: crate::action::DataText::default(),
         timeout: Some(state.config.timeout),
         rate_limit: None,

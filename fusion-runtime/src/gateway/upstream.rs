@@ -4,7 +4,7 @@
 //! notifications (progress, list changes) back.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,8 @@ pub(crate) struct UpstreamState {
     /// How its tools are called here, for what it says of them (set with the catalog).
     renames: RwLock<Arc<Renames>>,
     server_version: RwLock<Option<String>>,
+    /// It speaks 2026-07-28 and declares the tasks extension (set with the catalog).
+    runs_tasks: AtomicBool,
     /// Where each in-flight call's progress goes, by the upstream's token (read by the
     /// transport, in order: see [`super::progress`]).
     routes: Routes,
@@ -71,6 +73,7 @@ impl UpstreamState {
             tools: RwLock::new(Arc::new(Vec::new())),
             renames: RwLock::default(),
             server_version: RwLock::new(None),
+            runs_tasks: AtomicBool::new(false),
             routes: Routes::default(),
             refresh: Notify::new(),
             reconnect: Notify::new(),
@@ -110,6 +113,12 @@ impl UpstreamState {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Whether its tools' calls may become tasks: it speaks 2026-07-28 (where the gateway
+    /// declares the extension per request) and declares the extension.
+    pub(crate) fn runs_tasks(&self) -> bool {
+        self.runs_tasks.load(Ordering::Acquire)
     }
 
     pub(crate) fn status(&self) -> UpstreamStatus {
@@ -185,6 +194,13 @@ pub(crate) fn check(prefix: &str, upstream: &Upstream, problems: &mut Vec<String
                     problems.push(format!(
                         "upstream `{prefix}`: an `Authorization` header and client credentials \
                          both authenticate it; keep one"
+                    ));
+                }
+                if source.exchanges_tokens() && upstream.protocol == UpstreamProtocol::Session {
+                    problems.push(format!(
+                        "upstream `{prefix}`: token exchange sends each caller's own token, \
+                         which a 2025-11-25 session opened with the gateway's token cannot \
+                         carry; speak `UpstreamProtocol::Stateless` (or `Auto`) to it"
                     ));
                 }
             }
@@ -518,6 +534,21 @@ pub(crate) async fn supervise(
 /// One start: the connection, its change stream (2026-07-28), and the catalog, published.
 async fn start(state: &Arc<UpstreamState>) -> Result<(Connection, Option<Subscription>), String> {
     let (connection, pid, http) = connect(state).await?;
+    // A 2025-11-25 session was opened with the gateway's own token, and a server may bind it
+    // to that identity: each caller's exchanged token is only sent where every request stands
+    // alone.
+    if http
+        .as_ref()
+        .is_some_and(super::http::HttpCalls::exchanges_tokens)
+        && let Some(info) = connection.peer().peer_info()
+        && info.protocol_version < ProtocolVersion::V_2026_07_28
+    {
+        return Err(format!(
+            "token exchange needs an upstream that speaks 2026-07-28 (requests without a \
+             session); this one answered {}",
+            info.protocol_version
+        ));
+    }
     // Listening first: a change after the catalog is fetched is not missed.
     let changes = listen(state, connection.peer()).await;
     let tools = fetch_tools(connection.peer()).await?;
@@ -530,6 +561,17 @@ async fn start(state: &Arc<UpstreamState>) -> Result<(Connection, Option<Subscri
             .as_ref()
             .map(|server| server.version.clone())
     });
+    // Task requests travel on rmcp's client, which carries the gateway's own token: the tools
+    // of an upstream that must see each caller's own exchanged token never become tasks.
+    let exchanges = http
+        .as_ref()
+        .is_some_and(super::http::HttpCalls::exchanges_tokens);
+    let runs_tasks = !exchanges
+        && connection.peer().peer_info().is_some_and(|info| {
+            info.protocol_version >= ProtocolVersion::V_2026_07_28
+                && info.capabilities.supports_tasks()
+        });
+    state.runs_tasks.store(runs_tasks, Ordering::Release);
     *state.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
     *state.link.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(Link {
         peer: connection.peer().clone(),

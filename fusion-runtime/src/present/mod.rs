@@ -40,6 +40,9 @@ pub trait Presenter: Send + Sync + 'static {
     const RULES: &'static [&'static str];
     /// The most items of a collection the agent receives; `None` for no limit.
     const LIMIT: Option<usize>;
+    /// The most tokens an answer with this presenter's data may cost an agent; `None` for no
+    /// budget (a tool may set its own). Needs the `tokens` feature.
+    const MAX_TOKENS: Option<usize> = None;
     /// The canonical keys of every tool this presenter may suggest (checked at build).
     const ACTIONS: &'static [&'static str];
     /// The fields presented through presenters of their own, with those presenters.
@@ -596,18 +599,18 @@ pub trait ToolOutput<P: ?Sized>: Send + Sized + 'static {
     const PAGED: bool = false;
     /// The schema of the envelope's `data`.
     fn data_schema(generator: &mut SchemaGenerator) -> Schema;
-    /// Presents the value.
-    fn present(self) -> Result<Presentation, ToolError>;
+    /// Presents the value; with the presenter's UI blocks when `ui` (the client draws them).
+    fn present(self, ui: bool) -> Result<Presentation, ToolError>;
 }
 
-/// Presents a handler's result (used by generated code).
+/// Presents a handler's result, with UI blocks when `ui` (used by generated code).
 #[doc(hidden)]
-pub fn present<P: ?Sized, T, E>(result: Result<T, E>) -> Result<Presentation, ToolError>
+pub fn present<P: ?Sized, T, E>(result: Result<T, E>, ui: bool) -> Result<Presentation, ToolError>
 where
     T: ToolOutput<P>,
     E: Into<ToolError>,
 {
-    result.map_err(Into::into)?.present()
+    result.map_err(Into::into)?.present(ui)
 }
 
 /// The schema of a presenter's item: a closed object whose fields are all present (used by
@@ -645,6 +648,8 @@ pub struct PresenterInfo {
     pub rules: &'static [&'static str],
     /// The agent limit for collections.
     pub limit: Option<usize>,
+    /// The token budget of an answer.
+    pub max_tokens: Option<usize>,
     /// The tools it may suggest.
     pub actions: &'static [&'static str],
     /// The fields it presents through presenters of their own.
@@ -664,6 +669,7 @@ impl PresenterInfo {
             fields: P::FIELDS,
             rules: P::RULES,
             limit: P::LIMIT,
+            max_tokens: P::MAX_TOKENS,
             actions: P::ACTIONS,
             nested: P::NESTED,
             ui_kinds: P::UI_KINDS,

@@ -21,7 +21,7 @@ where
         generator.subschema_for::<T>()
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
+    fn present(self, _ui: bool) -> Result<Presentation, ToolError> {
         let (data, data_text) = serialize_twice(&self)?;
         let mut presentation = Presentation::plain(data);
         presentation.data_text = Some(data_text);
@@ -38,9 +38,9 @@ where
         P::item_schema(generator)
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
+    fn present(self, ui: bool) -> Result<Presentation, ToolError> {
         let item = P::item(&self);
-        presented::<P, _>(Presented::One(&item), &item, None)
+        presented::<P, _>(Presented::One(&item), &item, None, ui)
     }
 }
 
@@ -57,9 +57,9 @@ where
         P::item_schema(generator)
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
+    fn present(self, ui: bool) -> Result<Presentation, ToolError> {
         let item = P::item(&self);
-        presented::<P, _>(Presented::One(&item), &item, None)
+        presented::<P, _>(Presented::One(&item), &item, None, ui)
     }
 }
 
@@ -75,8 +75,8 @@ impl<P: ?Sized, T: ToolOutput<P>> ToolOutput<P> for WithMedia<T> {
         T::data_schema(generator)
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
-        let mut presentation = self.value.present()?;
+    fn present(self, ui: bool) -> Result<Presentation, ToolError> {
+        let mut presentation = self.value.present(ui)?;
         presentation.media.extend(self.media);
         Ok(presentation)
     }
@@ -95,9 +95,9 @@ where
         optional_schema::<P>(generator)
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
+    fn present(self, ui: bool) -> Result<Presentation, ToolError> {
         match self {
-            Some(model) => <M as ToolOutput<P>>::present(model),
+            Some(model) => <M as ToolOutput<P>>::present(model, ui),
             None => Ok(nothing_found::<P>()),
         }
     }
@@ -114,9 +114,9 @@ where
         optional_schema::<P>(generator)
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
+    fn present(self, ui: bool) -> Result<Presentation, ToolError> {
         match self {
-            Some(model) => <Arc<M> as ToolOutput<P>>::present(model),
+            Some(model) => <Arc<M> as ToolOutput<P>>::present(model, ui),
             None => Ok(nothing_found::<P>()),
         }
     }
@@ -151,11 +151,11 @@ where
         list_schema::<P>(generator)
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
+    fn present(self, ui: bool) -> Result<Presentation, ToolError> {
         let returned = self.len();
         let limited = P::LIMIT.map_or(returned, |limit| limit.min(returned));
         let truncation = (limited < returned).then(|| Truncation::of_list(returned, limited));
-        present_list::<P, _>(&self[..limited], truncation)
+        present_list::<P, _>(&self[..limited], truncation, ui)
     }
 }
 
@@ -170,11 +170,11 @@ where
         list_schema::<P>(generator)
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
+    fn present(self, ui: bool) -> Result<Presentation, ToolError> {
         let returned = self.len();
         let limited = P::LIMIT.map_or(returned, |limit| limit.min(returned));
         let truncation = (limited < returned).then(|| Truncation::of_list(returned, limited));
-        present_list::<P, _>(&self[..limited], truncation)
+        present_list::<P, _>(&self[..limited], truncation, ui)
     }
 }
 
@@ -190,8 +190,8 @@ where
         list_schema::<P>(generator)
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
-        present_page::<P, _>(self)
+    fn present(self, ui: bool) -> Result<Presentation, ToolError> {
+        present_page::<P, _>(self, ui)
     }
 }
 
@@ -208,14 +208,15 @@ where
         list_schema::<P>(generator)
     }
 
-    fn present(self) -> Result<Presentation, ToolError> {
-        present_page::<P, _>(self)
+    fn present(self, ui: bool) -> Result<Presentation, ToolError> {
+        present_page::<P, _>(self, ui)
     }
 }
 
 /// Presents a page of models (owned or shared) with its facts.
 fn present_page<P: Presenter, B: Borrow<P::Model>>(
     page: Page<B>,
+    ui: bool,
 ) -> Result<Presentation, ToolError> {
     let returned = page.items.len();
     let limited = P::LIMIT.map_or(returned, |limit| limit.min(returned));
@@ -230,7 +231,7 @@ fn present_page<P: Presenter, B: Borrow<P::Model>>(
         next_cursor: page.next_cursor,
         more: page.more,
     };
-    present_list::<P, _>(&page.items[..limited], Some(truncation))
+    present_list::<P, _>(&page.items[..limited], Some(truncation), ui)
 }
 
 /// The schema of a presented collection: an array of `P`'s items, at most its agent limit.
@@ -249,19 +250,23 @@ fn list_schema<P: Presenter>(generator: &mut SchemaGenerator) -> Schema {
 fn present_list<P: Presenter, B: Borrow<P::Model>>(
     shown: &[B],
     truncation: Option<Truncation>,
+    ui: bool,
 ) -> Result<Presentation, ToolError> {
     let items: Vec<P::Item<'_>> = shown.iter().map(|model| P::item(model.borrow())).collect();
-    presented::<P, _>(Presented::Many(&items), &items, truncation)
+    presented::<P, _>(Presented::Many(&items), &items, truncation, ui)
 }
 
-/// What presenter `P` makes of the views shown: suggestions, UI blocks and the data.
+/// What presenter `P` makes of the views shown: suggestions, UI blocks (when `ui`: the client
+/// draws them) and the data.
 fn presented<P: Presenter, D: Serialize + ?Sized>(
     shown: Presented<'_, P::Item<'_>>,
     data: &D,
     truncation: Option<Truncation>,
+    ui: bool,
 ) -> Result<Presentation, ToolError> {
     let suggestions = P::suggest(shown);
-    let ui = P::ui(shown);
+    // Built only for a client that draws them: for any other they would be sent nowhere.
+    let ui = if ui { P::ui(shown) } else { Vec::new() };
     let (data, data_text) = serialize_twice(data)?;
     Ok(Presentation {
         data,

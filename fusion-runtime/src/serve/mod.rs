@@ -464,6 +464,7 @@ impl McpHandler {
                     peer: Some(context.peer),
                     id: Some(context.id),
                     waiting: std::mem::take(&mut call.request.waiting),
+                    renders_ui: None,
                 };
                 call.meta = context.meta;
                 call.cancellation = context.ct;
@@ -475,6 +476,7 @@ impl McpHandler {
                     peer: Some(context.peer.clone()),
                     id: Some(context.id.clone()),
                     waiting: std::mem::take(&mut call.request.waiting),
+                    renders_ui: None,
                 };
                 call.meta = context.meta.clone();
                 call.cancellation = context.ct.clone();
@@ -562,28 +564,7 @@ impl ServerHandler for McpHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let asking = Asking::of(&context);
-        let mut call = self
-            .call_context(context)
-            .map_err(|error| protocol_error("resources/read", error))?;
-        // The URI holds the variables: the state is bound to it.
-        let target = format!("resources/read {}", request.uri);
-        let binding = LazyBinding::new(&asking, &target, || Value::Null, &call);
-        let round = self
-            .open_round(
-                asking,
-                &binding,
-                request.request_state,
-                request.input_responses,
-            )
-            .map_err(|error| self.refuse_content(&request.uri, error))?;
-        call.extensions_mut().insert(Arc::clone(&round));
-        let read = self.shared.server.read(&request.uri, call).await;
-        let outcome = reply::read_result(&request.uri, read);
-        if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
-            return Ok(ReadResourceResponse::InputRequired(input_required));
-        }
-        outcome.map(ReadResourceResponse::from)
+        Box::pin(self.read(request, context)).await
     }
 
     async fn list_prompts(
@@ -599,37 +580,7 @@ impl ServerHandler for McpHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let asking = Asking::of(&context);
-        let mut call = self
-            .call_context(context)
-            .map_err(|error| protocol_error("prompts/get", error))?;
-        // `prompts/get NAME`: never a tool's name, so a state cannot move between the two.
-        let target = format!("prompts/get {}", request.name);
-        let binding = LazyBinding::new(
-            &asking,
-            &target,
-            || Value::Object(request.arguments.clone().unwrap_or_default()),
-            &call,
-        );
-        let round = self
-            .open_round(
-                asking,
-                &binding,
-                request.request_state,
-                request.input_responses,
-            )
-            .map_err(|error| self.refuse_content(&request.name, error))?;
-        call.extensions_mut().insert(Arc::clone(&round));
-        let got = self
-            .shared
-            .server
-            .prompt(&request.name, request.arguments, call)
-            .await;
-        let outcome = reply::prompt_result(&request.name, got);
-        if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
-            return Ok(GetPromptResponse::InputRequired(input_required));
-        }
-        outcome.map(GetPromptResponse::from)
+        Box::pin(self.prompt(request, context)).await
     }
 
     async fn complete(
@@ -723,7 +674,7 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.read_task(request, context).await
+        Box::pin(self.read_task(request, context)).await
     }
 
     async fn cancel_task(
@@ -731,7 +682,7 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.cancel_owned_task(request, context).await
+        Box::pin(self.cancel_owned_task(request, context)).await
     }
 
     async fn update_task(
@@ -739,7 +690,7 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.answer_task(request, context).await
+        Box::pin(self.answer_task(request, context)).await
     }
 
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
@@ -759,6 +710,88 @@ impl ServerHandler for McpHandler {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Box::pin(self.answer_call(request, context)).await
+    }
+}
+
+/// The bodies of the requests that do the work, each behind a box in the `ServerHandler`
+/// impl: rmcp's request dispatch awaits every handler method in one state machine, and a
+/// method's future inlined there is compiled again in every copy of that machine (one per
+/// codegen unit that instantiates it, about 70 KB each); boxed, each body is compiled once,
+/// for an allocation per request.
+impl McpHandler {
+    async fn read(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let asking = Asking::of(&context);
+        let mut call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("resources/read", error))?;
+        // The URI holds the variables: the state is bound to it.
+        let target = format!("resources/read {}", request.uri);
+        let binding = LazyBinding::new(&asking, &target, || Value::Null, &call);
+        let round = self
+            .open_round(
+                asking,
+                &binding,
+                request.request_state,
+                request.input_responses,
+            )
+            .map_err(|error| self.refuse_content(&request.uri, error))?;
+        call.extensions_mut().insert(Arc::clone(&round));
+        let read = self.shared.server.read(&request.uri, call).await;
+        let outcome = reply::read_result(&request.uri, read);
+        if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
+            return Ok(ReadResourceResponse::InputRequired(input_required));
+        }
+        outcome.map(ReadResourceResponse::from)
+    }
+
+    async fn prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let asking = Asking::of(&context);
+        let mut call = self
+            .call_context(context)
+            .map_err(|error| protocol_error("prompts/get", error))?;
+        // `prompts/get NAME`: never a tool's name, so a state cannot move between the two.
+        let target = format!("prompts/get {}", request.name);
+        let binding = LazyBinding::new(
+            &asking,
+            &target,
+            || Value::Object(request.arguments.clone().unwrap_or_default()),
+            &call,
+        );
+        let round = self
+            .open_round(
+                asking,
+                &binding,
+                request.request_state,
+                request.input_responses,
+            )
+            .map_err(|error| self.refuse_content(&request.name, error))?;
+        call.extensions_mut().insert(Arc::clone(&round));
+        let got = self
+            .shared
+            .server
+            .prompt(&request.name, request.arguments, call)
+            .await;
+        let outcome = reply::prompt_result(&request.name, got);
+        if let Some(input_required) = self.close_round(&round, &binding, outcome.is_err())? {
+            return Ok(GetPromptResponse::InputRequired(input_required));
+        }
+        outcome.map(GetPromptResponse::from)
+    }
+
+    async fn answer_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -788,6 +821,8 @@ impl ServerHandler for McpHandler {
                     call.protocol_version().as_ref(),
                     asking.capabilities.as_ref(),
                 );
+                // A presenter builds no UI blocks for a client that does not draw them.
+                call.set_renders_ui(form.ui);
                 if matches!(mode, tasks::Mode::Task) {
                     return self
                         .start_task(name.into_owned(), request.arguments, call, asking, form)

@@ -26,10 +26,12 @@ pub(crate) fn call_tool_result(sealed: Sealed, form: ClientForm) -> CallToolResu
             mut content,
             ui,
             data_text,
+            columns,
             envelope,
             ..
         } => {
-            form.for_tool(data_text).apply(&mut content, ui, &envelope);
+            form.for_tool(data_text)
+                .apply(&mut content, ui, &envelope, columns);
             let mut result = CallToolResult::success(content);
             result.structured_content = Some(envelope);
             result

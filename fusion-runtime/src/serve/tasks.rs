@@ -36,7 +36,7 @@ use crate::task::{
 /// The tasks of one [`Mcp`](super::Mcp): where they are kept, and those this process runs.
 pub(crate) struct Tasks {
     store: Arc<dyn TaskStore>,
-    options: TaskOptions,
+    pub(super) options: TaskOptions,
     /// The tasks this process runs or parked, by id.
     live: Mutex<HashMap<String, Live>>,
 }
@@ -94,7 +94,7 @@ pub(super) enum Mode {
 impl McpHandler {
     /// Its tasks: only a server with tools that may run as tasks declares the extension, and
     /// rmcp answers `tasks/*` only for a server that declares it.
-    fn tasks(&self) -> &Tasks {
+    pub(super) fn tasks(&self) -> &Tasks {
         self.shared
             .tasks
             .as_deref()
@@ -136,6 +136,10 @@ impl McpHandler {
         asking: Asking,
         form: ClientForm,
     ) -> Result<CallToolResponse, ErrorData> {
+        #[cfg(feature = "gateway")]
+        if self.proxies(&tool) {
+            return self.start_upstream_task(tool, arguments, call, form).await;
+        }
         let tasks = self.tasks();
         let now = now_ms();
         let owner = TaskOwner::of(&call);
@@ -145,17 +149,7 @@ impl McpHandler {
             .await
             .map_err(store_failed)?;
         if live >= tasks.options.max_live_per_owner {
-            let refused = ToolError::new(
-                codes::RATE_LIMITED,
-                format!(
-                    "You have {live} tasks running, as many as this server runs for one caller."
-                ),
-            )
-            .with_recovery(
-                "Wait for one of your tasks to finish (or cancel one you no longer need), then \
-                 call again with the same arguments.",
-            )
-            .with_retry_after(tasks.options.poll_interval);
+            let refused = too_many(live, &tasks.options);
             return self.complete(self.shared.server.refuse_call(&tool, refused));
         }
         let record = TaskRecord {
@@ -234,6 +228,8 @@ impl McpHandler {
                 handler.notify_invalidated(result.invalidates(), change.as_ref());
             }
             let state = handler.ended(&id, parked, &round, outcome, &cancel);
+            // Where this replica's run of it ended: a cancel through another replica shows here.
+            tracing::info!(task = %id, status = state.status(), "a task's run ended");
             let settled = handler.tasks().store.settle(&id, &state, now_ms()).await;
             if let Err(error) = settled {
                 tracing::error!(task = %id, %error, "a task's end could not be stored");
@@ -381,6 +377,10 @@ impl McpHandler {
         params: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
+        #[cfg(feature = "gateway")]
+        if self.is_upstream_task(&params.task_id) {
+            return self.get_upstream_task(params, context).await;
+        }
         let (record, _) = self.owned_task(&params.task_id, context).await?;
         Ok(GetTaskResult::new(detailed(record)))
     }
@@ -392,6 +392,10 @@ impl McpHandler {
         params: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        #[cfg(feature = "gateway")]
+        if self.is_upstream_task(&params.task_id) {
+            return self.cancel_upstream_task(params, context).await;
+        }
         let (record, call) = self.owned_task(&params.task_id, context).await?;
         if record.state.is_terminal() {
             return Ok(());
@@ -427,6 +431,10 @@ impl McpHandler {
         params: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        #[cfg(feature = "gateway")]
+        if self.is_upstream_task(&params.task_id) {
+            return self.update_upstream_task(params, context).await;
+        }
         let capabilities = context.client_capabilities();
         let (record, call) = self.owned_task(&params.task_id, context).await?;
         if !matches!(record.state, TaskState::InputRequired(_)) {
@@ -509,8 +517,16 @@ impl Server {
 
     /// Whether `tools/call` of `name` with `arguments` may run as a task.
     pub(crate) fn task_support(&self, name: &str, arguments: Option<&JsonObject>) -> TaskSupport {
-        self.action_of(name, arguments)
-            .map_or(TaskSupport::Forbidden, |action| action.facts.task)
+        if let Some(action) = self.action_of(name, arguments) {
+            return action.facts.task;
+        }
+        #[cfg(feature = "gateway")]
+        if let Some(gateway) = self.gateway()
+            && let Some(tool) = gateway.catalog().get(name)
+        {
+            return tool.facts.task;
+        }
+        TaskSupport::Forbidden
     }
 
     /// Records that task `id` of a call of `tool` (with `arguments`) by the caller of `call`
@@ -554,6 +570,11 @@ impl Server {
 
     /// Whether any of its tools may run as a task.
     pub(crate) fn has_tasks(&self) -> bool {
+        // Mounted upstreams may run tasks (which ones is known only once they answered).
+        #[cfg(feature = "gateway")]
+        if self.gateway().is_some() {
+            return true;
+        }
         self.inner
             .actions
             .iter()
@@ -609,7 +630,18 @@ fn task_of(record: &TaskRecord) -> Task {
     )
     .with_ttl_ms(record.ttl_ms)
     .with_poll_interval_ms(record.poll_interval_ms);
-    task.status_message = record.status_message.clone();
+    // A failed task says why in its status too: the error's message, which holds no internal
+    // text (internal failures name only their error id).
+    task.status_message = record
+        .status_message
+        .clone()
+        .or_else(|| match &record.state {
+            TaskState::Failed(error) => error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            _ => None,
+        });
     task
 }
 
@@ -628,9 +660,22 @@ fn detailed(record: TaskRecord) -> DetailedTask {
     DetailedTask::new(task, payload)
 }
 
+/// A call refused because its caller has `live` unfinished tasks, as many as `options` allow.
+pub(super) fn too_many(live: usize, options: &TaskOptions) -> ToolError {
+    ToolError::new(
+        codes::RATE_LIMITED,
+        format!("You have {live} tasks running, as many as this server runs for one caller."),
+    )
+    .with_recovery(
+        "Wait for one of your tasks to finish (or cancel one you no longer need), then call \
+         again with the same arguments.",
+    )
+    .with_retry_after(options.poll_interval)
+}
+
 /// An id this caller has no task under: the same answer whether it was never issued, expired,
 /// or is another caller's.
-fn unknown_task(id: &str) -> ErrorData {
+pub(super) fn unknown_task(id: &str) -> ErrorData {
     ErrorData::new(
         ErrorCode::INVALID_PARAMS,
         "unknown task",
@@ -657,6 +702,6 @@ fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-fn millis(duration: std::time::Duration) -> u64 {
+pub(super) fn millis(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

@@ -26,6 +26,8 @@ use std::time::Duration;
 
 use fusion::serde_json::Value;
 
+pub(crate) mod tasks;
+
 // ---------------------------------------------------------------------------------------------
 // Paths
 
