@@ -381,7 +381,7 @@ pub mod rules {
             FieldParam, HiddenInMessage, ModelInMessage, ModelParam, UnusableParam,
         };
         pub use fusion_runtime::model::kinds::{UnmarkedHidden, hidden_field};
-        pub use fusion_runtime::present::{PresentedField, presented_value_schema};
+        pub use fusion_runtime::present::PresentedField;
         pub use fusion_runtime::resource::not_a_variable;
 
         /// A presenter's expansion, run by its model's `#[model]` (which knows the fields).
@@ -411,7 +411,8 @@ pub mod __private {
         profile,
     };
     pub use fusion_runtime::present::{
-        PresentedField, PresenterOf, is_required, nested, object_schema, presented_value_schema,
+        PresentableSchema, PresentedField, PresentedSchema, PresenterOf, UnpresentableSchema,
+        is_required, nested, object_schema,
     };
     pub use fusion_runtime::resource::not_a_variable;
     pub use fusion_runtime::upstream::Upstream;

@@ -62,7 +62,10 @@ pub(crate) fn presenter(checked: &Checked<'_>) -> TokenStream {
         let schema = match &listed.nested {
             None => {
                 let private = args.krate.private_at(ident.span());
-                quote_spanned!(ident.span()=> #private::presented_value_schema::<#ty>(generator))
+                quote_spanned!(ident.span()=> {
+                    use #private::{PresentableSchema as _, UnpresentableSchema as _};
+                    (&#private::PresentedSchema::<#ty>::PROBE).presented_schema(generator)
+                })
             }
             Some(nested) => {
                 let private = args.krate.private_at(nested.span());

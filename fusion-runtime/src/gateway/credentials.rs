@@ -111,7 +111,14 @@ impl ClientCredentials {
     /// The caller's token is used for the exchange only, never kept; exchanged tokens are
     /// cached per caller (principal and tenant) until shortly before they expire. A caller
     /// without an exchangeable token (stdio, static tokens the server refuses) gets a
-    /// `FORBIDDEN` error, and nothing reaches the upstream.
+    /// `FORBIDDEN` error, and nothing reaches the upstream; an authorization server that cannot
+    /// be reached gives a retryable `UPSTREAM_UNAVAILABLE`.
+    ///
+    /// Each caller's token travels on its own request, so the upstream must speak 2026-07-28
+    /// (no sessions): [`UpstreamProtocol::Session`](super::UpstreamProtocol::Session) is
+    /// refused when the server is built, and a server that speaks only 2025-11-25 is not
+    /// connected. The upstream's tools are not offered as tasks: task requests would carry the
+    /// gateway's own token.
     #[must_use]
     pub fn token_exchange(mut self) -> Self {
         self.exchange = true;

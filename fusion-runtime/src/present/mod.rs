@@ -168,12 +168,41 @@ impl<T: PresentedValue + ?Sized> Serialize for PresentedField<'_, T> {
     }
 }
 
-/// A presented field's schema (used by generated code).
+/// A presented field's schema, chosen by autoref (used by generated code):
+/// `(&PresentedSchema::<T>::PROBE).presented_schema(generator)`. A field that cannot be
+/// presented already fails to compile where its value is serialized, with its own message;
+/// its schema takes the fallback so that the one mistake is reported once.
 #[doc(hidden)]
-pub fn presented_value_schema<T: PresentedValue + ?Sized>(
-    generator: &mut SchemaGenerator,
-) -> Schema {
-    generator.subschema_for::<T>()
+pub struct PresentedSchema<T: ?Sized>(std::marker::PhantomData<fn() -> *const T>);
+
+impl<T: ?Sized> PresentedSchema<T> {
+    pub const PROBE: Self = Self(std::marker::PhantomData);
+}
+
+/// The schema of a presentable field (used by generated code).
+#[doc(hidden)]
+pub trait PresentableSchema {
+    fn presented_schema(&self, generator: &mut SchemaGenerator) -> Schema;
+}
+
+impl<T: PresentedValue + ?Sized> PresentableSchema for PresentedSchema<T> {
+    fn presented_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<T>()
+    }
+}
+
+/// The fallback for a field that cannot be presented (used by generated code): never part of
+/// a program that compiles, since the field's serialization is then an error. A schema that
+/// admits nothing, should that ever change.
+#[doc(hidden)]
+pub trait UnpresentableSchema {
+    fn presented_schema(&self, generator: &mut SchemaGenerator) -> Schema;
+}
+
+impl<T: ?Sized> UnpresentableSchema for &PresentedSchema<T> {
+    fn presented_schema(&self, _: &mut SchemaGenerator) -> Schema {
+        Schema::from(false)
+    }
 }
 
 /// A presenter of the values of a nested field of type `T`: its model, an `Option` or a `Vec`
