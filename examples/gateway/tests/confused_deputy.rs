@@ -413,10 +413,7 @@ async fn each_caller_reaches_an_upstream_with_its_own_exchanged_token() {
         drop(issuer);
         let config = StreamableHttpClientTransportConfig::with_uri(audience.clone())
             .auth_header(carol.as_str());
-        let client = ()
-            .serve(StreamableHttpClientTransport::from_config(config))
-            .await
-            .unwrap();
+        let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
         let unexchanged = call(client.peer(), "rec_echo", json!({"message": "hi"}))
             .await
             .unwrap();
@@ -424,9 +421,16 @@ async fn each_caller_reaches_an_upstream_with_its_own_exchanged_token() {
         assert_eq!(unexchanged.is_error, Some(true));
         let text = text_of(&unexchanged);
         assert!(text.contains("UPSTREAM_UNAVAILABLE"), "{text}");
-        assert!(text.contains("authorization server could not be reached"), "{text}");
+        assert!(
+            text.contains("authorization server could not be reached"),
+            "{text}"
+        );
         let structured = unexchanged.structured_content.clone().unwrap_or_default();
-        assert_eq!(structured["error"]["retryable"], json!(true), "{structured}");
+        assert_eq!(
+            structured["error"]["retryable"],
+            json!(true),
+            "{structured}"
+        );
 
         let calls = recorder.calls_of("echo");
         assert_eq!(

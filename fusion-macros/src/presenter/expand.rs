@@ -63,6 +63,8 @@ pub(crate) fn presenter(checked: &Checked<'_>) -> TokenStream {
             None => {
                 let private = args.krate.private_at(ident.span());
                 quote_spanned!(ident.span()=> {
+                    // One of the two is the one used, by design.
+                    #[allow(unused_imports)]
                     use #private::{PresentableSchema as _, UnpresentableSchema as _};
                     (&#private::PresentedSchema::<#ty>::PROBE).presented_schema(generator)
                 })

@@ -179,6 +179,12 @@ impl<T: ?Sized> PresentedSchema<T> {
     pub const PROBE: Self = Self(std::marker::PhantomData);
 }
 
+impl<T: ?Sized> std::fmt::Debug for PresentedSchema<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PresentedSchema")
+    }
+}
+
 /// The schema of a presentable field (used by generated code).
 #[doc(hidden)]
 pub trait PresentableSchema {
