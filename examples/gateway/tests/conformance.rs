@@ -3,7 +3,8 @@
 //! `examples/conformance`) mounted unprefixed, so that its tools keep the names the suite
 //! calls, with the gateway serving Streamable HTTP on 127.0.0.1 in front of it, at 2025-11-25
 //! and at 2026-07-28, with **no baseline**. Every scenario that applies to a tools gateway
-//! passes: lifecycle and transport, and every tools scenario, results and schemas intact.
+//! passes: lifecycle and transport, every tools scenario (results and schemas intact), and at
+//! 2026-07-28 the tasks extension, a task's questions to its caller included.
 //! The others are listed in [`LEFT_OUT_2025_11_25`] and [`LEFT_OUT_2026_07_28`] with the reason
 //! each cannot apply; a test checks that the suite has no server scenario both lists forgot.
 //!
@@ -88,6 +89,15 @@ const SCENARIOS_2026_07_28: &[&str] = &[
     "input-required-result-capability-check",
     "input-required-result-ignore-extra-params",
     "input-required-result-validate-input",
+    // The tasks extension (SEP-2663): the upstream's tasks under the gateway's own ids, for
+    // their caller only, with its questions (`input_required`, `tasks/update`) passed through.
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-dispatch-and-envelope",
+    "tasks-required-task-error",
 ];
 
 /// The gateway mounts tools only: no prompts, resources or completions reach it.
@@ -101,7 +111,7 @@ const LEFT_OUT_2025_11_25: &[(&str, &str)] = &[
     ("completion-", NOT_A_TOOL),
     (
         "tasks-",
-        "the Tasks extension (SEP-2663, unscored): Fusion does not implement tasks",
+        "the Tasks extension (SEP-2663) is run at 2026-07-28, the revision that defines it",
     ),
     (
         "sep-2640-",
@@ -120,8 +130,19 @@ const LEFT_OUT_2026_07_28: &[(&str, &str)] = &[
         "it asks for input from a prompt and a resource read: the gateway mounts tools only",
     ),
     (
-        "tasks-",
-        "the Tasks extension (SEP-2663, unscored): Fusion does not implement tasks",
+        "tasks-status-notifications",
+        "the gateway does not relay an upstream's task status notifications: its callers poll \
+         `tasks/get`, which the gateway forwards (the suite skips its one check here)",
+    ),
+    (
+        "tasks-mrtr-composition",
+        "a call that asks in rounds and then becomes a task: the fixture server decides whether \
+         a call is a task when it arrives (see `examples/conformance`'s test)",
+    ),
+    (
+        "tasks-request-headers",
+        "its first check wants `greet`'s text block to be the bare string, which the fixture \
+         server writes as JSON (see `examples/conformance`'s test)",
     ),
     (
         "sep-2640-",

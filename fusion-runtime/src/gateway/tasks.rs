@@ -141,9 +141,19 @@ impl ProxiedTasks {
 #[derive(Default)]
 pub(crate) struct TaskStart {
     created: Mutex<Option<CreateTaskResult>>,
+    /// What the caller can be asked (its declared capabilities), told to the upstream: a task
+    /// may ask its caller (`input_required`, answered with `tasks/update`).
+    asks: Option<ClientCapabilities>,
 }
 
 impl TaskStart {
+    pub(crate) fn new(asks: Option<ClientCapabilities>) -> Self {
+        Self {
+            created: Mutex::default(),
+            asks,
+        }
+    }
+
     pub(crate) fn take(&self) -> Option<CreateTaskResult> {
         self.created
             .lock()
@@ -152,11 +162,20 @@ impl TaskStart {
     }
 }
 
-/// `_meta` that declares the tasks extension for this one request: the gateway's client does
-/// not declare it, so a plain call never gets a task.
-fn with_tasks() -> RequestMetaObject {
+/// `_meta` that declares the tasks extension for this one request (the gateway's client does
+/// not declare it, so a plain call never gets a task), beside what the caller can be asked: a
+/// task may ask its caller (`input_required`, answered with `tasks/update`).
+fn with_tasks(asks: Option<ClientCapabilities>) -> RequestMetaObject {
+    let mut capabilities = asks.unwrap_or_default();
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(
+            rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+            JsonObject::new(),
+        );
     let mut meta = RequestMetaObject::default();
-    meta.set_client_capabilities(ClientCapabilities::builder().enable_tasks().build());
+    meta.set_client_capabilities(capabilities);
     meta
 }
 
@@ -185,7 +204,7 @@ pub(crate) async fn start(
             "token exchange: a task would run with the gateway's own token".into(),
         ));
     }
-    let mut meta = with_tasks();
+    let mut meta = with_tasks(start.asks.clone());
     if let Some(traceparent) = context.meta().get_traceparent() {
         meta.set_traceparent(traceparent);
     }
@@ -227,15 +246,16 @@ pub(crate) enum Refused {
 }
 
 /// Sends `request` (a `tasks/*` request for the upstream's id) to `upstream`, declaring the
-/// extension.
+/// extension and what its caller can be asked.
 pub(crate) async fn forward(
     upstream: &UpstreamState,
     request: ClientRequest,
+    asks: Option<ClientCapabilities>,
 ) -> Result<ServerResult, Refused> {
     let Some(link) = upstream.link() else {
         return Err(Refused::Error(unreachable(&upstream.prefix)));
     };
-    let options = PeerRequestOptions::no_options().with_meta(with_tasks());
+    let options = PeerRequestOptions::no_options().with_meta(with_tasks(asks));
     let sent = match link.peer.send_request_with_option(request, options).await {
         Ok(handle) => handle.await_response().await,
         Err(error) => Err(error),

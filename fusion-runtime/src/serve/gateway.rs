@@ -12,9 +12,9 @@ use std::sync::Arc;
 use rmcp::model::CallToolResponse;
 
 use rmcp::model::{
-    CancelTaskParams, CancelTaskRequest, ClientRequest, CreateTaskResult, GetTaskParams,
-    GetTaskRequest, GetTaskResult, JsonObject, ServerResult, TaskPayload, UpdateTaskParams,
-    UpdateTaskRequest,
+    CancelTaskParams, CancelTaskRequest, ClientCapabilities, ClientRequest, CreateTaskResult,
+    GetTaskParams, GetTaskRequest, GetTaskResult, JsonObject, ServerResult, TaskPayload,
+    UpdateTaskParams, UpdateTaskRequest,
 };
 use serde_json::Value;
 
@@ -150,6 +150,7 @@ impl McpHandler {
         arguments: Option<JsonObject>,
         mut call: CallContext,
         form: ClientForm,
+        asks: Option<ClientCapabilities>,
     ) -> Result<CallToolResponse, ErrorData> {
         let server = &self.shared.server;
         let gateway = server.gateway().expect("a proxied tool has a gateway");
@@ -163,7 +164,7 @@ impl McpHandler {
             let refused = tasks::too_many(unfinished, options);
             return self.complete(server.refuse_call(&tool, refused));
         }
-        let start = Arc::new(TaskStart::default());
+        let start = Arc::new(TaskStart::new(asks));
         call.extensions_mut().insert(Arc::clone(&start));
         let outcome = server
             .call_tool(&tool, arguments, call)
@@ -190,12 +191,14 @@ impl McpHandler {
         Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
     }
 
-    /// The upstream task of gateway id `id`, if the caller of `context` started it.
+    /// The upstream task of gateway id `id`, if the caller of `context` started it, and what
+    /// that caller can be asked (told to the upstream with each request for the task).
     fn owned_upstream_task(
         &self,
         id: &str,
         context: RequestContext<RoleServer>,
-    ) -> Result<(&Arc<Gateway>, ProxiedTask), ErrorData> {
+    ) -> Result<(&Arc<Gateway>, ProxiedTask, Option<ClientCapabilities>), ErrorData> {
+        let asks = context.client_capabilities();
         let call = self
             .call_context(context)
             .map_err(|error| protocol_error("tasks", error))?;
@@ -209,7 +212,7 @@ impl McpHandler {
             .upstream_tasks
             .owned(id, &owner, now_ms())
             .ok_or_else(|| tasks::unknown_task(id))?;
-        Ok((gateway, task))
+        Ok((gateway, task, asks))
     }
 
     /// Sends `request` for the task of gateway id `id` to its upstream.
@@ -218,8 +221,9 @@ impl McpHandler {
         id: &str,
         task: &ProxiedTask,
         request: ClientRequest,
+        asks: Option<ClientCapabilities>,
     ) -> Result<ServerResult, ErrorData> {
-        crate::gateway::tasks::forward(gateway.upstream(task.upstream), request)
+        crate::gateway::tasks::forward(gateway.upstream(task.upstream), request, asks)
             .await
             .map_err(|refused| match refused {
                 // Gone upstream (expired there, or lost with a restart): gone here too.
@@ -237,12 +241,12 @@ impl McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let id = params.task_id;
-        let (gateway, task) = self.owned_upstream_task(&id, context)?;
+        let (gateway, task, asks) = self.owned_upstream_task(&id, context)?;
         let request = ClientRequest::GetTaskRequest(GetTaskRequest::new(GetTaskParams::new(
             task.upstream_id.clone(),
         )));
         let ServerResult::GetTaskResult(got) =
-            Self::forward_task(gateway, &id, &task, request).await?
+            Self::forward_task(gateway, &id, &task, request, asks).await?
         else {
             return Err(answered_otherwise(gateway, &task));
         };
@@ -301,11 +305,11 @@ impl McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let id = params.task_id;
-        let (gateway, task) = self.owned_upstream_task(&id, context)?;
+        let (gateway, task, asks) = self.owned_upstream_task(&id, context)?;
         let request = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(
             CancelTaskParams::new(task.upstream_id.clone()),
         ));
-        Self::forward_task(gateway, &id, &task, request).await?;
+        Self::forward_task(gateway, &id, &task, request, asks).await?;
         Ok(())
     }
 
@@ -314,11 +318,11 @@ impl McpHandler {
         params: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (gateway, task) = self.owned_upstream_task(&params.task_id, context)?;
+        let (gateway, task, asks) = self.owned_upstream_task(&params.task_id, context)?;
         let mut forwarded = params.clone();
         forwarded.task_id.clone_from(&task.upstream_id);
         let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(forwarded));
-        Self::forward_task(gateway, &params.task_id, &task, request).await?;
+        Self::forward_task(gateway, &params.task_id, &task, request, asks).await?;
         Ok(())
     }
 }

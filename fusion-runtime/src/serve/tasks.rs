@@ -138,7 +138,9 @@ impl McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         #[cfg(feature = "gateway")]
         if self.proxies(&tool) {
-            return self.start_upstream_task(tool, arguments, call, form).await;
+            return self
+                .start_upstream_task(tool, arguments, call, form, asking.capabilities)
+                .await;
         }
         let tasks = self.tasks();
         let now = now_ms();
