@@ -503,109 +503,128 @@ impl McpHandler {
     }
 }
 
+/// A handler method's future, boxed and type-erased.
+type Erased<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T, ErrorData>> + Send + 'a>>;
+
+/// `future` behind a box and a vtable. rmcp's request dispatch awaits every handler method in
+/// one state machine, compiled again in every codegen unit that instantiates it, with its drop
+/// glue copied into every unit that drops it (fourteen in hello). A method's own future there
+/// is inlined into each copy; erased, the machine holds a pointer, each body is compiled once
+/// and dropping one is a call through the vtable, for an allocation per request.
+fn erased<'a, T>(future: impl Future<Output = Result<T, ErrorData>> + Send + 'a) -> Erased<'a, T> {
+    Box::pin(future)
+}
+
 impl ServerHandler for McpHandler {
     fn get_info(&self) -> ServerConfig {
         self.shared.info.clone()
     }
 
-    async fn discover(
+    fn discover(
         &self,
         _context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, ErrorData> {
-        let mut info = self.get_info();
-        // Resource subscriptions are a session's (`resources/subscribe`, 2025-11-25): a
-        // stateless client has none to use.
-        if let Some(resources) = &mut info.capabilities.resources {
-            resources.subscribe = None;
-        }
-        Ok(
-            DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info)
-                .with_ttl_ms(self.shared.list_ttl)
-                .with_cache_scope(self.shared.discover_cache_scope),
-        )
+    ) -> impl Future<Output = Result<DiscoverResult, ErrorData>> + Send + '_ {
+        erased(async move {
+            let mut info = self.get_info();
+            // Resource subscriptions are a session's (`resources/subscribe`, 2025-11-25): a
+            // stateless client has none to use.
+            if let Some(resources) = &mut info.capabilities.resources {
+                resources.subscribe = None;
+            }
+            Ok(DiscoverResult::from_server_info(
+                self.supported_protocol_versions().into_owned(),
+                info,
+            )
+            .with_ttl_ms(self.shared.list_ttl)
+            .with_cache_scope(self.shared.discover_cache_scope))
+        })
     }
 
-    async fn list_tools(
+    fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        if let Some(search) = &self.shared.search {
-            let cursor = request.and_then(|request| request.cursor);
-            return self.list_index(search, cursor, context);
-        }
-        // Built-in and proxied tools, from the gateway's current catalog (SPEC R7).
-        #[cfg(feature = "gateway")]
-        if self.shared.server.gateway().is_some() {
-            let cursor = request.and_then(|request| request.cursor);
-            return self.list_with_gateway(cursor, context);
-        }
-        self.list(request, context, |listings| &listings.tools)
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + Send + '_ {
+        erased(async move {
+            if let Some(search) = &self.shared.search {
+                let cursor = request.and_then(|request| request.cursor);
+                return self.list_index(search, cursor, context);
+            }
+            // Built-in and proxied tools, from the gateway's current catalog (SPEC R7).
+            #[cfg(feature = "gateway")]
+            if self.shared.server.gateway().is_some() {
+                let cursor = request.and_then(|request| request.cursor);
+                return self.list_with_gateway(cursor, context);
+            }
+            self.list(request, context, |listings| &listings.tools)
+        })
     }
 
-    async fn list_resources(
+    fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        self.list(request, context, |listings| &listings.resources)
+    ) -> impl Future<Output = Result<ListResourcesResult, ErrorData>> + Send + '_ {
+        erased(async move { self.list(request, context, |listings| &listings.resources) })
     }
 
-    async fn list_resource_templates(
+    fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.list(request, context, |listings| &listings.templates)
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, ErrorData>> + Send + '_ {
+        erased(async move { self.list(request, context, |listings| &listings.templates) })
     }
 
-    async fn read_resource(
+    fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        Box::pin(self.read(request, context)).await
+    ) -> impl Future<Output = Result<ReadResourceResponse, ErrorData>> + Send + '_ {
+        erased(self.read(request, context))
     }
 
-    async fn list_prompts(
+    fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        self.list(request, context, |listings| &listings.prompts)
+    ) -> impl Future<Output = Result<ListPromptsResult, ErrorData>> + Send + '_ {
+        erased(async move { self.list(request, context, |listings| &listings.prompts) })
     }
 
-    async fn get_prompt(
+    fn get_prompt(
         &self,
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        Box::pin(self.prompt(request, context)).await
+    ) -> impl Future<Output = Result<GetPromptResponse, ErrorData>> + Send + '_ {
+        erased(self.prompt(request, context))
     }
 
-    async fn complete(
+    fn complete(
         &self,
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        if !self.shared.server.has_completions() {
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                "completion/complete: this server completes nothing",
-                None,
-            ));
-        }
-        let call = self
-            .call_context(context)
-            .map_err(|error| protocol_error("completion/complete", error))?;
-        let resolved = request
-            .context
-            .and_then(|context| context.arguments)
-            .unwrap_or_default();
-        self.shared
-            .server
-            .complete(&request.r#ref, &request.argument, resolved, call)
-            .await
+    ) -> impl Future<Output = Result<CompleteResult, ErrorData>> + Send + '_ {
+        erased(async move {
+            if !self.shared.server.has_completions() {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    "completion/complete: this server completes nothing",
+                    None,
+                ));
+            }
+            let call = self
+                .call_context(context)
+                .map_err(|error| protocol_error("completion/complete", error))?;
+            let resolved = request
+                .context
+                .and_then(|context| context.arguments)
+                .unwrap_or_default();
+            self.shared
+                .server
+                .complete(&request.r#ref, &request.argument, resolved, call)
+                .await
+        })
     }
 
     /// A session or stdio client is told when a mounted catalog changes.
@@ -630,67 +649,74 @@ impl ServerHandler for McpHandler {
     }
 
     #[cfg(feature = "gateway")]
-    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
-        self.listen_for_changes(context).await
+    fn listen(
+        &self,
+        context: rmcp::service::SubscriptionContext,
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(async move { self.listen_for_changes(context).await })
     }
 
     // rmcp marks logging deprecated (SEP-2577); sessions still set their level this way.
     #[allow(deprecated)]
-    async fn set_level(
+    fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        // A stateless request says its level in its own `_meta`: there is no session to set.
-        if Asking::of(&context).rounds {
-            return Err(ErrorData::method_not_found::<
-                rmcp::model::SetLevelRequestMethod,
-            >());
-        }
-        *locked(&self.connection_of(&context).log_level) =
-            Some(crate::logging::LogLevel::from_wire(request.level));
-        Ok(())
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(async move {
+            // A stateless request says its level in its own `_meta`: there is no session to set.
+            if Asking::of(&context).rounds {
+                return Err(ErrorData::method_not_found::<
+                    rmcp::model::SetLevelRequestMethod,
+                >());
+            }
+            *locked(&self.connection_of(&context).log_level) =
+                Some(crate::logging::LogLevel::from_wire(request.level));
+            Ok(())
+        })
     }
 
-    async fn subscribe(
+    fn subscribe(
         &self,
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.subscribe_to(request.uri, context)
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(async move { self.subscribe_to(request.uri, context) })
     }
 
-    async fn unsubscribe(
+    fn unsubscribe(
         &self,
         request: rmcp::model::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.unsubscribe_from(&request.uri, &context);
-        Ok(())
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(async move {
+            self.unsubscribe_from(&request.uri, &context);
+            Ok(())
+        })
     }
 
-    async fn get_task(
+    fn get_task(
         &self,
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        Box::pin(self.read_task(request, context)).await
+    ) -> impl Future<Output = Result<rmcp::model::GetTaskResult, ErrorData>> + Send + '_ {
+        erased(self.read_task(request, context))
     }
 
-    async fn cancel_task(
+    fn cancel_task(
         &self,
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        Box::pin(self.cancel_owned_task(request, context)).await
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(self.cancel_owned_task(request, context))
     }
 
-    async fn update_task(
+    fn update_task(
         &self,
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        Box::pin(self.answer_task(request, context)).await
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(self.answer_task(request, context))
     }
 
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
@@ -709,20 +735,16 @@ impl ServerHandler for McpHandler {
         builtin
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        Box::pin(self.answer_call(request, context)).await
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        erased(self.answer_call(request, context))
     }
 }
 
-/// The bodies of the requests that do the work, each behind a box in the `ServerHandler`
-/// impl: rmcp's request dispatch awaits every handler method in one state machine, and a
-/// method's future inlined there is compiled again in every copy of that machine (one per
-/// codegen unit that instantiates it, about 70 KB each); boxed, each body is compiled once,
-/// for an allocation per request.
+/// The bodies of the requests that do the work, each [`erased`] in the `ServerHandler` impl.
 impl McpHandler {
     async fn read(
         &self,
