@@ -503,15 +503,17 @@ impl McpHandler {
     }
 }
 
-/// A handler method's future, boxed and type-erased.
-type Erased<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T, ErrorData>> + Send + 'a>>;
+/// A future boxed and type-erased.
+type Erased<'a, O> = std::pin::Pin<Box<dyn Future<Output = O> + Send + 'a>>;
 
-/// `future` behind a box and a vtable. rmcp's request dispatch awaits every handler method in
-/// one state machine, compiled again in every codegen unit that instantiates it, with its drop
-/// glue copied into every unit that drops it (fourteen in hello). A method's own future there
-/// is inlined into each copy; erased, the machine holds a pointer, each body is compiled once
-/// and dropping one is a call through the vtable, for an allocation per request.
-fn erased<'a, T>(future: impl Future<Output = Result<T, ErrorData>> + Send + 'a) -> Erased<'a, T> {
+/// `future` behind a box and a vtable, so that its body is compiled once, here, whoever awaits
+/// it. rmcp's request dispatch awaits every handler method in one state machine, compiled again
+/// in every codegen unit that instantiates it, with its drop glue copied into every unit that
+/// drops it (fourteen in hello): a method's future there was inlined into each copy. The
+/// serving functions' futures were compiled into the connector's `main` (three copies in
+/// hello). Erased, the caller holds a pointer and drops it through the vtable, for an
+/// allocation per request (per connection for the serving functions).
+fn erased<'a, O>(future: impl Future<Output = O> + Send + 'a) -> Erased<'a, O> {
     Box::pin(future)
 }
 
