@@ -746,7 +746,7 @@ impl ServerHandler for McpHandler {
     }
 }
 
-/// The bodies of the requests that do the work, each [`erased`] in the `ServerHandler` impl.
+/// The bodies of the requests that do the work, each erased in the `ServerHandler` impl.
 impl McpHandler {
     async fn read(
         &self,
