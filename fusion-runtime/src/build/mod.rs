@@ -105,6 +105,9 @@ pub struct ServerBuilder {
     /// Upstream servers to mount, by prefix (SPEC R7).
     #[cfg(feature = "gateway")]
     pub(crate) mounts: Vec<(String, crate::gateway::Upstream)>,
+    /// What serves tasks, given by [`mount`](ServerBuilder::mount) (an upstream's tools may run
+    /// as tasks); tools give it themselves ([`ToolSpec::with_task`]).
+    task_service: Option<&'static crate::serve::tasks::TaskService>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -153,6 +156,7 @@ impl ServerBuilder {
             serialization_lock: None,
             #[cfg(feature = "gateway")]
             mounts: Vec::new(),
+            task_service: None,
         }
     }
 
@@ -462,6 +466,7 @@ impl ServerBuilder {
     #[must_use]
     pub fn mount(mut self, prefix: impl Into<String>, upstream: crate::gateway::Upstream) -> Self {
         self.mounts.push((prefix.into(), upstream));
+        self.task_service = Some(&crate::serve::tasks::SERVICE);
         self
     }
 
@@ -639,6 +644,9 @@ impl ServerBuilder {
                 }
             })
             .collect();
+        let task_service = self
+            .task_service
+            .or_else(|| specs.iter().find_map(|(_, spec)| spec.task_service));
         let all_keys: Vec<ToolKey> = specs.iter().map(|(key, _)| key.clone()).collect();
         unknown_suggestions(&specs, &all_keys, &mut problems);
         unknown_recoveries(&specs, &all_keys, &mut problems);
@@ -772,6 +780,7 @@ impl ServerBuilder {
                 span_level: self.span_level,
                 #[cfg(feature = "gateway")]
                 gateway,
+                task_service,
                 grouped_views: Default::default(),
                 content,
                 state_keys: self
