@@ -108,6 +108,8 @@ pub struct ServerBuilder {
     /// What serves tasks, given by [`mount`](ServerBuilder::mount) (an upstream's tools may run
     /// as tasks); tools give it themselves ([`ToolSpec::with_task`]).
     task_service: Option<&'static crate::serve::tasks::TaskService>,
+    /// What compiles and serves resources and prompts, given by the first one added.
+    content_ops: Option<&'static crate::content::ContentOps>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -157,6 +159,7 @@ impl ServerBuilder {
             #[cfg(feature = "gateway")]
             mounts: Vec::new(),
             task_service: None,
+            content_ops: None,
         }
     }
 
@@ -197,6 +200,7 @@ impl ServerBuilder {
     #[must_use]
     pub fn resource_spec(mut self, spec: ResourceSpec) -> Self {
         self.resources.push(spec);
+        self.content_ops = Some(&crate::content::CONTENT);
         self
     }
 
@@ -210,6 +214,7 @@ impl ServerBuilder {
     #[must_use]
     pub fn prompt_spec(mut self, spec: PromptSpec) -> Self {
         self.prompts.push(spec);
+        self.content_ops = Some(&crate::content::CONTENT);
         self
     }
 
@@ -713,27 +718,31 @@ impl ServerBuilder {
             }
             check_exposed_name(&tool.name, &mut problems);
         }
-        let content = crate::catalog::compile(
-            std::mem::take(&mut self.resources),
-            std::mem::take(&mut self.prompts),
-            &crate::catalog::ContentContext {
-                parts: ServerParts {
-                    state: self.state.clone(),
-                    provided: self
-                        .middleware
-                        .iter()
-                        .flat_map(|middleware| middleware.provides())
-                        .collect(),
-                },
-                middleware: &self.middleware,
-                version: &self.version,
-                timeout: self.default_timeout,
-                guarded: &guarded,
-            },
-            &all_keys,
-            &mut problems,
-            &mut guarded_inputs,
-        );
+        let content = self
+            .content_ops
+            .map_or_else(crate::catalog::Content::default, |ops| {
+                (ops.compile)(
+                    std::mem::take(&mut self.resources),
+                    std::mem::take(&mut self.prompts),
+                    &crate::catalog::ContentContext {
+                        parts: ServerParts {
+                            state: self.state.clone(),
+                            provided: self
+                                .middleware
+                                .iter()
+                                .flat_map(|middleware| middleware.provides())
+                                .collect(),
+                        },
+                        middleware: &self.middleware,
+                        version: &self.version,
+                        timeout: self.default_timeout,
+                        guarded: &guarded,
+                    },
+                    &all_keys,
+                    &mut problems,
+                    &mut guarded_inputs,
+                )
+            });
         // Started last, once nothing else can fail.
         #[cfg(feature = "gateway")]
         let gateway = if problems.is_empty() {
@@ -781,6 +790,7 @@ impl ServerBuilder {
                 #[cfg(feature = "gateway")]
                 gateway,
                 task_service,
+                content_ops: self.content_ops,
                 grouped_views: Default::default(),
                 content,
                 state_keys: self
