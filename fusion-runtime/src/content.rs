@@ -22,7 +22,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
@@ -180,20 +179,11 @@ impl Server {
 
     /// Reads `uri` along the request path: its presented contents, or its failure sealed;
     /// `None` when no resource matches the URI.
-    pub(crate) async fn read<'a>(
-        &'a self,
-        uri: &'a str,
+    pub(crate) async fn read(
+        &self,
+        uri: &str,
         context: CallContext,
-    ) -> Option<Result<Read<'a>, Box<Sealed>>> {
-        // A server built without resources or prompts resolves nothing.
-        (self.inner.content_ops?.read)(self, uri, context).await
-    }
-
-    async fn read_resolved<'a>(
-        &'a self,
-        uri: &'a str,
-        context: CallContext,
-    ) -> Option<Result<Read<'a>, Box<Sealed>>> {
+    ) -> Option<Result<Read<'_>, Box<Sealed>>> {
         let inner = &*self.inner;
         // 1. Resolve.
         let (resource, values) = inner.content.resolve(uri)?;
@@ -270,16 +260,6 @@ impl Server {
     /// Gets the prompt `name` along the request path: its messages, or its failure sealed;
     /// `None` when no prompt has this name.
     pub(crate) async fn prompt(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-        context: CallContext,
-    ) -> Option<Result<PromptMessages, Box<Sealed>>> {
-        // A server built without resources or prompts has no prompt of any name.
-        (self.inner.content_ops?.prompt)(self, name, arguments, context).await
-    }
-
-    async fn prompt_resolved(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
@@ -498,57 +478,3 @@ impl Target for CompiledPrompt {
         Running::start(context, ready)
     }
 }
-
-/// A future boxed and type-erased.
-type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// The parts of resources and prompts that only a server with some needs: compiling them, and
-/// their request paths. A server reaches them through the pointer that
-/// [`ServerBuilder::resource_spec`](crate::ServerBuilder::resource_spec) and
-/// [`prompt_spec`](crate::ServerBuilder::prompt_spec) give it, so that a connector with
-/// neither does not link them.
-pub(crate) struct ContentOps {
-    pub(crate) compile: Compile,
-    read: ReadOf,
-    prompt: PromptOf,
-}
-
-/// [`crate::catalog::compile`].
-type Compile = fn(
-    Vec<crate::resource::ResourceSpec>,
-    Vec<crate::prompt::PromptSpec>,
-    &crate::catalog::ContentContext<'_>,
-    &[crate::key::ToolKey],
-    &mut Vec<String>,
-    &mut Vec<crate::guarded::GuardedInput>,
-) -> crate::catalog::Content;
-
-/// [`Server::read`], erased.
-type ReadOf = for<'a> fn(
-    &'a Server,
-    &'a str,
-    CallContext,
-) -> Boxed<'a, Option<Result<Read<'a>, Box<Sealed>>>>;
-
-/// [`Server::prompt`], erased.
-type PromptOf = for<'a> fn(
-    &'a Server,
-    &'a str,
-    Option<JsonObject>,
-    CallContext,
-) -> Boxed<'a, Option<Result<PromptMessages, Box<Sealed>>>>;
-
-impl std::fmt::Debug for ContentOps {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ContentOps")
-    }
-}
-
-/// The one [`ContentOps`].
-pub(crate) static CONTENT: ContentOps = ContentOps {
-    compile: crate::catalog::compile,
-    read: |server, uri, context| Box::pin(server.read_resolved(uri, context)),
-    prompt: |server, name, arguments, context| {
-        Box::pin(server.prompt_resolved(name, arguments, context))
-    },
-};

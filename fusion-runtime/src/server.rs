@@ -49,11 +49,6 @@ pub(crate) struct ServerInner {
     /// Mounted upstream servers (SPEC R7).
     #[cfg(feature = "gateway")]
     pub(crate) gateway: Option<Arc<crate::gateway::Gateway>>,
-    /// What serves its tools that may run as tasks (see
-    /// [`ToolSpec::with_task`](crate::ToolSpec::with_task)).
-    pub(crate) task_service: Option<&'static crate::serve::tasks::TaskService>,
-    /// What compiled and serves its resources and prompts, when it has any.
-    pub(crate) content_ops: Option<&'static crate::content::ContentOps>,
     /// Grouped definitions per set of visible actions (access policy only).
     pub(crate) grouped_views: GroupedViews,
     /// Resources and prompts.

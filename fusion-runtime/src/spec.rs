@@ -108,9 +108,6 @@ pub struct ToolSpec {
     pub(crate) ask_timeout: Option<std::time::Duration>,
     pub(crate) rate_limit: Option<crate::guard::RateLimit>,
     pub(crate) task: crate::task::TaskSupport,
-    /// What serves it as a task: set only by [`ToolSpec::with_task`], so that a connector that
-    /// never calls it does not link the tasks extension.
-    pub(crate) task_service: Option<&'static crate::serve::tasks::TaskService>,
     /// What was wrong with the declaration itself (an HTTP route that does not parse…),
     /// reported when the server is built.
     pub(crate) problems: Vec<String>,
@@ -166,7 +163,6 @@ impl ToolSpec {
             ask_timeout: None,
             rate_limit: None,
             task: crate::task::TaskSupport::Forbidden,
-            task_service: None,
             problems: Vec::new(),
         }
     }
@@ -346,7 +342,6 @@ impl ToolSpec {
     #[must_use]
     pub fn with_task(mut self, support: crate::task::TaskSupport) -> Self {
         self.task = support;
-        self.task_service = Some(&crate::serve::tasks::SERVICE);
         self
     }
 

@@ -91,8 +91,6 @@ pub(super) fn compile_action(
         ask_timeout,
         rate_limit,
         task,
-        // Taken by the server when it is built.
-        task_service: _,
         problems: declared,
     } = spec;
     for problem in declared {

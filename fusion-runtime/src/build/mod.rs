@@ -105,11 +105,6 @@ pub struct ServerBuilder {
     /// Upstream servers to mount, by prefix (SPEC R7).
     #[cfg(feature = "gateway")]
     pub(crate) mounts: Vec<(String, crate::gateway::Upstream)>,
-    /// What serves tasks, given by [`mount`](ServerBuilder::mount) (an upstream's tools may run
-    /// as tasks); tools give it themselves ([`ToolSpec::with_task`]).
-    task_service: Option<&'static crate::serve::tasks::TaskService>,
-    /// What compiles and serves resources and prompts, given by the first one added.
-    content_ops: Option<&'static crate::content::ContentOps>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -158,8 +153,6 @@ impl ServerBuilder {
             serialization_lock: None,
             #[cfg(feature = "gateway")]
             mounts: Vec::new(),
-            task_service: None,
-            content_ops: None,
         }
     }
 
@@ -200,7 +193,6 @@ impl ServerBuilder {
     #[must_use]
     pub fn resource_spec(mut self, spec: ResourceSpec) -> Self {
         self.resources.push(spec);
-        self.content_ops = Some(&crate::content::CONTENT);
         self
     }
 
@@ -214,7 +206,6 @@ impl ServerBuilder {
     #[must_use]
     pub fn prompt_spec(mut self, spec: PromptSpec) -> Self {
         self.prompts.push(spec);
-        self.content_ops = Some(&crate::content::CONTENT);
         self
     }
 
@@ -471,7 +462,6 @@ impl ServerBuilder {
     #[must_use]
     pub fn mount(mut self, prefix: impl Into<String>, upstream: crate::gateway::Upstream) -> Self {
         self.mounts.push((prefix.into(), upstream));
-        self.task_service = Some(&crate::serve::tasks::SERVICE);
         self
     }
 
@@ -649,9 +639,6 @@ impl ServerBuilder {
                 }
             })
             .collect();
-        let task_service = self
-            .task_service
-            .or_else(|| specs.iter().find_map(|(_, spec)| spec.task_service));
         let all_keys: Vec<ToolKey> = specs.iter().map(|(key, _)| key.clone()).collect();
         unknown_suggestions(&specs, &all_keys, &mut problems);
         unknown_recoveries(&specs, &all_keys, &mut problems);
@@ -718,31 +705,27 @@ impl ServerBuilder {
             }
             check_exposed_name(&tool.name, &mut problems);
         }
-        let content = self
-            .content_ops
-            .map_or_else(crate::catalog::Content::default, |ops| {
-                (ops.compile)(
-                    std::mem::take(&mut self.resources),
-                    std::mem::take(&mut self.prompts),
-                    &crate::catalog::ContentContext {
-                        parts: ServerParts {
-                            state: self.state.clone(),
-                            provided: self
-                                .middleware
-                                .iter()
-                                .flat_map(|middleware| middleware.provides())
-                                .collect(),
-                        },
-                        middleware: &self.middleware,
-                        version: &self.version,
-                        timeout: self.default_timeout,
-                        guarded: &guarded,
-                    },
-                    &all_keys,
-                    &mut problems,
-                    &mut guarded_inputs,
-                )
-            });
+        let content = crate::catalog::compile(
+            std::mem::take(&mut self.resources),
+            std::mem::take(&mut self.prompts),
+            &crate::catalog::ContentContext {
+                parts: ServerParts {
+                    state: self.state.clone(),
+                    provided: self
+                        .middleware
+                        .iter()
+                        .flat_map(|middleware| middleware.provides())
+                        .collect(),
+                },
+                middleware: &self.middleware,
+                version: &self.version,
+                timeout: self.default_timeout,
+                guarded: &guarded,
+            },
+            &all_keys,
+            &mut problems,
+            &mut guarded_inputs,
+        );
         // Started last, once nothing else can fail.
         #[cfg(feature = "gateway")]
         let gateway = if problems.is_empty() {
@@ -789,8 +772,6 @@ impl ServerBuilder {
                 span_level: self.span_level,
                 #[cfg(feature = "gateway")]
                 gateway,
-                task_service,
-                content_ops: self.content_ops,
                 grouped_views: Default::default(),
                 content,
                 state_keys: self

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::rounds::Asking;
-use super::{Erased, McpHandler, erased, locked};
+use super::{McpHandler, locked};
 use crate::context::CallContext;
 use crate::elicit::{Asked, Era, Round};
 use crate::envelope::ClientForm;
@@ -83,67 +83,6 @@ struct Parked {
     notify: Option<Peer<RoleServer>>,
 }
 
-/// The tasks extension, served: what a server reaches only through the pointer that
-/// [`ToolSpec::with_task`](crate::ToolSpec::with_task) (or mounting an upstream) gives it, so
-/// that a connector with no tool that may run as a task does not link any of it (0.39 MB of
-/// hello's stripped release binary, its generics and drop glue included).
-pub(crate) struct TaskService {
-    /// The tasks of an [`Mcp`](super::Mcp) that was given no store: in memory.
-    pub(super) in_memory: fn() -> Tasks,
-    pub(super) mode: ModeOf,
-    pub(super) start: Start,
-    pub(super) get: TaskRequest<GetTaskParams, GetTaskResult>,
-    pub(super) cancel: TaskRequest<CancelTaskParams, ()>,
-    pub(super) update: TaskRequest<UpdateTaskParams, ()>,
-}
-
-/// [`McpHandler::mode`].
-type ModeOf = fn(
-    &McpHandler,
-    &str,
-    Option<&JsonObject>,
-    &RequestContext<RoleServer>,
-) -> Result<Mode, ErrorData>;
-
-/// [`McpHandler::start_task`], erased.
-type Start = for<'a> fn(
-    &'a McpHandler,
-    String,
-    Option<JsonObject>,
-    CallContext,
-    Asking,
-    ClientForm,
-) -> Erased<'a, Result<CallToolResponse, ErrorData>>;
-
-/// A `tasks/*` request with params `P` answered `T`, erased.
-type TaskRequest<P, T> =
-    for<'a> fn(&'a McpHandler, P, RequestContext<RoleServer>) -> Erased<'a, Result<T, ErrorData>>;
-
-impl std::fmt::Debug for TaskService {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TaskService")
-    }
-}
-
-/// The one [`TaskService`].
-pub(crate) static SERVICE: TaskService = TaskService {
-    in_memory: Tasks::default,
-    mode: McpHandler::mode,
-    start: |handler, tool, arguments, call, asking, form| {
-        erased(handler.start_task(tool, arguments, call, asking, form))
-    },
-    get: |handler, params, context| erased(handler.read_task(params, context)),
-    cancel: |handler, params, context| erased(handler.cancel_owned_task(params, context)),
-    update: |handler, params, context| erased(handler.answer_task(params, context)),
-};
-
-/// The tasks a handler serves, and how.
-#[derive(Clone)]
-pub(super) struct Served {
-    pub(super) tasks: Arc<Tasks>,
-    pub(super) service: &'static TaskService,
-}
-
 /// How a call of a tool that may run as a task is answered.
 pub(super) enum Mode {
     /// As any call.
@@ -156,12 +95,10 @@ impl McpHandler {
     /// Its tasks: only a server with tools that may run as tasks declares the extension, and
     /// rmcp answers `tasks/*` only for a server that declares it.
     pub(super) fn tasks(&self) -> &Tasks {
-        &self
-            .shared
+        self.shared
             .tasks
-            .as_ref()
+            .as_deref()
             .expect("tasks are served only by a server with tools that may run as tasks")
-            .tasks
     }
 
     /// Whether `tools/call` of `name` runs as a task: when the tool may and the request declared
@@ -629,11 +566,6 @@ impl Server {
         // A lost record is logged in full and counted; the task goes on (its end is the
         // record a required audit holds the call to).
         let _ = crate::pipeline::report::write(inner, audit, record, key).await;
-    }
-
-    /// What serves its tasks, if a tool (or a mount) gave it.
-    pub(crate) fn task_service(&self) -> Option<&'static TaskService> {
-        self.inner.task_service
     }
 
     /// Whether any of its tools may run as a task.
