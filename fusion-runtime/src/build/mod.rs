@@ -118,6 +118,9 @@ pub struct ServerBuilder {
     /// What compiles resources and prompts: set by the first one added, so that a connector
     /// with neither does not link their compilation.
     content_compile: Option<ContentCompile>,
+    /// What serves tasks, given by [`mount`](ServerBuilder::mount) (an upstream's tools may run
+    /// as tasks); tools give it themselves ([`ToolSpec::with_task`]).
+    task_service: Option<crate::task::TaskHook>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -167,6 +170,7 @@ impl ServerBuilder {
             #[cfg(feature = "gateway")]
             mounts: Vec::new(),
             content_compile: None,
+            task_service: None,
         }
     }
 
@@ -478,6 +482,7 @@ impl ServerBuilder {
     #[must_use]
     pub fn mount(mut self, prefix: impl Into<String>, upstream: crate::gateway::Upstream) -> Self {
         self.mounts.push((prefix.into(), upstream));
+        self.task_service = Some(crate::serve::tasks::hook());
         self
     }
 
@@ -655,6 +660,9 @@ impl ServerBuilder {
                 }
             })
             .collect();
+        let task_service = self
+            .task_service
+            .or_else(|| specs.iter().find_map(|(_, spec)| spec.task_service));
         let all_keys: Vec<ToolKey> = specs.iter().map(|(key, _)| key.clone()).collect();
         unknown_suggestions(&specs, &all_keys, &mut problems);
         unknown_recoveries(&specs, &all_keys, &mut problems);
@@ -792,6 +800,7 @@ impl ServerBuilder {
                 span_level: self.span_level,
                 #[cfg(feature = "gateway")]
                 gateway,
+                task_service,
                 grouped_views: Default::default(),
                 content,
                 state_keys: self

@@ -116,7 +116,7 @@ mod stdio;
 #[cfg(feature = "http")]
 mod streamable;
 mod subscriptions;
-mod tasks;
+pub(crate) mod tasks;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
@@ -158,8 +158,9 @@ pub struct Mcp {
     layers: Vec<streamable::RouterLayer>,
     /// The connections its handlers serve that subscribed to resources.
     subscriptions: Arc<Subscribers>,
-    /// Its tasks: where they are kept, and those this process runs.
-    tasks: Arc<tasks::Tasks>,
+    /// Its tasks: where they are kept, and those this process runs; kept in memory unless
+    /// [`Mcp::tasks`] says, made with the first handler that serves tasks.
+    tasks: Arc<std::sync::OnceLock<Arc<tasks::Tasks>>>,
     /// What the server reports it was built as.
     bundle: Option<Bundle>,
     /// How `tools/list` presents the tools.
@@ -218,7 +219,9 @@ impl Mcp {
         store: Arc<dyn crate::task::TaskStore>,
         options: crate::task::TaskOptions,
     ) -> Self {
-        self.tasks = Arc::new(tasks::Tasks::new(store, options));
+        self.tasks = Arc::new(std::sync::OnceLock::from(Arc::new(tasks::Tasks::new(
+            store, options,
+        ))));
         self
     }
 
@@ -279,8 +282,14 @@ impl Mcp {
             capabilities.completions = Some(Default::default());
         }
         // Tools that may run as tasks: the extension is declared (and `tasks/*` answered).
-        let has_tasks = server.has_tasks();
-        if has_tasks {
+        let tasks = server
+            .task_service()
+            .filter(|_| server.has_tasks())
+            .map(|service| tasks::Served {
+                tasks: Arc::clone(self.tasks.get_or_init(|| Arc::new((service.in_memory)()))),
+                service,
+            });
+        if tasks.is_some() {
             capabilities.extensions.get_or_insert_default().insert(
                 rmcp::model::TASKS_EXTENSION_ID.to_owned(),
                 Default::default(),
@@ -328,7 +337,7 @@ impl Mcp {
                 discover_cache_scope: self.options.list_cache_scope,
                 context_factory: self.context_factory.clone(),
                 subscriptions: Arc::clone(&self.subscriptions),
-                tasks: has_tasks.then(|| Arc::clone(&self.tasks)),
+                tasks,
                 search,
             }),
             connection: Arc::default(),
@@ -392,7 +401,7 @@ struct Shared {
     /// The connections subscribed to resources (of every handler of the same [`Mcp`]).
     subscriptions: Arc<Subscribers>,
     /// Its tasks, when any tool may run as one (every handler of the same [`Mcp`] shares them).
-    tasks: Option<Arc<tasks::Tasks>>,
+    tasks: Option<tasks::Served>,
     /// Search mode's settings, when `tools/list` lists the search tools.
     search: Option<ToolSearch>,
 }
@@ -702,7 +711,10 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<rmcp::model::GetTaskResult, ErrorData>> + Send + '_ {
-        erased(self.read_task(request, context))
+        match &self.shared.tasks {
+            Some(served) => (served.service.get)(self, request, context),
+            None => erased(async { Err(no_tasks()) }),
+        }
     }
 
     fn cancel_task(
@@ -710,7 +722,10 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
-        erased(self.cancel_owned_task(request, context))
+        match &self.shared.tasks {
+            Some(served) => (served.service.cancel)(self, request, context),
+            None => erased(async { Err(no_tasks()) }),
+        }
     }
 
     fn update_task(
@@ -718,7 +733,10 @@ impl ServerHandler for McpHandler {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
-        erased(self.answer_task(request, context))
+        match &self.shared.tasks {
+            Some(served) => (served.service.update)(self, request, context),
+            None => erased(async { Err(no_tasks()) }),
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
@@ -835,7 +853,9 @@ impl McpHandler {
         // Only a server with tools that may run as tasks looks the tool up for it.
         let mode = match &self.shared.tasks {
             None => tasks::Mode::Call,
-            Some(_) => self.mode(&name, request.arguments.as_ref(), &context)?,
+            Some(served) => {
+                (served.service.mode)(self, &name, request.arguments.as_ref(), &context)?
+            }
         };
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
@@ -847,10 +867,17 @@ impl McpHandler {
                 );
                 // A presenter builds no UI blocks for a client that does not draw them.
                 call.set_renders_ui(form.ui);
-                if matches!(mode, tasks::Mode::Task) {
-                    return self
-                        .start_task(name.into_owned(), request.arguments, call, asking, form)
-                        .await;
+                if let (tasks::Mode::Task, Some(served)) = (mode, &self.shared.tasks) {
+                    let start = served.service.start;
+                    return start(
+                        self,
+                        name.into_owned(),
+                        request.arguments,
+                        call,
+                        asking,
+                        form,
+                    )
+                    .await;
                 }
                 #[cfg(feature = "gateway")]
                 if self.passes_rounds_through(&name, &asking) {
@@ -898,6 +925,16 @@ impl McpHandler {
         };
         self.complete(outcome)
     }
+}
+
+/// `tasks/*` of a server that serves no tasks (rmcp answers them only for one that declares the
+/// extension, which such a server does not).
+fn no_tasks() -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        "this server runs no tool as a task",
+        None,
+    )
 }
 
 fn unknown_tool(name: &str) -> ErrorData {
