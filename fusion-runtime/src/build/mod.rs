@@ -118,6 +118,8 @@ pub struct ServerBuilder {
     /// What compiles resources and prompts: set by the first one added, so that a connector
     /// with neither does not link their compilation.
     content_compile: Option<ContentCompile>,
+    /// Their request paths, set with it.
+    content_paths: Option<crate::catalog::ContentHook>,
     /// What serves tasks, given by [`mount`](ServerBuilder::mount) (an upstream's tools may run
     /// as tasks); tools give it themselves ([`ToolSpec::with_task`]).
     task_service: Option<crate::task::TaskHook>,
@@ -170,6 +172,7 @@ impl ServerBuilder {
             #[cfg(feature = "gateway")]
             mounts: Vec::new(),
             content_compile: None,
+            content_paths: None,
             task_service: None,
         }
     }
@@ -212,6 +215,7 @@ impl ServerBuilder {
     pub fn resource_spec(mut self, spec: ResourceSpec) -> Self {
         self.resources.push(spec);
         self.content_compile = Some(crate::catalog::compile);
+        self.content_paths = Some(crate::content::hook());
         self
     }
 
@@ -226,6 +230,7 @@ impl ServerBuilder {
     pub fn prompt_spec(mut self, spec: PromptSpec) -> Self {
         self.prompts.push(spec);
         self.content_compile = Some(crate::catalog::compile);
+        self.content_paths = Some(crate::content::hook());
         self
     }
 
@@ -801,6 +806,7 @@ impl ServerBuilder {
                 #[cfg(feature = "gateway")]
                 gateway,
                 task_service,
+                content_paths: self.content_paths,
                 grouped_views: Default::default(),
                 content,
                 state_keys: self
