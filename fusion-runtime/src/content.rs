@@ -22,6 +22,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
@@ -179,11 +180,26 @@ impl Server {
 
     /// Reads `uri` along the request path: its presented contents, or its failure sealed;
     /// `None` when no resource matches the URI.
-    pub(crate) async fn read(
-        &self,
-        uri: &str,
+    pub(crate) async fn read<'a>(
+        &'a self,
+        uri: &'a str,
         context: CallContext,
-    ) -> Option<Result<Read<'_>, Box<Sealed>>> {
+    ) -> Option<Result<Read<'a>, Box<Sealed>>> {
+        // A server built without resources or prompts resolves nothing.
+        (self.content_paths()?.read)(self, uri, context).await
+    }
+
+    /// Its [`ContentPaths`], when it was built with resources or prompts.
+    fn content_paths(&self) -> Option<&'static ContentPaths> {
+        let crate::catalog::ContentHook(hook) = self.inner.content_paths?;
+        hook.downcast_ref()
+    }
+
+    async fn read_resolved<'a>(
+        &'a self,
+        uri: &'a str,
+        context: CallContext,
+    ) -> Option<Result<Read<'a>, Box<Sealed>>> {
         let inner = &*self.inner;
         // 1. Resolve.
         let (resource, values) = inner.content.resolve(uri)?;
@@ -260,6 +276,16 @@ impl Server {
     /// Gets the prompt `name` along the request path: its messages, or its failure sealed;
     /// `None` when no prompt has this name.
     pub(crate) async fn prompt(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: CallContext,
+    ) -> Option<Result<PromptMessages, Box<Sealed>>> {
+        // A server built without resources or prompts has no prompt of any name.
+        (self.content_paths()?.prompt)(self, name, arguments, context).await
+    }
+
+    async fn prompt_resolved(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
@@ -477,4 +503,44 @@ impl Target for CompiledPrompt {
     ) -> impl Future<Output = Result<PromptMessages, ToolError>> + Send {
         Running::start(context, ready)
     }
+}
+
+/// A future boxed and type-erased.
+type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The request paths of resources and prompts, which only a server with some needs: reached
+/// through the hook that [`ServerBuilder::resource_spec`](crate::ServerBuilder::resource_spec)
+/// and [`prompt_spec`](crate::ServerBuilder::prompt_spec) give the server, so that a connector
+/// with neither does not link them.
+struct ContentPaths {
+    read: ReadOf,
+    prompt: PromptOf,
+}
+
+/// [`Server::read`], erased.
+type ReadOf = for<'a> fn(
+    &'a Server,
+    &'a str,
+    CallContext,
+) -> Boxed<'a, Option<Result<Read<'a>, Box<Sealed>>>>;
+
+/// [`Server::prompt`], erased.
+type PromptOf = for<'a> fn(
+    &'a Server,
+    &'a str,
+    Option<JsonObject>,
+    CallContext,
+) -> Boxed<'a, Option<Result<PromptMessages, Box<Sealed>>>>;
+
+/// The one [`ContentPaths`].
+static PATHS: ContentPaths = ContentPaths {
+    read: |server, uri, context| Box::pin(server.read_resolved(uri, context)),
+    prompt: |server, name, arguments, context| {
+        Box::pin(server.prompt_resolved(name, arguments, context))
+    },
+};
+
+/// [`PATHS`], opaque, for the builder and the server, which this module imports.
+pub(crate) fn hook() -> crate::catalog::ContentHook {
+    crate::catalog::ContentHook(&PATHS)
 }

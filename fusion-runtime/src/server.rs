@@ -49,6 +49,11 @@ pub(crate) struct ServerInner {
     /// Mounted upstream servers (SPEC R7).
     #[cfg(feature = "gateway")]
     pub(crate) gateway: Option<Arc<crate::gateway::Gateway>>,
+    /// What serves its tools that may run as tasks (see
+    /// [`ToolSpec::with_task`](crate::ToolSpec::with_task)).
+    pub(crate) task_service: Option<crate::task::TaskHook>,
+    /// The request paths of its resources and prompts, when it has any.
+    pub(crate) content_paths: Option<crate::catalog::ContentHook>,
     /// Grouped definitions per set of visible actions (access policy only).
     pub(crate) grouped_views: GroupedViews,
     /// Resources and prompts.

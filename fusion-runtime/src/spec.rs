@@ -108,6 +108,9 @@ pub struct ToolSpec {
     pub(crate) ask_timeout: Option<std::time::Duration>,
     pub(crate) rate_limit: Option<crate::guard::RateLimit>,
     pub(crate) task: crate::task::TaskSupport,
+    /// What serves it as a task: set only by [`ToolSpec::with_task`] (with the serving layer),
+    /// so that a connector that never calls it does not link the tasks extension.
+    pub(crate) task_service: Option<crate::task::TaskHook>,
     /// What was wrong with the declaration itself (an HTTP route that does not parse…),
     /// reported when the server is built.
     pub(crate) problems: Vec<String>,
@@ -163,6 +166,7 @@ impl ToolSpec {
             ask_timeout: None,
             rate_limit: None,
             task: crate::task::TaskSupport::Forbidden,
+            task_service: None,
             problems: Vec::new(),
         }
     }
@@ -335,13 +339,6 @@ impl ToolSpec {
     #[must_use]
     pub fn with_rate_limit(mut self, limit: crate::guard::RateLimit) -> Self {
         self.rate_limit = Some(limit);
-        self
-    }
-
-    /// Whether the tool may run as a task (see the [task module](crate::task)).
-    #[must_use]
-    pub fn with_task(mut self, support: crate::task::TaskSupport) -> Self {
-        self.task = support;
         self
     }
 

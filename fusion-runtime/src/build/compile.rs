@@ -91,6 +91,8 @@ pub(super) fn compile_action(
         ask_timeout,
         rate_limit,
         task,
+        // Taken by the server when it is built.
+        task_service: _,
         problems: declared,
     } = spec;
     for problem in declared {

@@ -39,6 +39,16 @@ use compile::{
 /// Checks a built server against its reviewed lockfile ([`crate::lock::enforce`]).
 type LockCheck = fn(&Server, &str) -> Result<(), BuildError>;
 
+/// Compiles resources and prompts ([`crate::catalog::compile`]).
+type ContentCompile = fn(
+    Vec<ResourceSpec>,
+    Vec<PromptSpec>,
+    &crate::catalog::ContentContext<'_>,
+    &[ToolKey],
+    &mut Vec<String>,
+    &mut Vec<GuardedInput>,
+) -> crate::catalog::Content;
+
 impl Server {
     /// Starts a server description.
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
@@ -105,6 +115,14 @@ pub struct ServerBuilder {
     /// Upstream servers to mount, by prefix (SPEC R7).
     #[cfg(feature = "gateway")]
     pub(crate) mounts: Vec<(String, crate::gateway::Upstream)>,
+    /// What compiles resources and prompts: set by the first one added, so that a connector
+    /// with neither does not link their compilation.
+    content_compile: Option<ContentCompile>,
+    /// Their request paths, set with it.
+    content_paths: Option<crate::catalog::ContentHook>,
+    /// What serves tasks, given by [`mount`](ServerBuilder::mount) (an upstream's tools may run
+    /// as tasks); tools give it themselves ([`ToolSpec::with_task`]).
+    task_service: Option<crate::task::TaskHook>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -153,6 +171,9 @@ impl ServerBuilder {
             serialization_lock: None,
             #[cfg(feature = "gateway")]
             mounts: Vec::new(),
+            content_compile: None,
+            content_paths: None,
+            task_service: None,
         }
     }
 
@@ -193,6 +214,8 @@ impl ServerBuilder {
     #[must_use]
     pub fn resource_spec(mut self, spec: ResourceSpec) -> Self {
         self.resources.push(spec);
+        self.content_compile = Some(crate::catalog::compile);
+        self.content_paths = Some(crate::content::hook());
         self
     }
 
@@ -206,6 +229,8 @@ impl ServerBuilder {
     #[must_use]
     pub fn prompt_spec(mut self, spec: PromptSpec) -> Self {
         self.prompts.push(spec);
+        self.content_compile = Some(crate::catalog::compile);
+        self.content_paths = Some(crate::content::hook());
         self
     }
 
@@ -462,6 +487,7 @@ impl ServerBuilder {
     #[must_use]
     pub fn mount(mut self, prefix: impl Into<String>, upstream: crate::gateway::Upstream) -> Self {
         self.mounts.push((prefix.into(), upstream));
+        self.task_service = Some(crate::serve::tasks::hook());
         self
     }
 
@@ -639,6 +665,9 @@ impl ServerBuilder {
                 }
             })
             .collect();
+        let task_service = self
+            .task_service
+            .or_else(|| specs.iter().find_map(|(_, spec)| spec.task_service));
         let all_keys: Vec<ToolKey> = specs.iter().map(|(key, _)| key.clone()).collect();
         unknown_suggestions(&specs, &all_keys, &mut problems);
         unknown_recoveries(&specs, &all_keys, &mut problems);
@@ -705,27 +734,31 @@ impl ServerBuilder {
             }
             check_exposed_name(&tool.name, &mut problems);
         }
-        let content = crate::catalog::compile(
-            std::mem::take(&mut self.resources),
-            std::mem::take(&mut self.prompts),
-            &crate::catalog::ContentContext {
-                parts: ServerParts {
-                    state: self.state.clone(),
-                    provided: self
-                        .middleware
-                        .iter()
-                        .flat_map(|middleware| middleware.provides())
-                        .collect(),
-                },
-                middleware: &self.middleware,
-                version: &self.version,
-                timeout: self.default_timeout,
-                guarded: &guarded,
-            },
-            &all_keys,
-            &mut problems,
-            &mut guarded_inputs,
-        );
+        let content =
+            self.content_compile
+                .map_or_else(crate::catalog::Content::default, |compile| {
+                    compile(
+                        std::mem::take(&mut self.resources),
+                        std::mem::take(&mut self.prompts),
+                        &crate::catalog::ContentContext {
+                            parts: ServerParts {
+                                state: self.state.clone(),
+                                provided: self
+                                    .middleware
+                                    .iter()
+                                    .flat_map(|middleware| middleware.provides())
+                                    .collect(),
+                            },
+                            middleware: &self.middleware,
+                            version: &self.version,
+                            timeout: self.default_timeout,
+                            guarded: &guarded,
+                        },
+                        &all_keys,
+                        &mut problems,
+                        &mut guarded_inputs,
+                    )
+                });
         // Started last, once nothing else can fail.
         #[cfg(feature = "gateway")]
         let gateway = if problems.is_empty() {
@@ -772,6 +805,8 @@ impl ServerBuilder {
                 span_level: self.span_level,
                 #[cfg(feature = "gateway")]
                 gateway,
+                task_service,
+                content_paths: self.content_paths,
                 grouped_views: Default::default(),
                 content,
                 state_keys: self

@@ -116,7 +116,7 @@ mod stdio;
 #[cfg(feature = "http")]
 mod streamable;
 mod subscriptions;
-mod tasks;
+pub(crate) mod tasks;
 
 #[cfg(feature = "http")]
 pub use auth::{AuthError, StaticTokens, TokenVerifier, VerifyFuture};
@@ -158,8 +158,9 @@ pub struct Mcp {
     layers: Vec<streamable::RouterLayer>,
     /// The connections its handlers serve that subscribed to resources.
     subscriptions: Arc<Subscribers>,
-    /// Its tasks: where they are kept, and those this process runs.
-    tasks: Arc<tasks::Tasks>,
+    /// Its tasks: where they are kept, and those this process runs; kept in memory unless
+    /// [`Mcp::tasks`] says, made with the first handler that serves tasks.
+    tasks: Arc<std::sync::OnceLock<Arc<tasks::Tasks>>>,
     /// What the server reports it was built as.
     bundle: Option<Bundle>,
     /// How `tools/list` presents the tools.
@@ -218,7 +219,9 @@ impl Mcp {
         store: Arc<dyn crate::task::TaskStore>,
         options: crate::task::TaskOptions,
     ) -> Self {
-        self.tasks = Arc::new(tasks::Tasks::new(store, options));
+        self.tasks = Arc::new(std::sync::OnceLock::from(Arc::new(tasks::Tasks::new(
+            store, options,
+        ))));
         self
     }
 
@@ -279,8 +282,14 @@ impl Mcp {
             capabilities.completions = Some(Default::default());
         }
         // Tools that may run as tasks: the extension is declared (and `tasks/*` answered).
-        let has_tasks = server.has_tasks();
-        if has_tasks {
+        let tasks = server
+            .task_service()
+            .filter(|_| server.has_tasks())
+            .map(|service| tasks::Served {
+                tasks: Arc::clone(self.tasks.get_or_init(|| Arc::new((service.in_memory)()))),
+                service,
+            });
+        if tasks.is_some() {
             capabilities.extensions.get_or_insert_default().insert(
                 rmcp::model::TASKS_EXTENSION_ID.to_owned(),
                 Default::default(),
@@ -328,7 +337,7 @@ impl Mcp {
                 discover_cache_scope: self.options.list_cache_scope,
                 context_factory: self.context_factory.clone(),
                 subscriptions: Arc::clone(&self.subscriptions),
-                tasks: has_tasks.then(|| Arc::clone(&self.tasks)),
+                tasks,
                 search,
             }),
             connection: Arc::default(),
@@ -392,7 +401,7 @@ struct Shared {
     /// The connections subscribed to resources (of every handler of the same [`Mcp`]).
     subscriptions: Arc<Subscribers>,
     /// Its tasks, when any tool may run as one (every handler of the same [`Mcp`] shares them).
-    tasks: Option<Arc<tasks::Tasks>>,
+    tasks: Option<tasks::Served>,
     /// Search mode's settings, when `tools/list` lists the search tools.
     search: Option<ToolSearch>,
 }
@@ -503,109 +512,130 @@ impl McpHandler {
     }
 }
 
+/// A future boxed and type-erased.
+type Erased<'a, O> = std::pin::Pin<Box<dyn Future<Output = O> + Send + 'a>>;
+
+/// `future` behind a box and a vtable, so that its body is compiled once, here, whoever awaits
+/// it. rmcp's request dispatch awaits every handler method in one state machine, compiled again
+/// in every codegen unit that instantiates it, with its drop glue copied into every unit that
+/// drops it (fourteen in hello): a method's future there was inlined into each copy. The
+/// serving functions' futures were compiled into the connector's `main` (three copies in
+/// hello). Erased, the caller holds a pointer and drops it through the vtable, for an
+/// allocation per request (per connection for the serving functions).
+fn erased<'a, O>(future: impl Future<Output = O> + Send + 'a) -> Erased<'a, O> {
+    Box::pin(future)
+}
+
 impl ServerHandler for McpHandler {
     fn get_info(&self) -> ServerConfig {
         self.shared.info.clone()
     }
 
-    async fn discover(
+    fn discover(
         &self,
         _context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, ErrorData> {
-        let mut info = self.get_info();
-        // Resource subscriptions are a session's (`resources/subscribe`, 2025-11-25): a
-        // stateless client has none to use.
-        if let Some(resources) = &mut info.capabilities.resources {
-            resources.subscribe = None;
-        }
-        Ok(
-            DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info)
-                .with_ttl_ms(self.shared.list_ttl)
-                .with_cache_scope(self.shared.discover_cache_scope),
-        )
+    ) -> impl Future<Output = Result<DiscoverResult, ErrorData>> + Send + '_ {
+        erased(async move {
+            let mut info = self.get_info();
+            // Resource subscriptions are a session's (`resources/subscribe`, 2025-11-25): a
+            // stateless client has none to use.
+            if let Some(resources) = &mut info.capabilities.resources {
+                resources.subscribe = None;
+            }
+            Ok(DiscoverResult::from_server_info(
+                self.supported_protocol_versions().into_owned(),
+                info,
+            )
+            .with_ttl_ms(self.shared.list_ttl)
+            .with_cache_scope(self.shared.discover_cache_scope))
+        })
     }
 
-    async fn list_tools(
+    fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        if let Some(search) = &self.shared.search {
-            let cursor = request.and_then(|request| request.cursor);
-            return self.list_index(search, cursor, context);
-        }
-        // Built-in and proxied tools, from the gateway's current catalog (SPEC R7).
-        #[cfg(feature = "gateway")]
-        if self.shared.server.gateway().is_some() {
-            let cursor = request.and_then(|request| request.cursor);
-            return self.list_with_gateway(cursor, context);
-        }
-        self.list(request, context, |listings| &listings.tools)
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + Send + '_ {
+        erased(async move {
+            if let Some(search) = &self.shared.search {
+                let cursor = request.and_then(|request| request.cursor);
+                return self.list_index(search, cursor, context);
+            }
+            // Built-in and proxied tools, from the gateway's current catalog (SPEC R7).
+            #[cfg(feature = "gateway")]
+            if self.shared.server.gateway().is_some() {
+                let cursor = request.and_then(|request| request.cursor);
+                return self.list_with_gateway(cursor, context);
+            }
+            self.list(request, context, |listings| &listings.tools)
+        })
     }
 
-    async fn list_resources(
+    fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        self.list(request, context, |listings| &listings.resources)
+    ) -> impl Future<Output = Result<ListResourcesResult, ErrorData>> + Send + '_ {
+        erased(async move { self.list(request, context, |listings| &listings.resources) })
     }
 
-    async fn list_resource_templates(
+    fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.list(request, context, |listings| &listings.templates)
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, ErrorData>> + Send + '_ {
+        erased(async move { self.list(request, context, |listings| &listings.templates) })
     }
 
-    async fn read_resource(
+    fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        Box::pin(self.read(request, context)).await
+    ) -> impl Future<Output = Result<ReadResourceResponse, ErrorData>> + Send + '_ {
+        erased(self.read(request, context))
     }
 
-    async fn list_prompts(
+    fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        self.list(request, context, |listings| &listings.prompts)
+    ) -> impl Future<Output = Result<ListPromptsResult, ErrorData>> + Send + '_ {
+        erased(async move { self.list(request, context, |listings| &listings.prompts) })
     }
 
-    async fn get_prompt(
+    fn get_prompt(
         &self,
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        Box::pin(self.prompt(request, context)).await
+    ) -> impl Future<Output = Result<GetPromptResponse, ErrorData>> + Send + '_ {
+        erased(self.prompt(request, context))
     }
 
-    async fn complete(
+    fn complete(
         &self,
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        if !self.shared.server.has_completions() {
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                "completion/complete: this server completes nothing",
-                None,
-            ));
-        }
-        let call = self
-            .call_context(context)
-            .map_err(|error| protocol_error("completion/complete", error))?;
-        let resolved = request
-            .context
-            .and_then(|context| context.arguments)
-            .unwrap_or_default();
-        self.shared
-            .server
-            .complete(&request.r#ref, &request.argument, resolved, call)
-            .await
+    ) -> impl Future<Output = Result<CompleteResult, ErrorData>> + Send + '_ {
+        erased(async move {
+            if !self.shared.server.has_completions() {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    "completion/complete: this server completes nothing",
+                    None,
+                ));
+            }
+            let call = self
+                .call_context(context)
+                .map_err(|error| protocol_error("completion/complete", error))?;
+            let resolved = request
+                .context
+                .and_then(|context| context.arguments)
+                .unwrap_or_default();
+            self.shared
+                .server
+                .complete(&request.r#ref, &request.argument, resolved, call)
+                .await
+        })
     }
 
     /// A session or stdio client is told when a mounted catalog changes.
@@ -630,67 +660,83 @@ impl ServerHandler for McpHandler {
     }
 
     #[cfg(feature = "gateway")]
-    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
-        self.listen_for_changes(context).await
+    fn listen(
+        &self,
+        context: rmcp::service::SubscriptionContext,
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(async move { self.listen_for_changes(context).await })
     }
 
     // rmcp marks logging deprecated (SEP-2577); sessions still set their level this way.
     #[allow(deprecated)]
-    async fn set_level(
+    fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        // A stateless request says its level in its own `_meta`: there is no session to set.
-        if Asking::of(&context).rounds {
-            return Err(ErrorData::method_not_found::<
-                rmcp::model::SetLevelRequestMethod,
-            >());
-        }
-        *locked(&self.connection_of(&context).log_level) =
-            Some(crate::logging::LogLevel::from_wire(request.level));
-        Ok(())
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(async move {
+            // A stateless request says its level in its own `_meta`: there is no session to set.
+            if Asking::of(&context).rounds {
+                return Err(ErrorData::method_not_found::<
+                    rmcp::model::SetLevelRequestMethod,
+                >());
+            }
+            *locked(&self.connection_of(&context).log_level) =
+                Some(crate::logging::LogLevel::from_wire(request.level));
+            Ok(())
+        })
     }
 
-    async fn subscribe(
+    fn subscribe(
         &self,
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.subscribe_to(request.uri, context)
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(async move { self.subscribe_to(request.uri, context) })
     }
 
-    async fn unsubscribe(
+    fn unsubscribe(
         &self,
         request: rmcp::model::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.unsubscribe_from(&request.uri, &context);
-        Ok(())
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        erased(async move {
+            self.unsubscribe_from(&request.uri, &context);
+            Ok(())
+        })
     }
 
-    async fn get_task(
+    fn get_task(
         &self,
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        Box::pin(self.read_task(request, context)).await
+    ) -> impl Future<Output = Result<rmcp::model::GetTaskResult, ErrorData>> + Send + '_ {
+        match &self.shared.tasks {
+            Some(served) => (served.service.get)(self, request, context),
+            None => erased(async { Err(no_tasks()) }),
+        }
     }
 
-    async fn cancel_task(
+    fn cancel_task(
         &self,
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        Box::pin(self.cancel_owned_task(request, context)).await
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        match &self.shared.tasks {
+            Some(served) => (served.service.cancel)(self, request, context),
+            None => erased(async { Err(no_tasks()) }),
+        }
     }
 
-    async fn update_task(
+    fn update_task(
         &self,
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        Box::pin(self.answer_task(request, context)).await
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        match &self.shared.tasks {
+            Some(served) => (served.service.update)(self, request, context),
+            None => erased(async { Err(no_tasks()) }),
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<ToolDefinition> {
@@ -709,20 +755,16 @@ impl ServerHandler for McpHandler {
         builtin
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        Box::pin(self.answer_call(request, context)).await
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        erased(self.answer_call(request, context))
     }
 }
 
-/// The bodies of the requests that do the work, each behind a box in the `ServerHandler`
-/// impl: rmcp's request dispatch awaits every handler method in one state machine, and a
-/// method's future inlined there is compiled again in every copy of that machine (one per
-/// codegen unit that instantiates it, about 70 KB each); boxed, each body is compiled once,
-/// for an allocation per request.
+/// The bodies of the requests that do the work, each erased in the `ServerHandler` impl.
 impl McpHandler {
     async fn read(
         &self,
@@ -811,7 +853,9 @@ impl McpHandler {
         // Only a server with tools that may run as tasks looks the tool up for it.
         let mode = match &self.shared.tasks {
             None => tasks::Mode::Call,
-            Some(_) => self.mode(&name, request.arguments.as_ref(), &context)?,
+            Some(served) => {
+                (served.service.mode)(self, &name, request.arguments.as_ref(), &context)?
+            }
         };
         let outcome = match self.call_context(context) {
             Ok(mut call) => {
@@ -823,10 +867,17 @@ impl McpHandler {
                 );
                 // A presenter builds no UI blocks for a client that does not draw them.
                 call.set_renders_ui(form.ui);
-                if matches!(mode, tasks::Mode::Task) {
-                    return self
-                        .start_task(name.into_owned(), request.arguments, call, asking, form)
-                        .await;
+                if let (tasks::Mode::Task, Some(served)) = (mode, &self.shared.tasks) {
+                    let start = served.service.start;
+                    return start(
+                        self,
+                        name.into_owned(),
+                        request.arguments,
+                        call,
+                        asking,
+                        form,
+                    )
+                    .await;
                 }
                 #[cfg(feature = "gateway")]
                 if self.passes_rounds_through(&name, &asking) {
@@ -874,6 +925,16 @@ impl McpHandler {
         };
         self.complete(outcome)
     }
+}
+
+/// `tasks/*` of a server that serves no tasks (rmcp answers them only for one that declares the
+/// extension, which such a server does not).
+fn no_tasks() -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        "this server runs no tool as a task",
+        None,
+    )
 }
 
 fn unknown_tool(name: &str) -> ErrorData {

@@ -44,24 +44,28 @@ impl Mcp {
     /// SIGTERM. On a signal, standard input is no longer read (as if the client had closed
     /// it); calls in flight get 5 seconds to answer, then this returns `Ok`.
     #[cfg(feature = "stdio")]
-    pub async fn serve_stdio_until_signal(&self) -> Result<(), ServeError> {
-        let (read, write) = rmcp::transport::stdio_pipes();
-        let stop = tokio_util::sync::CancellationToken::new();
-        let watcher = tokio::spawn({
-            let stop = stop.clone();
-            async move {
-                shutdown_signal().await;
-                stop.cancel();
-            }
-        });
-        let read = until_cancelled::UntilCancelled {
-            read,
-            stop: Box::pin(stop.cancelled_owned()),
-            stopped: false,
-        };
-        let served = self.serve_lines(read, write).await;
-        watcher.abort();
-        served
+    pub fn serve_stdio_until_signal(
+        &self,
+    ) -> impl Future<Output = Result<(), ServeError>> + Send + '_ {
+        super::erased(async move {
+            let (read, write) = rmcp::transport::stdio_pipes();
+            let stop = tokio_util::sync::CancellationToken::new();
+            let watcher = tokio::spawn({
+                let stop = stop.clone();
+                async move {
+                    shutdown_signal().await;
+                    stop.cancel();
+                }
+            });
+            let read = until_cancelled::UntilCancelled {
+                read,
+                stop: Box::pin(stop.cancelled_owned()),
+                stopped: false,
+            };
+            let served = self.serve_lines(read, write).await;
+            watcher.abort();
+            served
+        })
     }
 
     /// Serves Streamable HTTP on `listener` until the process gets SIGINT or SIGTERM (or
@@ -70,23 +74,25 @@ impl Mcp {
     /// this returns `Ok`. The listener's address is the one `options` protect (its
     /// `bind`), whatever they said before.
     #[cfg(feature = "http")]
-    pub async fn serve_http_until_signal(
+    pub fn serve_http_until_signal(
         &self,
         listener: tokio::net::TcpListener,
         options: super::HttpOptions,
-    ) -> Result<(), ServeError> {
-        let address = listener
-            .local_addr()
-            .map_err(|error| ServeError::new("the listener has no address", error))?;
-        let options = options.bind(address);
-        let shutdown = options.shutdown.clone();
-        let watcher = tokio::spawn(async move {
-            shutdown_signal().await;
-            shutdown.cancel();
-        });
-        let served = self.serve_http_on(listener, options).await;
-        watcher.abort();
-        served
+    ) -> impl Future<Output = Result<(), ServeError>> + Send + '_ {
+        super::erased(async move {
+            let address = listener
+                .local_addr()
+                .map_err(|error| ServeError::new("the listener has no address", error))?;
+            let options = options.bind(address);
+            let shutdown = options.shutdown.clone();
+            let watcher = tokio::spawn(async move {
+                shutdown_signal().await;
+                shutdown.cancel();
+            });
+            let served = self.serve_http_on(listener, options).await;
+            watcher.abort();
+            served
+        })
     }
 }
 

@@ -34,9 +34,11 @@ impl Mcp {
     /// Serves over stdio until the client closes the stream. Uses rmcp's non-blocking pipes
     /// (1.6× the throughput of the default handles on our machines). Only protocol messages
     /// are written to stdout.
-    pub async fn serve_stdio(&self) -> Result<(), ServeError> {
-        let (read, write) = rmcp::transport::stdio_pipes();
-        self.serve_lines(read, write).await
+    pub fn serve_stdio(&self) -> impl Future<Output = Result<(), ServeError>> + Send + '_ {
+        super::erased(async move {
+            let (read, write) = rmcp::transport::stdio_pipes();
+            self.serve_lines(read, write).await
+        })
     }
 
     /// Serves newline-delimited JSON-RPC (the stdio framing) over any byte streams: a pipe, a

@@ -165,41 +165,48 @@ impl Mcp {
 
     /// Binds `options.bind` and serves until Ctrl-C (or `options.shutdown` is cancelled),
     /// then lets in-flight requests finish, for [`HttpOptions::shutdown_timeout`] at most.
-    pub async fn serve_http(&self, options: HttpOptions) -> Result<(), ServeError> {
-        let listener = tokio::net::TcpListener::bind(options.bind)
-            .await
-            .map_err(|error| ServeError::new(format!("cannot bind {}", options.bind), error))?;
-        self.serve_http_on(listener, options).await
+    pub fn serve_http(
+        &self,
+        options: HttpOptions,
+    ) -> impl Future<Output = Result<(), ServeError>> + Send + '_ {
+        super::erased(async move {
+            let listener = tokio::net::TcpListener::bind(options.bind)
+                .await
+                .map_err(|error| ServeError::new(format!("cannot bind {}", options.bind), error))?;
+            self.serve_http_on(listener, options).await
+        })
     }
 
     /// Serves on a listener already bound (e.g. to port 0 in tests), within the bounds of
     /// `options` (see [`HttpOptions`]).
-    pub async fn serve_http_on(
+    pub fn serve_http_on(
         &self,
         listener: tokio::net::TcpListener,
         options: HttpOptions,
-    ) -> Result<(), ServeError> {
-        let address = listener
-            .local_addr()
-            .map_err(|error| ServeError::new("the listener has no address", error))?;
-        let shutdown = options.shutdown.clone();
-        let router = self.router(&options);
-        tracing::info!(%address, path = %options.path, "serving MCP over Streamable HTTP");
-        let signal = async move {
-            tokio::select! {
-                () = shutdown.cancelled() => {}
-                result = tokio::signal::ctrl_c() => {
-                    if let Err(error) = result {
-                        tracing::warn!(%error, "cannot listen for Ctrl-C; stop with the shutdown token");
-                        shutdown.cancelled().await;
+    ) -> impl Future<Output = Result<(), ServeError>> + Send + '_ {
+        super::erased(async move {
+            let address = listener
+                .local_addr()
+                .map_err(|error| ServeError::new("the listener has no address", error))?;
+            let shutdown = options.shutdown.clone();
+            let router = self.router(&options);
+            tracing::info!(%address, path = %options.path, "serving MCP over Streamable HTTP");
+            let signal = async move {
+                tokio::select! {
+                    () = shutdown.cancelled() => {}
+                    result = tokio::signal::ctrl_c() => {
+                        if let Err(error) = result {
+                            tracing::warn!(%error, "cannot listen for Ctrl-C; stop with the shutdown token");
+                            shutdown.cancelled().await;
+                        }
                     }
                 }
-            }
-            // Ends open SSE streams and sessions so that shutdown does not wait on them.
-            shutdown.cancel();
-        };
-        super::connections::serve(listener, router, options.connection_limits(), signal).await;
-        Ok(())
+                // Ends open SSE streams and sessions so that shutdown does not wait on them.
+                shutdown.cancel();
+            };
+            super::connections::serve(listener, router, options.connection_limits(), signal).await;
+            Ok(())
+        })
     }
 }
 /// The rmcp endpoint as the router serves it: behind an `Arc`, served with

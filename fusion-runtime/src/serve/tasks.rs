@@ -22,15 +22,15 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::rounds::Asking;
-use super::{McpHandler, locked};
+use super::{Erased, McpHandler, erased, locked};
 use crate::context::CallContext;
 use crate::elicit::{Asked, Era, Round};
 use crate::envelope::ClientForm;
 use crate::error::{ToolError, codes};
 use crate::server::{Server, ToolResult, UnknownTool};
 use crate::task::{
-    TaskOptions, TaskOwner, TaskRecord, TaskState, TaskStore, TaskSupport, iso8601, new_task_id,
-    now_ms,
+    TaskHook, TaskOptions, TaskOwner, TaskRecord, TaskState, TaskStore, TaskSupport, iso8601,
+    new_task_id, now_ms,
 };
 
 /// The tasks of one [`Mcp`](super::Mcp): where they are kept, and those this process runs.
@@ -83,6 +83,85 @@ struct Parked {
     notify: Option<Peer<RoleServer>>,
 }
 
+/// The tasks extension, served: what a server reaches only through the pointer that
+/// [`ToolSpec::with_task`](crate::ToolSpec::with_task) (or mounting an upstream) gives it, so
+/// that a connector with no tool that may run as a task does not link any of it (0.39 MB of
+/// hello's stripped release binary, its generics and drop glue included).
+pub(crate) struct TaskService {
+    /// The tasks of an [`Mcp`](super::Mcp) that was given no store: in memory.
+    pub(super) in_memory: fn() -> Tasks,
+    pub(super) mode: ModeOf,
+    pub(super) start: Start,
+    pub(super) get: TaskRequest<GetTaskParams, GetTaskResult>,
+    pub(super) cancel: TaskRequest<CancelTaskParams, ()>,
+    pub(super) update: TaskRequest<UpdateTaskParams, ()>,
+}
+
+/// [`McpHandler::mode`].
+type ModeOf = fn(
+    &McpHandler,
+    &str,
+    Option<&JsonObject>,
+    &RequestContext<RoleServer>,
+) -> Result<Mode, ErrorData>;
+
+/// [`McpHandler::start_task`], erased.
+type Start = for<'a> fn(
+    &'a McpHandler,
+    String,
+    Option<JsonObject>,
+    CallContext,
+    Asking,
+    ClientForm,
+) -> Erased<'a, Result<CallToolResponse, ErrorData>>;
+
+/// A `tasks/*` request with params `P` answered `T`, erased.
+type TaskRequest<P, T> =
+    for<'a> fn(&'a McpHandler, P, RequestContext<RoleServer>) -> Erased<'a, Result<T, ErrorData>>;
+
+impl std::fmt::Debug for TaskService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskService")
+    }
+}
+
+/// The one [`TaskService`].
+pub(crate) static SERVICE: TaskService = TaskService {
+    in_memory: Tasks::default,
+    mode: McpHandler::mode,
+    start: |handler, tool, arguments, call, asking, form| {
+        erased(handler.start_task(tool, arguments, call, asking, form))
+    },
+    get: |handler, params, context| erased(handler.read_task(params, context)),
+    cancel: |handler, params, context| erased(handler.cancel_owned_task(params, context)),
+    update: |handler, params, context| erased(handler.answer_task(params, context)),
+};
+
+/// [`SERVICE`], opaque, for the layers below this one.
+pub(crate) fn hook() -> TaskHook {
+    TaskHook(&SERVICE)
+}
+
+// Here rather than beside the other options of a tool: the tasks extension is served by this
+// layer, which the spec may not import, and naming `SERVICE` here links it only for a connector
+// that calls this.
+impl crate::spec::ToolSpec {
+    /// Whether the tool may run as a task (see the [task module](crate::task)).
+    #[must_use]
+    pub fn with_task(mut self, support: TaskSupport) -> Self {
+        self.task = support;
+        self.task_service = Some(hook());
+        self
+    }
+}
+
+/// The tasks a handler serves, and how.
+#[derive(Clone)]
+pub(super) struct Served {
+    pub(super) tasks: Arc<Tasks>,
+    pub(super) service: &'static TaskService,
+}
+
 /// How a call of a tool that may run as a task is answered.
 pub(super) enum Mode {
     /// As any call.
@@ -95,10 +174,12 @@ impl McpHandler {
     /// Its tasks: only a server with tools that may run as tasks declares the extension, and
     /// rmcp answers `tasks/*` only for a server that declares it.
     pub(super) fn tasks(&self) -> &Tasks {
-        self.shared
+        &self
+            .shared
             .tasks
-            .as_deref()
+            .as_ref()
             .expect("tasks are served only by a server with tools that may run as tasks")
+            .tasks
     }
 
     /// Whether `tools/call` of `name` runs as a task: when the tool may and the request declared
@@ -568,6 +649,12 @@ impl Server {
         // A lost record is logged in full and counted; the task goes on (its end is the
         // record a required audit holds the call to).
         let _ = crate::pipeline::report::write(inner, audit, record, key).await;
+    }
+
+    /// What serves its tasks, if a tool (or a mount) gave it.
+    pub(crate) fn task_service(&self) -> Option<&'static TaskService> {
+        let TaskHook(hook) = self.inner.task_service?;
+        hook.downcast_ref()
     }
 
     /// Whether any of its tools may run as a task.
