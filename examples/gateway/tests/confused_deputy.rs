@@ -254,6 +254,18 @@ async fn a_refused_client_is_reported_without_its_secret() {
     .await;
 }
 
+/// An rmcp client of the gateway at `url`, sending `token` as its bearer token.
+#[cfg(unix)]
+async fn bearer_client(
+    url: &str,
+    token: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
 /// A person's access token from the issuer for `resource` (`POST /test/access-token`, which
 /// stands in for the login the official clients' tests go through).
 #[cfg(unix)]
@@ -370,10 +382,7 @@ async fn each_caller_reaches_an_upstream_with_its_own_exchanged_token() {
         install_crypto_provider();
         let mut answers = Vec::new();
         for token in [&alice, &bob, &alice, &service] {
-            let config = StreamableHttpClientTransportConfig::with_uri(audience.clone())
-                .auth_header(token.as_str());
-            let client = ().serve(StreamableHttpClientTransport::from_config(config)).await;
-            let client = client.unwrap();
+            let client = bearer_client(&audience, token).await;
             let invoice = call(
                 client.peer(),
                 "acct_billing_get_invoice",
@@ -411,9 +420,7 @@ async fn each_caller_reaches_an_upstream_with_its_own_exchanged_token() {
         // nothing reaches the upstream without the caller's own token.
         let carol = persons_token(issuer.url(), "carol", &audience);
         drop(issuer);
-        let config = StreamableHttpClientTransportConfig::with_uri(audience.clone())
-            .auth_header(carol.as_str());
-        let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+        let client = bearer_client(&audience, &carol).await;
         let unexchanged = call(client.peer(), "rec_echo", json!({"message": "hi"}))
             .await
             .unwrap();
