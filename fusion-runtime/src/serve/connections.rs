@@ -12,7 +12,6 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::body::Body;
-use futures::task::AtomicWaker;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -266,10 +265,6 @@ struct Activity {
     begun: AtomicU64,
     /// When the connection last became idle, in nanoseconds since `start`.
     idle_since: AtomicU64,
-    /// The connection's reader, parked without a deadline while a request was in flight: hyper
-    /// may poll its read for the next request before it drops the last response body, so the
-    /// idle clock must be armed by whoever ends that request, or it never starts.
-    reader: AtomicWaker,
 }
 
 impl Activity {
@@ -279,7 +274,6 @@ impl Activity {
             in_flight: AtomicUsize::new(0),
             begun: AtomicU64::new(0),
             idle_since: AtomicU64::new(0),
-            reader: AtomicWaker::new(),
         }
     }
 
@@ -307,9 +301,7 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         let elapsed = u64::try_from(self.0.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.0.idle_since.store(elapsed, Ordering::SeqCst);
-        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.reader.wake();
-        }
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -459,24 +451,32 @@ impl AsyncRead for BoundedIo {
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-            Poll::Pending => {
-                this.activity.reader.register(cx.waker());
-                let Some(deadline) = this.read_deadline() else {
-                    return Poll::Pending;
+            Poll::Pending => loop {
+                // While a request is in flight (hyper may poll for the next one before it
+                // drops the last response body) the reader rechecks after the idle timeout
+                // from now: no deadline the request's end can set comes earlier, so nothing
+                // has to wake the reader when it ends. Waking it after every request cost
+                // about two context switches a call (an idle worker woken to steal it).
+                let (deadline, provisional) = match this.read_deadline() {
+                    Some(deadline) => (deadline, false),
+                    None => (after(Instant::now(), this.limits.idle_timeout), true),
                 };
                 if this.read_deadline != Some(deadline) {
                     this.read_timer.as_mut().reset(deadline);
                     this.read_deadline = Some(deadline);
                 }
                 ready!(this.read_timer.as_mut().poll(cx));
+                if provisional {
+                    continue;
+                }
                 let message = if this.head_started.is_some() {
                     "the request head did not arrive in time"
                 } else {
                     "the connection was idle for too long"
                 };
                 tracing::debug!(message, "closing a connection");
-                Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, message)))
-            }
+                return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, message)));
+            },
         }
     }
 }
