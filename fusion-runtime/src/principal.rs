@@ -57,3 +57,25 @@ impl Principal {
         self.scopes.iter().any(|granted| granted == scope)
     }
 }
+
+/// The token of an `Authorization` header's value in the bearer scheme (`Bearer` or `bearer`),
+/// trimmed: what the server verifies, and what the gateway exchanges for its caller.
+pub(crate) fn bearer_token(authorization: &str) -> Option<&str> {
+    authorization
+        .strip_prefix("Bearer ")
+        .or_else(|| authorization.strip_prefix("bearer "))
+        .map(str::trim)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn a_bearer_token_is_read_in_either_case_and_trimmed_and_nothing_else_is() {
+        assert_eq!(bearer_token("Bearer abc.def "), Some("abc.def"));
+        assert_eq!(bearer_token("bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("Basic dXNlcjpwYXNz"), None);
+        assert_eq!(bearer_token("Bearerabc"), None);
+    }
+}

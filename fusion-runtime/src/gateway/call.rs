@@ -504,11 +504,8 @@ fn caller_of(context: &CallContext) -> Option<Caller<'_>> {
         .headers
         .get(http::header::AUTHORIZATION)?
         .to_str()
-        .ok()?;
-    let token = token
-        .strip_prefix("Bearer ")
-        .or_else(|| token.strip_prefix("bearer "))?
-        .trim();
+        .ok()
+        .and_then(crate::principal::bearer_token)?;
     Some(Caller {
         subject: &principal.subject,
         tenant: principal.tenant.as_deref(),

@@ -534,12 +534,13 @@ pub(crate) async fn supervise(
 /// One start: the connection, its change stream (2026-07-28), and the catalog, published.
 async fn start(state: &Arc<UpstreamState>) -> Result<(Connection, Option<Subscription>), String> {
     let (connection, pid, http) = connect(state).await?;
+    let exchanges = http
+        .as_ref()
+        .is_some_and(super::http::HttpCalls::exchanges_tokens);
     // A 2025-11-25 session was opened with the gateway's own token, and a server may bind it
     // to that identity: each caller's exchanged token is only sent where every request stands
     // alone.
-    if http
-        .as_ref()
-        .is_some_and(super::http::HttpCalls::exchanges_tokens)
+    if exchanges
         && let Some(info) = connection.peer().peer_info()
         && info.protocol_version < ProtocolVersion::V_2026_07_28
     {
@@ -563,9 +564,6 @@ async fn start(state: &Arc<UpstreamState>) -> Result<(Connection, Option<Subscri
     });
     // Task requests travel on rmcp's client, which carries the gateway's own token: the tools
     // of an upstream that must see each caller's own exchanged token never become tasks.
-    let exchanges = http
-        .as_ref()
-        .is_some_and(super::http::HttpCalls::exchanges_tokens);
     let runs_tasks = !exchanges
         && connection.peer().peer_info().is_some_and(|info| {
             info.protocol_version >= ProtocolVersion::V_2026_07_28

@@ -186,12 +186,7 @@ pub(crate) async fn authenticate(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| {
-            value
-                .strip_prefix("Bearer ")
-                .or_else(|| value.strip_prefix("bearer "))
-        })
-        .map(str::trim)
+        .and_then(crate::principal::bearer_token)
         .map(str::to_owned);
     let Some(token) = token else {
         return authenticator.refuse("invalid_request", "a bearer token is required");
