@@ -60,6 +60,7 @@ impl Principal {
 
 /// The token of an `Authorization` header's value in the bearer scheme (`Bearer` or `bearer`),
 /// trimmed: what the server verifies, and what the gateway exchanges for its caller.
+#[cfg(any(feature = "http", feature = "gateway"))]
 pub(crate) fn bearer_token(authorization: &str) -> Option<&str> {
     authorization
         .strip_prefix("Bearer ")
@@ -67,7 +68,7 @@ pub(crate) fn bearer_token(authorization: &str) -> Option<&str> {
         .map(str::trim)
 }
 
-#[cfg(test)]
+#[cfg(all(test, any(feature = "http", feature = "gateway")))]
 mod tests {
     use super::bearer_token;
 
