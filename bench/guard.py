@@ -13,13 +13,13 @@ Expects release builds of `hello` and `plain-hello` in DIR (default target/relea
   20 notes added and then 100 or 400 rounds of a get and a list; the marginal count
   (long - short) / (calls_long - calls_short) cancels start-up and the adds. Counts do not
   depend on the machine's load.
-- the thread hops a call can make, counted in the same runs: tokio tasks spawned
-  (`OwnedTasks::bind_inner`) and task wake-ups (`waker::wake_by_val` and `wake_by_ref`) per
-  call. Each is a place where a call can move to another worker, i.e. a context switch under
-  real load; context switches themselves depend on timing, these counts hardly do. hello may
-  not make more of either than plain: spawns within 0.05 per call, wake-ups within 0.25 (over
-  HTTP a few depend on when the client's bytes arrive: the I/O driver's, and hyper's request
-  body channel's; a wake-up added to every call is 1.0).
+- the thread hops a call can make, counted in the same runs: tokio tasks spawned per call
+  (`OwnedTasks::bind_inner`), where a call can move to another worker, i.e. a context switch
+  under real load. Context switches depend on timing; spawns do not (2.00 and 4.00 to the
+  hundredth, loaded machine or not), so hello may not spawn more than plain (within 0.05).
+  Task wake-ups (`waker::wake_by_val` and `wake_by_ref`) are printed beside them but not
+  checked: whether a future finds its data ready or must be woken depends on timing (over
+  HTTP they moved between 7.5 and 9.1 per call, for both servers, with the machine's load).
 - idle RSS, the median of N interleaved starts (`bench/startup.py`): almost all of it is the
   binary's text, so it moves with the code, not with the load.
 - cold start to the first call, the fastest of those starts (the closest to the cost itself on a
@@ -290,12 +290,13 @@ def main(argv):
          counts["plain", transport][0], bound)
         for transport in ("stdio", "HTTP")
     ]
-    # Hops are bounded by plain's count plus a slack, not by a ratio: see the docstring.
+    # Spawns are bounded by plain's count, not by a ratio; wake-ups are only shown (see the
+    # docstring).
     hops = [
         (f"{what} per call, {transport}", counts["hello", transport][index],
-         counts["plain", transport][index], slack)
+         counts["plain", transport][index], checked)
         for transport in ("stdio", "HTTP")
-        for index, what, slack in ((1, "tasks spawned", 0.05), (2, "task wake-ups", 0.25))
+        for index, what, checked in ((1, "tasks spawned", True), (2, "task wake-ups", False))
     ]
     rows += [
         ("idle RSS KiB (median)", start["hello"]["idle_rss_kib"], start["plain"]["idle_rss_kib"],
@@ -310,10 +311,15 @@ def main(argv):
         verdict = "ok" if ratio <= bound else "PAST ITS BOUND"
         failed |= ratio > bound
         print(f"{what:32} {ours:12.1f} {theirs:12.1f} {ratio:7.3f} {bound:7.2f}  {verdict}")
-    for what, ours, theirs, slack in hops:
-        verdict = "ok" if ours <= theirs + slack else "MORE THAN PLAIN"
-        failed |= ours > theirs + slack
-        print(f"{what:32} {ours:12.2f} {theirs:12.2f} {'':7} {f'+{slack}':>7}  {verdict}")
+    for what, ours, theirs, checked in hops:
+        if checked:
+            more = ours > theirs + 0.05
+            failed |= more
+            verdict = "MORE THAN PLAIN" if more else "ok"
+        else:
+            verdict = "(timing: not checked)"
+        bound = "≤ plain" if checked else "-"
+        print(f"{what:32} {ours:12.2f} {theirs:12.2f} {'':7} {bound:>7}  {verdict}")
     return 1 if failed else 0
 
 
