@@ -111,6 +111,11 @@ impl ClientForm {
             return;
         };
         let data = &envelope["data"];
+        // Only a list of two items or more has a tabular form: anything else keeps its JSON,
+        // without reading the text's key order first (most answers are one record).
+        if !data.as_array().is_some_and(|items| items.len() >= 2) {
+            return;
+        }
         // `data` is a sorted map: the columns are the presenter's fields, in its order, or
         // (plain data) the keys in the order the sealed JSON text wrote them.
         let table = if !columns.is_empty() && same_keys(data, columns) {
