@@ -113,7 +113,7 @@ impl ClientForm {
         let data = &envelope["data"];
         // Only a list of two items or more has a tabular form: anything else keeps its JSON,
         // without reading the text's key order first (most answers are one record).
-        if !data.as_array().is_some_and(|items| items.len() >= 2) {
+        if data.as_array().is_none_or(|items| items.len() < 2) {
             return;
         }
         // `data` is a sorted map: the columns are the presenter's fields, in its order, or
