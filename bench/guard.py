@@ -29,6 +29,7 @@ Prints a table and exits 1 if any ratio is past its bound. The bounds default to
 in BENCHMARKS.md.
 """
 
+import contextlib
 import http.client
 import json
 import os
@@ -127,14 +128,29 @@ def profile(out_file):
     return total, spawns, wakes
 
 
+@contextlib.contextmanager
+def profiled(command, **pipes):
+    """`command` started under callgrind; killed if still running when the block ends."""
+    child = subprocess.Popen(command, stderr=subprocess.DEVNULL, **pipes)
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def passed(what, failures):
+    if failures:
+        raise RuntimeError(f"{what}: {len(failures)} calls failed, first: {failures[0]!r}")
+
+
 def instructions(binary, rounds, work):
     """What callgrind counts for one run of `rounds` over stdio, and the run's calls."""
     out_file = os.path.join(work, f"{os.path.basename(binary)}-{rounds}.cg")
-    child = subprocess.Popen(
-        callgrind(out_file) + [binary],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        failures = []
+    failures = []
+    with profiled(callgrind(out_file) + [binary],
+                  stdin=subprocess.PIPE, stdout=subprocess.PIPE) as child:
         # One call at a time, as over HTTP: the spawns and wake-ups a call makes do not
         # depend on how many others are queued behind it.
         for batch in phases(rounds):
@@ -142,12 +158,7 @@ def instructions(binary, rounds, work):
                 failures += exchange(child, [message], binary)
         child.stdin.close()
         child.wait(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    if failures:
-        raise RuntimeError(f"{binary}: {len(failures)} calls failed, first: {failures[0]!r}")
+    passed(binary, failures)
     return profile(out_file), SETUP_NOTES + 2 * rounds
 
 
@@ -205,12 +216,10 @@ def http_instructions(binary, rounds, work):
     one connection, and the run's calls."""
     out_file = os.path.join(work, f"{os.path.basename(binary)}-http-{rounds}.cg")
     port = free_port()
-    child = subprocess.Popen(
-        callgrind(out_file) + [binary, "--http", f"127.0.0.1:{port}"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     failures = []
     calls = 0
-    try:
+    with profiled(callgrind(out_file) + [binary, "--http", f"127.0.0.1:{port}"],
+                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL) as child:
         connection = connect(port, child, binary)
         # The same calls as over stdio, without the handshake the stateless revision has not.
         for batch in phases(rounds):
@@ -225,12 +234,7 @@ def http_instructions(binary, rounds, work):
         connection.close()
         child.send_signal(signal.SIGINT)
         child.wait(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    if failures:
-        raise RuntimeError(f"{binary} over HTTP: {len(failures)} calls failed, first: {failures[0]!r}")
+    passed(f"{binary} over HTTP", failures)
     return profile(out_file), calls
 
 
