@@ -88,6 +88,8 @@ mod bundle;
 mod connections;
 #[cfg(feature = "http")]
 mod descriptors;
+#[cfg(feature = "http")]
+mod direct;
 mod discovery;
 #[cfg(feature = "gateway")]
 mod gateway;
