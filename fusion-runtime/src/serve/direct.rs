@@ -145,11 +145,19 @@ impl Direct {
 
     fn closed_peer(&self) -> &Peer<RoleServer> {
         self.closed_peer.get_or_init(|| {
-            let (ours, theirs) = tokio::io::duplex(64);
-            // The far end is dropped at once: the service reads the end of its input and
-            // stops, and anything sent through its peer fails instead of waiting.
-            drop(theirs);
-            let running = rmcp::service::serve_directly(self.handler.for_new_session(), ours, None);
+            use rmcp::transport::WorkerTransport;
+            use rmcp::transport::streamable_http_server::session::local::{
+                SessionConfig, create_local_session,
+            };
+            // A session worker (not registered anywhere) whose handle is dropped at once: its
+            // input ends, the service stops, and anything sent through its peer fails instead
+            // of waiting. Over a session's transport type because the server already compiles
+            // rmcp's service loop for it: another transport type cost 197 kB of binary.
+            let (handle, worker) = create_local_session("fusion-direct", SessionConfig::default());
+            drop(handle);
+            let transport = WorkerTransport::spawn(worker);
+            let running =
+                rmcp::service::serve_directly(self.handler.for_new_session(), transport, None);
             running.peer().clone()
         })
     }
