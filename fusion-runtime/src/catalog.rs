@@ -93,12 +93,12 @@ pub(crate) fn keys_of(resources: &[ResourceSpec], prompts: &[PromptSpec]) -> Vec
         .collect()
 }
 
-/// Compiles the resources and prompts; every problem is pushed to `problems`.
 /// The request paths of resources and prompts (`content::ContentPaths`), opaque here: the
 /// builder and the server carry them without importing `content`, which imports them.
 #[derive(Clone, Copy)]
 pub(crate) struct ContentHook(pub(crate) &'static (dyn std::any::Any + Send + Sync));
 
+/// Compiles the resources and prompts; every problem is pushed to `problems`.
 pub(crate) fn compile(
     resources: Vec<ResourceSpec>,
     prompts: Vec<PromptSpec>,

@@ -107,7 +107,8 @@ fn call_body(id: u64, tool: &str, arguments: &str, meta: &str) -> String {
 const DIRECT: &str = "application/json, text/event-stream";
 const VIA_RMCP: &str = "application/json;q=1, text/event-stream";
 
-async fn post(raw: &mut Raw, accept: &str, tool: &str, body: &str) -> RawResponse {
+/// Sends a stateless call of `tool` with the 2026-07-28 headers.
+async fn send_call(raw: &mut Raw, accept: &str, tool: &str, body: &str) {
     raw.send(
         "POST",
         &[
@@ -120,6 +121,10 @@ async fn post(raw: &mut Raw, accept: &str, tool: &str, body: &str) -> RawRespons
     )
     .await
     .expect("request sent");
+}
+
+async fn post(raw: &mut Raw, accept: &str, tool: &str, body: &str) -> RawResponse {
+    send_call(raw, accept, tool, body).await;
     raw.response().await.expect("response read")
 }
 
@@ -247,18 +252,7 @@ async fn a_call_whose_client_leaves_is_stopped_and_its_path_still_ends() {
         let served = serve(Arc::clone(&seen)).await;
         let mut raw = Raw::connect(served.address).await.expect("connect");
         let body = call_body(1, "demo_slow", r#"{"millis":20000}"#, META);
-        raw.send(
-            "POST",
-            &[
-                ("Accept", DIRECT),
-                ("MCP-Protocol-Version", "2026-07-28"),
-                ("Mcp-Method", "tools/call"),
-                ("Mcp-Name", "demo_slow"),
-            ],
-            Some(&body),
-        )
-        .await
-        .expect("request sent");
+        send_call(&mut raw, DIRECT, "demo_slow", &body).await;
         eventually(Duration::from_secs(10), "the call begins", || {
             let seen = Arc::clone(&seen);
             async move { seen.begun.load(Ordering::SeqCst) == 1 }
@@ -278,6 +272,40 @@ async fn a_call_whose_client_leaves_is_stopped_and_its_path_still_ends() {
         .await;
         let outcome = seen.outcome.lock().unwrap().clone();
         assert!(outcome.contains("CANCELLED"), "{outcome}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_or_oversized_body_is_bounded_on_the_direct_path_too() {
+    within(async {
+        let options = HttpOptions {
+            body_read_timeout: Duration::from_millis(300),
+            max_body_bytes: 4096,
+            ..HttpOptions::default()
+        };
+        let served = Served::start(Mcp::new(server(Arc::default())), options).await;
+        // A body that stops halfway: the request times out (408) instead of holding the
+        // connection, whatever path would have answered it.
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let body = call_body(1, "demo_echo", r#"{"text":"hi"}"#, META);
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: {DIRECT}\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: tools/call\r\nMcp-Name: demo_echo\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{}",
+            raw.host(),
+            body.len(),
+            &body[..body.len() / 2]
+        );
+        raw.write(head.as_bytes()).await.expect("half a request sent");
+        let slow = raw.response().await.expect("response read");
+        assert_eq!(slow.status, 408, "{}", slow.text());
+        // A body longer than the limit: rmcp's refusal, not read into memory.
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let text = "x".repeat(8192);
+        let body = call_body(2, "demo_echo", &format!(r#"{{"text":"{text}"}}"#), META);
+        let big = post(&mut raw, DIRECT, "demo_echo", &body).await;
+        assert_eq!(big.status, 413, "{}", big.text());
     })
     .await;
 }

@@ -14,9 +14,10 @@
 //! `Mcp-Param-*` header, a progress token, a per-request log level, a body that is not a
 //! well-formed call…) sends the request to rmcp unchanged, which answers it as before.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -33,14 +34,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpHandler;
 
-const STATELESS: &str = "2026-07-28";
-/// The `_meta` keys that would make the handler stream notifications before its answer.
-const STREAMING_META: [&str; 2] = ["progressToken", "io.modelcontextprotocol/logLevel"];
-
 /// What the direct path needs: the handler and the limits rmcp's endpoint applies.
 pub(super) struct Direct {
     handler: McpHandler,
     max_body_bytes: usize,
+    body_read_timeout: Duration,
+    /// The server's tools whose schema mirrors an argument in an `Mcp-Param-*` header (rmcp
+    /// checks those), found once: the tools do not change while it serves.
+    mirrored: HashSet<String>,
     /// A peer whose service has ended, for the `RequestContext` the handler takes. Nothing is
     /// ever sent through it: a call that could send (progress, log messages) is not taken.
     /// Made on the first call, inside the runtime.
@@ -48,34 +49,49 @@ pub(super) struct Direct {
 }
 
 impl Direct {
-    pub(super) fn new(handler: McpHandler, max_body_bytes: usize) -> Direct {
-        Direct {
+    /// The direct path of `handler`'s server, or none when its search mode answers
+    /// `tools/call` itself.
+    pub(super) fn new(
+        handler: McpHandler,
+        max_body_bytes: usize,
+        body_read_timeout: Duration,
+    ) -> Option<Direct> {
+        if handler.shared.search.is_some() {
+            return None;
+        }
+        let mirrored = handler
+            .shared
+            .server
+            .tools()
+            .filter(|tool| mirrors_headers(tool.definition().input_schema.get("properties")))
+            .map(|tool| tool.definition().name.to_string())
+            .collect();
+        Some(Direct {
             handler,
             max_body_bytes,
+            body_read_timeout,
+            mirrored,
             closed_peer: OnceLock::new(),
-        }
+        })
     }
 
     /// Answers `request` if it is a plain stateless `tools/call`; gives it back otherwise,
-    /// with its body, for rmcp to answer. `body_timed_out` is the answer to a body that did
-    /// not arrive within `body_read_timeout`.
+    /// with its body, for rmcp to answer.
     pub(super) async fn answer(
         &self,
         request: axum::extract::Request,
-        body_read_timeout: Duration,
-        body_timed_out: fn() -> axum::response::Response,
     ) -> Result<axum::response::Response, axum::extract::Request> {
         if !self.takes(request.method(), request.headers()) {
             return Err(request);
         }
         let (parts, body) = request.into_parts();
         let bytes = match tokio::time::timeout(
-            body_read_timeout,
+            self.body_read_timeout,
             axum::body::to_bytes(body, self.max_body_bytes),
         )
         .await
         {
-            Err(_) => return Ok(body_timed_out()),
+            Err(_) => return Ok(super::streamable::body_timed_out()),
             Ok(Err(_)) => {
                 return Ok((
                     StatusCode::BAD_REQUEST,
@@ -122,7 +138,8 @@ impl Direct {
         method == http::Method::POST
             && !headers.contains_key(super::streamable::SESSION_HEADER)
             && only(headers, "mcp-method").is_some_and(|value| value == "tools/call")
-            && only(headers, "mcp-protocol-version").is_some_and(|value| value == STATELESS)
+            && only(headers, "mcp-protocol-version")
+                .is_some_and(|value| value == ProtocolVersion::V_2026_07_28.as_str())
             && only(headers, header::CONTENT_TYPE.as_str()).is_some_and(is_json)
             && only(headers, header::ACCEPT.as_str()).is_some_and(accepts_json_and_sse)
             && only(headers, header::CONTENT_LENGTH.as_str())
@@ -133,14 +150,10 @@ impl Direct {
                 .any(|name| name.as_str().starts_with("mcp-param-"))
     }
 
-    /// Whether `tool` is one of the server's own whose arguments no header mirrors: search
-    /// mode, proxied tools and `x-mcp-header` annotations are rmcp's to check.
+    /// Whether `tool` is one of the server's own whose arguments no header mirrors: proxied
+    /// tools and `x-mcp-header` annotations are rmcp's to check.
     fn serves(&self, tool: &str) -> bool {
-        let shared = &self.handler.shared;
-        shared.search.is_none()
-            && shared.server.tool(tool).is_some_and(|tool| {
-                !mirrors_headers(tool.definition().input_schema.get("properties"))
-            })
+        self.handler.shared.server.tool(tool).is_some() && !self.mirrored.contains(tool)
     }
 
     fn closed_peer(&self) -> &Peer<RoleServer> {
@@ -221,13 +234,13 @@ fn plain_call(call: &JsonRpcRequest<CallToolRequest>, headers: &HeaderMap) -> bo
     };
     plain_name
         && only(headers, "mcp-name").is_some_and(|value| value.as_bytes() == name.as_bytes())
-        && meta
-            .protocol_version()
-            .is_some_and(|version| version.as_str() == STATELESS)
+        && meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
         && meta
             .missing_required_keys(&ProtocolVersion::V_2026_07_28)
             .is_empty()
-        && STREAMING_META.iter().all(|key| !meta.contains_key(*key))
+        // What would make the handler stream notifications before its answer.
+        && meta.get_progress_token().is_none()
+        && meta.log_level().is_none()
 }
 
 /// rmcp's answer to a stateless request whose first message is its last: the message as
@@ -328,7 +341,3 @@ impl Drop for Detaching {
         }
     }
 }
-
-/// What `Endpoint` keeps of the direct path: none when rmcp must answer every request (SSE
-/// answers asked for, or a tool whose schema maps arguments to headers).
-pub(super) type MaybeDirect = Option<Arc<Direct>>;

@@ -111,12 +111,16 @@ impl Mcp {
             .disable_allowed_hosts()
             .disable_allowed_origins();
         // rmcp answers every request itself when SSE answers are asked for.
-        let direct = options.json_response.then(|| {
-            Arc::new(super::direct::Direct::new(
-                self.handler(),
-                config.max_request_body_bytes,
-            ))
-        });
+        let direct = options
+            .json_response
+            .then(|| {
+                super::direct::Direct::new(
+                    self.handler(),
+                    config.max_request_body_bytes,
+                    options.body_read_timeout,
+                )
+            })
+            .flatten();
         let endpoint = SharedEndpoint(Arc::new(Endpoint {
             direct,
             service: self.endpoint(config, sessions.clone()),
@@ -232,7 +236,7 @@ struct SharedEndpoint(Arc<Endpoint>);
 struct Endpoint {
     service: StreamableHttpService<McpHandler, BoundedSessions>,
     /// Plain stateless calls answered without rmcp's per-request service (`direct.rs`).
-    direct: super::direct::MaybeDirect,
+    direct: Option<super::direct::Direct>,
     sessions: BoundedSessions,
     sessions_enabled: bool,
     /// With authentication, a session id is only accepted from the credential that opened it.
@@ -263,10 +267,7 @@ impl tower::Service<axum::extract::Request> for SharedEndpoint {
 impl Endpoint {
     async fn serve(&self, request: axum::extract::Request) -> axum::response::Response {
         let mut request = match &self.direct {
-            Some(direct) => match direct
-                .answer(request, self.body_read_timeout, body_timed_out)
-                .await
-            {
+            Some(direct) => match direct.answer(request).await {
                 Ok(response) => return response,
                 Err(request) => request,
             },
@@ -342,7 +343,7 @@ impl Endpoint {
 }
 
 /// The answer to a request whose body did not arrive within the body read timeout.
-fn body_timed_out() -> axum::response::Response {
+pub(super) fn body_timed_out() -> axum::response::Response {
     tracing::debug!("closing a connection whose request body did not arrive in time");
     (
         StatusCode::REQUEST_TIMEOUT,

@@ -285,13 +285,13 @@ impl Default for TaskOptions {
     }
 }
 
-/// A new task id: two version-4 UUIDs, 244 random bits, as 64 hex digits.
 /// What serves tasks, as the serving layer made it (`serve::tasks::TaskService`), opaque here:
 /// a tool's spec and the server carry it without importing the serving layer, which imports
 /// them.
 #[derive(Clone, Copy)]
 pub(crate) struct TaskHook(pub(crate) &'static (dyn std::any::Any + Send + Sync));
 
+/// A new task id: two version-4 UUIDs, 244 random bits, as 64 hex digits.
 pub(crate) fn new_task_id() -> String {
     format!(
         "{}{}",
