@@ -409,3 +409,57 @@ async fn nested_models_are_presented_by_their_own_presenters() {
         "{rules:?}"
     );
 }
+
+/// The same failures over Streamable HTTP, as a 2026-07-28 client calls (the stateless call the
+/// server answers on the connection's own task): the answer and the log hold no hidden value.
+#[tokio::test(flavor = "current_thread")]
+async fn hidden_values_stay_hidden_on_the_stateless_http_path() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let options = fusion::serve::HttpOptions::default().bind(address);
+    let shutdown = options.shutdown.clone();
+    let (answers, logs) = logged(async {
+        let server = tokio::spawn(async move {
+            let mcp = fusion::serve::Mcp::new(sites());
+            mcp.serve_http_on(listener, options).await
+        });
+        let mut answers = Vec::new();
+        for how in ["none", "internal", "message", "panic"] {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "sites_inspect", "arguments": {"how": how}, "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": {"name": "hurried", "version": "1"},
+                    "io.modelcontextprotocol/clientCapabilities": {}}}})
+            .to_string();
+            let request = format!(
+                "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAccept: application/json, text/event-stream\r\n\
+                 MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: sites_inspect\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).await.unwrap();
+            answers.push(answer);
+        }
+        shutdown.cancel();
+        server.await.unwrap().unwrap();
+        answers
+    })
+    .await;
+    assert!(answers[0].contains("Depot"), "{}", answers[0]);
+    for (answer, code) in answers[1..]
+        .iter()
+        .zip(["INTERNAL_ERROR", "CONFLICT", "INTERNAL_ERROR"])
+    {
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains(code), "{answer}");
+    }
+    for answer in &answers {
+        assert_redacted(answer);
+    }
+    assert!(logs.contains("door_code: [hidden]"), "{logs}");
+    assert_redacted(&logs);
+}
