@@ -412,6 +412,7 @@ async fn nested_models_are_presented_by_their_own_presenters() {
 
 /// The same failures over Streamable HTTP, as a 2026-07-28 client calls (the stateless call the
 /// server answers on the connection's own task): the answer and the log hold no hidden value.
+#[cfg(feature = "http")]
 #[tokio::test(flavor = "current_thread")]
 async fn hidden_values_stay_hidden_on_the_stateless_http_path() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
