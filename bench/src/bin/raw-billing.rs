@@ -542,7 +542,7 @@ fn cell(table: &mut String, text: &str) {
 }
 
 /// Invoices as the model reads them: the field names once, then one line per invoice.
-fn table(invoices: &[Invoice]) -> String {
+fn table(invoices: &[Arc<Invoice>]) -> String {
     let mut table = format!("[{}]{{id,customer_id,total_cents,status}}:", invoices.len());
     for invoice in invoices {
         table.push('\n');
@@ -564,7 +564,10 @@ fn table(invoices: &[Invoice]) -> String {
 fn present_list(form: Form, page: &InvoicePage, offset: u32) -> CallToolResult {
     let returned = page.invoices.len();
     let shown = &page.invoices[..returned.min(LIST_LIMIT)];
-    let views: Vec<InvoiceOut<'_>> = shown.iter().map(InvoiceOut::from).collect();
+    let views: Vec<InvoiceOut<'_>> = shown
+        .iter()
+        .map(|invoice| InvoiceOut::from(&**invoice))
+        .collect();
     let data_text = if form.table && shown.len() >= 2 {
         table(shown)
     } else {
@@ -690,7 +693,7 @@ fn truncation(page: &InvoicePage, shown: usize, offset: u64) -> Option<(String, 
 }
 
 /// A list's UI blocks: a table and a chart of the totals by status.
-fn list_ui(content: &mut Vec<ContentBlock>, shown: &[Invoice]) {
+fn list_ui(content: &mut Vec<ContentBlock>, shown: &[Arc<Invoice>]) {
     if shown.is_empty() {
         content.push(ContentBlock::text(ui_block(
             "markdown",

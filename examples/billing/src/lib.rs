@@ -44,14 +44,17 @@ pub enum Invoices {
 }
 
 impl Invoices {
-    async fn get(&self, tenant: &str, id: &str) -> Result<Option<Invoice>, BillingError> {
+    /// The tenant's invoice `id`: shared with the in-memory store, not copied.
+    async fn get(&self, tenant: &str, id: &str) -> Result<Option<Arc<Invoice>>, BillingError> {
         match self {
             Invoices::Sqlite(store) => {
                 let (store, tenant, id) = (store.clone(), tenant.to_owned(), id.to_owned());
-                Ok(blocking(move || store.get(&tenant, &id)).await??)
+                Ok(blocking(move || store.get(&tenant, &id))
+                    .await??
+                    .map(Arc::new))
             }
             Invoices::Memory(store) => Ok(store.get(tenant, id)),
-            Invoices::Postgres(store) => Ok(store.get(tenant, id).await?),
+            Invoices::Postgres(store) => Ok(store.get(tenant, id).await?.map(Arc::new)),
         }
     }
 
@@ -73,6 +76,7 @@ impl Invoices {
             Invoices::Memory(store) => Ok(store.page(tenant, status, offset, limit)),
             Invoices::Postgres(store) => {
                 let (invoices, total) = store.page(tenant, status, offset, limit).await?;
+                let invoices = invoices.into_iter().map(Arc::new).collect();
                 Ok(InvoicePage::counted(invoices, total, offset))
             }
         }
@@ -509,7 +513,7 @@ pub async fn get_invoice(
     /// The invoice id, such as INV-7.
     #[schemars(length(max = MAX_ID_CHARS))]
     id: String,
-) -> Result<Invoice, BillingError> {
+) -> Result<Arc<Invoice>, BillingError> {
     let found = store.get(&tenant.0, &id).await?;
     found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
 }
@@ -540,7 +544,7 @@ pub async fn invoice(
     store: State<Invoices>,
     tenant: Tenant,
     id: String,
-) -> Result<Invoice, BillingError> {
+) -> Result<Arc<Invoice>, BillingError> {
     let found = store.get(&tenant.0, &id).await?;
     found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))
 }
@@ -574,7 +578,7 @@ pub async fn list_invoices(
     /// How many matching invoices to skip first (default 0). A partial list says which offset
     /// shows the next ones.
     offset: Option<u32>,
-) -> Result<Page<Invoice>, BillingError> {
+) -> Result<Page<Arc<Invoice>>, BillingError> {
     let limit = limit.unwrap_or(20) as usize;
     let offset = offset.unwrap_or(0);
     // The first page says how many invoices exist; a later one may only say that more follow
@@ -841,8 +845,8 @@ pub async fn send_reminder(
     let invoice = found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)))?;
     tracing::info!(invoice = %invoice.id, customer = %invoice.customer_id, "payment reminder sent");
     Ok(Reminder {
-        invoice: invoice.id,
-        customer_id: invoice.customer_id,
+        invoice: invoice.id.clone(),
+        customer_id: invoice.customer_id.clone(),
     })
 }
 
@@ -861,7 +865,9 @@ pub async fn update_invoice(
 ) -> Result<Invoice, BillingError> {
     let Some(total_cents) = changes.total_cents else {
         let found = store.get(&tenant.0, &id).await?;
-        return found.ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)));
+        return found
+            .map(|invoice| Invoice::clone(&invoice))
+            .ok_or_else(|| BillingError::InvoiceNotFound(Echoed::new(&id)));
     };
     let updated = store
         .set_total(&tenant.0, &id, total_cents, audit.record())

@@ -4,6 +4,7 @@
 //! handlers call it directly on the async workers. Gone when the process stops.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use fusion::Hidden;
@@ -33,8 +34,9 @@ struct Ledgers {
 #[derive(Debug, Default)]
 struct Ledger {
     /// Invoice `INV-n` at index `n - 1`: numbers are per tenant, consecutive, and an invoice is
-    /// never deleted.
-    invoices: Vec<Invoice>,
+    /// never deleted. Shared with the answers that show them: a get or a page hands out the
+    /// records without copying them (and their hidden fields).
+    invoices: Vec<Arc<Invoice>>,
     /// How many invoices have each status, in [`ALL_STATUSES`] order: a page's total without
     /// counting.
     counts: [u64; 3],
@@ -51,18 +53,19 @@ impl Ledger {
         (self.invoices.get(index)?.id == id).then_some(index)
     }
 
-    fn get(&self, id: &str) -> Option<&Invoice> {
+    fn get(&self, id: &str) -> Option<&Arc<Invoice>> {
         self.invoices.get(self.index(id)?)
     }
 
+    /// Invoice `id` to change: copied first only while an answer still holds it.
     fn get_mut(&mut self, id: &str) -> Option<&mut Invoice> {
         let index = self.index(id)?;
-        self.invoices.get_mut(index)
+        self.invoices.get_mut(index).map(Arc::make_mut)
     }
 
     fn push(&mut self, invoice: Invoice) {
         self.counts[slot(invoice.status)] += 1;
-        self.invoices.push(invoice);
+        self.invoices.push(Arc::new(invoice));
     }
 
     fn count(&self, status: Option<Status>) -> u64 {
@@ -111,7 +114,7 @@ impl MemoryStore {
     }
 
     /// The tenant's invoice `id`, or `None` if the tenant has no such invoice.
-    pub fn get(&self, tenant: &str, id: &str) -> Option<Invoice> {
+    pub fn get(&self, tenant: &str, id: &str) -> Option<Arc<Invoice>> {
         self.lock().tenants.get(tenant)?.get(id).cloned()
     }
 
@@ -184,7 +187,10 @@ impl MemoryStore {
             if earlier != request {
                 return Created::KeyReused;
             }
-            let Some(invoice) = ledger.get(invoice_id).cloned() else {
+            let Some(invoice) = ledger
+                .get(invoice_id)
+                .map(|invoice| Invoice::clone(invoice))
+            else {
                 // A kept key always names an invoice of its tenant, and none is ever deleted.
                 return Created::KeyReused;
             };
@@ -304,11 +310,37 @@ mod tests {
             .collect();
         assert_eq!(ids, ["INV-1", "INV-2", "INV-3"]);
         assert_eq!(page.total, Some(1000));
-        assert_eq!(store.get(SEED_TENANT, "INV-7"), Some(seed_invoice(7)));
+        assert_eq!(
+            store.get(SEED_TENANT, "INV-7").as_deref(),
+            Some(&seed_invoice(7))
+        );
         assert_eq!(
             store.page(SEED_TENANT, Some(Status::Open), 0, 1).total,
             Some(333)
         );
+    }
+
+    #[test]
+    fn answers_share_the_stored_record_and_keep_it_as_it_was_when_it_changes() {
+        let store = MemoryStore::new();
+        let open = (1..)
+            .map(|n| format!("INV-{n}"))
+            .find(|id| store.get(SEED_TENANT, id).unwrap().status == Status::Open)
+            .unwrap();
+        let got = store.get(SEED_TENANT, &open).unwrap();
+        let paged = store.page(SEED_TENANT, Some(Status::Open), 0, 1);
+        // Not copied: the get and the page hold the store's own record.
+        assert!(Arc::ptr_eq(&got, &paged.invoices[0]));
+        assert!(Arc::ptr_eq(&got, &store.get(SEED_TENANT, &open).unwrap()));
+        let VoidOutcome::Voided(voided) = store.void(SEED_TENANT, &open, &audit("void")) else {
+            panic!("an open invoice is voided");
+        };
+        assert_eq!(voided.status, Status::Voided);
+        // The answer already given still shows what was true when it was given.
+        assert_eq!(got.status, Status::Open);
+        let now = store.get(SEED_TENANT, &open).unwrap();
+        assert_eq!(now.status, Status::Voided);
+        assert!(!Arc::ptr_eq(&got, &now));
     }
 
     #[test]

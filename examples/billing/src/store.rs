@@ -47,7 +47,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ValueRef};
@@ -371,8 +371,9 @@ pub struct NewInvoice<'a> {
 /// A page of invoices and what is known of the others.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvoicePage {
-    /// The invoices of the page.
-    pub invoices: Vec<Invoice>,
+    /// The invoices of the page, shared with the store that keeps them (the in-memory one)
+    /// or made for this page (SQLite, PostgreSQL).
+    pub invoices: Vec<Arc<Invoice>>,
     /// How many invoices match in all, when known.
     pub total: Option<u64>,
     /// Whether invoices match after this page (known even when the total is not).
@@ -381,7 +382,7 @@ pub struct InvoicePage {
 
 impl InvoicePage {
     /// The page at `offset` of `total` matching invoices.
-    pub fn counted(invoices: Vec<Invoice>, total: u64, offset: usize) -> InvoicePage {
+    pub fn counted(invoices: Vec<Arc<Invoice>>, total: u64, offset: usize) -> InvoicePage {
         let more = (offset as u64).saturating_add(invoices.len() as u64) < total;
         InvoicePage {
             invoices,
@@ -675,7 +676,7 @@ impl Store {
             };
             tx.commit()?;
             Ok(InvoicePage {
-                invoices,
+                invoices: invoices.into_iter().map(Arc::new).collect(),
                 total,
                 more,
             })
