@@ -108,15 +108,13 @@ impl PromptMessages {
         T: ToolOutput<P>,
     {
         // A prompt's text is for whoever reads it: its UI blocks are part of it.
-        let presentation = value.present(true)?;
+        let mut presentation = value.present(true)?;
         let info = PresenterInfo::of::<P>();
         let rules = info.all_rules();
         if !rules.is_empty() && !presentation.data.is_null() {
             self = self.user(crate::envelope::rules_block(&rules));
         }
-        let mut text = presentation
-            .data_text
-            .unwrap_or_else(|| presentation.data.to_string());
+        let mut text = presentation.take_data_json();
         for block in presentation
             .ui
             .iter()

@@ -361,5 +361,14 @@ async fn a_server_may_keep_the_json_text_copy_of_its_lists() {
     let json = list(json_server).await;
     let text: Value = serde_json::from_str(json.texts()[0]).expect("the text copy is JSON");
     assert_eq!(&text, json.data());
+    // Each record's keys in the presenter's order, as its view writes them (the text is
+    // written from the data only for a client that reads it).
+    assert!(
+        json.texts()[0].starts_with(
+            r#"[{"id":"INV-1","customer_id":"C-1","total_cents":1000,"status":"open","memo":null},"#
+        ),
+        "{}",
+        json.texts()[0]
+    );
     assert_eq!(json.envelope(), compact.envelope());
 }

@@ -115,8 +115,38 @@ pub(super) fn fit_budget(
 ) -> bool {
     // The notice block is there when the envelope describes a cut.
     let has_notice = envelope.meta.truncated.is_some();
+    // An empty data block (JSON text never is) was left for the client's form (see
+    // `seal_success`): it will hold the data's JSON text or its shorter table, in its JSON
+    // string at most twice the text's length (only `"` and `\` are escaped again: compact JSON
+    // has no control characters).
+    let data_pending = result
+        .content
+        .first()
+        .and_then(ContentBlock::as_text)
+        .is_some_and(|block| block.text.is_empty());
     result.structured_content = Some(envelope.into_value());
-    if size_upper_bound(result) <= budget.bytes_bound() || budget.fits(result) {
+    // The envelope's bound is above its data's: walked once for both.
+    let envelope_bound = result
+        .structured_content
+        .as_ref()
+        .map_or(0, value_size_bound);
+    let pending_bound = if data_pending { 2 * envelope_bound } else { 0 };
+    if blocks_size_bound(result) + envelope_bound + pending_bound <= budget.bytes_bound() {
+        return false;
+    }
+    if data_pending {
+        // Measured exactly from here on: the text is written as JSON, its largest form.
+        let columns = action
+            .presenter
+            .as_ref()
+            .map_or(&[][..], |presenter| presenter.fields);
+        let data = result
+            .structured_content
+            .as_ref()
+            .map_or(&Value::Null, |envelope| &envelope["data"]);
+        result.content[0] = ContentBlock::text(crate::present::json_text(data, columns));
+    }
+    if budget.fits(result) {
         return false;
     }
     // The data block, then the notice if any, then the UI blocks.
@@ -343,11 +373,12 @@ fn json_size_and_escapes<T: serde::Serialize + ?Sized>(value: &T) -> (usize, usi
     (counter.bytes, counter.escapes)
 }
 
-/// A bound on [`json_size`] of a result that does not scan its text blocks, so that results
+/// A bound on [`json_size`] of a result's text blocks and `_meta` (its `structuredContent` is
+/// bounded by [`value_size_bound`]) that does not scan its text blocks, so that results
 /// far below their budget (nearly all of them) are not serialized twice: JSON escaping turns
 /// a byte into at most six (`\u001f`), and a text block's own JSON around its text is far
 /// less than [`BLOCK_OVERHEAD`].
-fn size_upper_bound(result: &CallToolResult) -> usize {
+fn blocks_size_bound(result: &CallToolResult) -> usize {
     const BLOCK_OVERHEAD: usize = 64;
     const RESULT_OVERHEAD: usize = 128;
     let mut bound = RESULT_OVERHEAD;
@@ -365,10 +396,6 @@ fn size_upper_bound(result: &CallToolResult) -> usize {
         bound += json_size(&result.meta);
     }
     bound
-        + result
-            .structured_content
-            .as_ref()
-            .map_or(0, value_size_bound)
 }
 
 /// A bound on a JSON value's compact size from a walk that formats nothing: a string takes at
@@ -396,6 +423,47 @@ fn value_size_bound(value: &Value) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bound of a whole result.
+    fn size_upper_bound(result: &CallToolResult) -> usize {
+        blocks_size_bound(result)
+            + result
+                .structured_content
+                .as_ref()
+                .map_or(0, value_size_bound)
+    }
+
+    #[test]
+    fn an_empty_data_block_is_bounded_by_twice_its_datas_bound() {
+        let columns = ["id", "note", "n"];
+        let hostile = [
+            "\"\\\"\\".repeat(50),
+            "\u{1}\u{1f}\n\t".repeat(40),
+            "ünïcödé ✓ 𝄞".repeat(10),
+            "plain".to_owned(),
+        ];
+        for text in &hostile {
+            let data = serde_json::json!([
+                {"id": text, "note": null, "n": -1.7976931348623157e308},
+                {"id": "x", "note": text, "n": u64::MAX},
+                {"id": text, "note": true, "n": 0},
+            ]);
+            let sealed = |block: String| {
+                let mut result = CallToolResult::success(vec![
+                    ContentBlock::text(block),
+                    ContentBlock::text("<rules>r</rules>"),
+                ]);
+                result.structured_content =
+                    Some(serde_json::json!({"ok": true, "data": data, "meta": {}}));
+                result
+            };
+            let bound = size_upper_bound(&sealed(String::new())) + 2 * value_size_bound(&data);
+            let json = crate::present::json_text(&data, &columns);
+            assert!(bound >= json_size(&sealed(json)), "{text:?}");
+            let table = super::super::render::tabular(&data, Some(&columns)).unwrap();
+            assert!(bound >= json_size(&sealed(table)), "{text:?}");
+        }
+    }
 
     #[test]
     fn the_size_bound_is_never_below_the_size_on_the_wire() {

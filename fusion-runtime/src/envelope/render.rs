@@ -31,6 +31,8 @@ use rmcp::model::{ClientCapabilities, ContentBlock, ProtocolVersion};
 pub use crate::action::DataText;
 use serde_json::Value;
 
+use crate::present::json_text;
+
 impl DataText {
     /// The form for a client on `version` (the default when unknown): JSON for the versions
     /// before `structuredContent` (2024-11-05 and 2025-03-26).
@@ -91,26 +93,36 @@ impl ClientForm {
         }
     }
 
-    /// Writes the text blocks of a success (sealed with the data block as JSON first, and its
-    /// UI blocks at `ui`) in this form; `envelope` is its `structuredContent`, `columns` its
-    /// presenter's fields in order (empty for data without a presenter).
+    /// Writes the text blocks of a success (sealed with the data block first, and its UI
+    /// blocks at `ui`) in this form; `envelope` is its `structuredContent`, `columns` its
+    /// presenter's fields in order (empty for data without a presenter). The data block is
+    /// JSON, or empty when `data_pending`: a list of flat records whose text is written here,
+    /// as a table or (for a client that reads JSON) as JSON.
     pub(crate) fn apply(
         self,
         content: &mut Vec<ContentBlock>,
         ui: Range<usize>,
         envelope: &Value,
         columns: &[&str],
+        data_pending: bool,
     ) {
         if !self.ui && ui.end <= content.len() {
             content.drain(ui);
-        }
-        if self.data_text == DataText::Json {
-            return;
         }
         let Some(block) = content.first_mut() else {
             return;
         };
         let data = &envelope["data"];
+        if data_pending {
+            let table = (self.data_text == DataText::Compact && same_keys(data, columns))
+                .then(|| tabular(data, Some(columns)))
+                .flatten();
+            *block = ContentBlock::text(table.unwrap_or_else(|| json_text(data, columns)));
+            return;
+        }
+        if self.data_text == DataText::Json {
+            return;
+        }
         // Only a list of two items or more has a tabular form: anything else keeps its JSON,
         // without reading the text's key order first (most answers are one record).
         if data.as_array().is_none_or(|items| items.len() < 2) {
@@ -241,7 +253,14 @@ pub(crate) fn tabular(data: &Value, order: Option<&[&str]>) -> Option<String> {
 fn cell(text: &mut String, value: &Value) -> Option<()> {
     match value {
         Value::String(string) if plain(string) => text.push_str(string),
-        Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null => {
+        // `Number`'s own `Display` is the JSON text, without `Value`'s serializer around it.
+        Value::Number(number) => {
+            let _ = write!(text, "{number}");
+        }
+        Value::Bool(true) => text.push_str("true"),
+        Value::Bool(false) => text.push_str("false"),
+        Value::Null => text.push_str("null"),
+        Value::String(_) => {
             let _ = write!(text, "{value}");
         }
         Value::Array(_) | Value::Object(_) => return None,
@@ -252,13 +271,26 @@ fn cell(text: &mut String, value: &Value) -> Option<()> {
 /// Whether a string reads as itself unquoted: no delimiter, quote, brace, bracket, colon or
 /// control character, no spaces at its ends, and not a number, boolean or null.
 fn plain(string: &str) -> bool {
-    !string.is_empty()
-        && string.trim() == string
-        && !string.chars().any(|char| {
-            matches!(char, ',' | '"' | '\\' | ':' | '[' | ']' | '{' | '}') || char.is_control()
-        })
+    let (Some(first), Some(last)) = (string.chars().next(), string.chars().next_back()) else {
+        return false;
+    };
+    // One pass over the bytes for the ASCII delimiters and controls; a string with other
+    // characters is checked again by character (C1 controls are two bytes in UTF-8).
+    let mut ascii = true;
+    for &byte in string.as_bytes() {
+        match byte {
+            b',' | b'"' | b'\\' | b':' | b'[' | b']' | b'{' | b'}' | 0..=0x1f | 0x7f => {
+                return false;
+            }
+            0x80.. => ascii = false,
+            _ => {}
+        }
+    }
+    (ascii || !string.chars().any(char::is_control))
+        && !first.is_whitespace()
+        && !last.is_whitespace()
         && !matches!(string, "true" | "false" | "null")
-        && !string.starts_with('-')
+        && first != '-'
         && !reads_as_number(string)
 }
 
@@ -335,7 +367,7 @@ mod tests {
         let data: Value = serde_json::from_str(written).unwrap();
         let envelope = json!({"ok": true, "data": data, "meta": {}});
         let mut content = vec![ContentBlock::text(written)];
-        ClientForm::default().apply(&mut content, 1..1, &envelope, &[]);
+        ClientForm::default().apply(&mut content, 1..1, &envelope, &[], false);
         assert_eq!(
             content[0].as_text().unwrap().text,
             "[2]{id,total_cents,status}:\nINV-1,5,paid\nINV-2,7,open"
@@ -348,6 +380,7 @@ mod tests {
             1..1,
             &envelope,
             &["status", "id", "total_cents"],
+            false,
         );
         assert_eq!(
             content[0].as_text().unwrap().text,
@@ -362,12 +395,37 @@ mod tests {
 
     #[test]
     fn a_string_is_plain_unless_it_would_read_as_something_else() {
-        for plain_text in ["INV-1", "in", "inv", "Nano", "+", ".", "x1e3", "C 1"] {
+        for plain_text in [
+            "INV-1", "in", "inv", "Nano", "+", ".", "x1e3", "C 1", "é", "Zoë B", "a\u{a0}b",
+        ] {
             assert!(plain(plain_text), "{plain_text}");
         }
         for quoted in [
-            "1", "1e3", ".5", "+7", "inf", "-inf", "Infinity", "NaN", "nan", "true", "null", "-x",
-            " a", "a,b", "a:b", "a\nb", "",
+            "1",
+            "1e3",
+            ".5",
+            "+7",
+            "inf",
+            "-inf",
+            "Infinity",
+            "NaN",
+            "nan",
+            "true",
+            "null",
+            "-x",
+            " a",
+            "a,b",
+            "a:b",
+            "a\nb",
+            "",
+            "a\u{7f}",
+            "a\u{85}b",
+            "\u{a0}a",
+            "a\u{3000}",
+            "\"",
+            "a\\b",
+            "{",
+            "]",
         ] {
             assert!(!plain(quoted), "{quoted}");
         }
@@ -395,7 +453,7 @@ mod tests {
         ] {
             let form = ClientForm::of(None, capabilities.as_ref());
             let mut content = sealed();
-            form.apply(&mut content, 1..2, &envelope, &[]);
+            form.apply(&mut content, 1..2, &envelope, &[], false);
             assert_eq!(content.len(), blocks, "{capabilities:?}");
             assert!(
                 content
@@ -428,7 +486,7 @@ mod tests {
             (None, "[2]{id}:\nINV-1\nINV-2".to_owned()),
         ] {
             let mut content = vec![ContentBlock::text(json_text.clone())];
-            ClientForm::of(version.as_ref(), None).apply(&mut content, 1..1, &envelope, &[]);
+            ClientForm::of(version.as_ref(), None).apply(&mut content, 1..1, &envelope, &[], false);
             assert_eq!(content[0].as_text().unwrap().text, expected, "{version:?}");
         }
     }

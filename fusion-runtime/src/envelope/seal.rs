@@ -78,6 +78,9 @@ pub(crate) enum Reply {
         ui: std::ops::Range<usize>,
         /// The tool's form of the data block for clients that read `structuredContent`.
         data_text: super::DataText,
+        /// Whether the data block is still empty: a list of flat records, written in the
+        /// client's form when the answer leaves (see `ClientForm::apply`).
+        data_pending: bool,
         /// The presenter's fields in its order (empty without a presenter): the columns of a
         /// list written as a table.
         columns: &'static [&'static str],
@@ -381,6 +384,7 @@ pub(crate) fn seal_success(
     let Presentation {
         data,
         data_text,
+        columns,
         mut ui,
         suggestions,
         declared_actions,
@@ -404,9 +408,14 @@ pub(crate) fn seal_success(
     });
     let tool = action.exposure.tool();
     let mut content = Vec::with_capacity(2 + ui.len());
-    content.push(ContentBlock::text(
-        data_text.unwrap_or_else(|| data.to_string()),
-    ));
+    // A list of flat records without its text (see `Presentation::columns`) keeps its block
+    // empty: the client's form writes it, as a table or JSON (`ClientForm::apply`).
+    let data_pending = data_text.is_none() && !columns.is_empty();
+    content.push(ContentBlock::text(match data_text {
+        Some(text) => text,
+        None if data_pending => String::new(),
+        None => crate::present::json_text(&data, columns),
+    }));
     let mut meta = sealed.meta.clone();
     if let Some(truncation) = &truncation
         && let Some(truncated) = super::Truncated::describe(truncation, offset, action)
@@ -473,12 +482,19 @@ pub(crate) fn seal_success(
         structured_content,
         ..
     } = result;
+    // Unless the budget had to measure it, and wrote it.
+    let data_pending = data_pending
+        && content
+            .first()
+            .and_then(ContentBlock::as_text)
+            .is_some_and(|block| block.text.is_empty());
     Sealed {
         reply: Reply::Success {
             content,
             // A cut drops the UI blocks first (see `fit_budget`).
             ui: first_ui..if cut { first_ui } else { first_ui + ui_blocks },
             data_text: action.data_text,
+            data_pending,
             columns: action
                 .presenter
                 .as_ref()

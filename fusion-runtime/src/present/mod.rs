@@ -5,8 +5,10 @@
 //! collections, suggested next actions and UI blocks rendered by the server.
 
 mod outputs;
+mod records;
 mod ui;
 
+pub(crate) use records::{flat_records, json_text};
 pub use ui::UiBlock;
 
 use std::borrow::Cow;
@@ -579,8 +581,13 @@ impl<M> Page<M> {
 #[derive(Debug)]
 pub struct Presentation {
     pub(crate) data: Value,
-    /// The data as JSON text, written straight from the view (faster than from `data`).
+    /// The data as JSON text, written straight from the view (faster than from `data`); `None`
+    /// when it is written only if someone reads it (see [`Presentation::data_json`]).
     pub(crate) data_text: Option<String>,
+    /// The presenter's fields in order when `data_text` was left out because `data` is a list
+    /// of flat records with these keys (empty otherwise): most clients read such a list as a
+    /// table, so its JSON text would be written for nothing.
+    pub(crate) columns: &'static [&'static str],
     pub(crate) ui: Vec<UiBlock>,
     pub(crate) suggestions: Vec<Suggestion>,
     pub(crate) declared_actions: &'static [&'static str],
@@ -597,6 +604,7 @@ impl Presentation {
         Presentation {
             data,
             data_text: None,
+            columns: &[],
             ui: Vec::new(),
             suggestions: Vec::new(),
             declared_actions: &[],
@@ -609,6 +617,14 @@ impl Presentation {
     /// The data that goes to the agent.
     pub fn data(&self) -> &Value {
         &self.data
+    }
+
+    /// The data's JSON text, taken out: as written from the view, or written now from `data`
+    /// with each record's keys in the presenter's order (the text the view writes).
+    pub(crate) fn take_data_json(&mut self) -> String {
+        self.data_text
+            .take()
+            .unwrap_or_else(|| json_text(&self.data, self.columns))
     }
 }
 

@@ -267,10 +267,27 @@ fn presented<P: Presenter, D: Serialize + ?Sized>(
     let suggestions = P::suggest(shown);
     // Built only for a client that draws them: for any other they would be sent nowhere.
     let ui = if ui { P::ui(shown) } else { Vec::new() };
-    let (data, data_text) = serialize_twice(data)?;
+    let (data, data_text, columns) = match shown {
+        // A list of flat records is read as a table by most clients: its JSON text is written
+        // later, only for a client that reads JSON.
+        Presented::Many(items) if items.len() >= 2 => {
+            let tree = serde_json::to_value(data).map_err(ToolError::internal)?;
+            if super::flat_records(&tree, P::FIELDS) {
+                (tree, None, P::FIELDS)
+            } else {
+                let text = serde_json::to_string(data).map_err(ToolError::internal)?;
+                (tree, Some(text), &[][..])
+            }
+        }
+        _ => {
+            let (data, text) = serialize_twice(data)?;
+            (data, Some(text), &[][..])
+        }
+    };
     Ok(Presentation {
         data,
-        data_text: Some(data_text),
+        data_text,
+        columns,
         ui,
         suggestions,
         declared_actions: P::ACTIONS,

@@ -26,12 +26,13 @@ pub(crate) fn call_tool_result(sealed: Sealed, form: ClientForm) -> CallToolResu
             mut content,
             ui,
             data_text,
+            data_pending,
             columns,
             envelope,
             ..
         } => {
             form.for_tool(data_text)
-                .apply(&mut content, ui, &envelope, columns);
+                .apply(&mut content, ui, &envelope, columns, data_pending);
             let mut result = CallToolResult::success(content);
             result.structured_content = Some(envelope);
             result
@@ -73,7 +74,9 @@ pub(crate) fn read_result(
             (Value::String(blob), true) if resource.binary => ResourceContents::blob(blob, uri),
             (Value::String(text), true) => ResourceContents::text(text, uri),
             (data, _) => {
-                let text = presentation.data_text.unwrap_or_else(|| data.to_string());
+                let text = presentation
+                    .data_text
+                    .unwrap_or_else(|| crate::present::json_text(&data, presentation.columns));
                 ResourceContents::text(text, uri)
             }
         }

@@ -157,7 +157,9 @@ async fn write_message<W: AsyncWrite + Unpin>(
     write: &Mutex<W>,
     message: &TxJsonRpcMessage<RoleServer>,
 ) -> std::io::Result<()> {
-    let mut bytes = serde_json::to_vec(message)?;
+    // Most answers fit without growing (`to_vec` starts at 128 bytes and doubles, copying).
+    let mut bytes = Vec::with_capacity(2048);
+    serde_json::to_writer(&mut bytes, message)?;
     bytes.push(b'\n');
     let mut write = write.lock().await;
     write.write_all(&bytes).await?;
