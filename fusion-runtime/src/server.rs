@@ -252,6 +252,11 @@ pub(crate) struct CompiledAction {
     /// The handler takes an [`Elicit`](crate::elicit::Elicit): it may ask the user (recorded in
     /// the lockfile).
     pub(crate) asks_user: bool,
+    /// The handler takes something that can talk to the client while it runs (elicitation,
+    /// sampling, roots, log messages, an upstream that forwards its questions): its calls need
+    /// the session's own request stream.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) talks_to_client: bool,
     pub(crate) sealed: SealedParts,
 }
 

@@ -445,6 +445,7 @@ impl ToolSpec {
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
         self.params = whole_params::<A>();
+        self.params.whole_context = true;
         let f = Arc::new(f);
         self.with_call_handler::<P, T, E, _, _, _>(move |reader: ArgReader<'_>| {
             let args = read_whole::<A>(reader)?;

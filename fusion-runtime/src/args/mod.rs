@@ -52,6 +52,10 @@ pub struct Params {
     pub(crate) context: Vec<ContextParamSpec>,
     /// The arguments stated not to be the guarded field they are named like, with the reason.
     pub(crate) not_guarded: Vec<(&'static str, &'static str)>,
+    /// The handler is given the whole [`CallContext`](crate::CallContext) (a
+    /// [`ToolSpec::handler`](crate::ToolSpec::handler)): it can take anything from it,
+    /// including what asks the client.
+    pub(crate) whole_context: bool,
 }
 
 #[derive(Debug)]

@@ -173,6 +173,13 @@ pub(super) fn compile_action(
     params.check_context(&parts, problems, key.as_str());
     let audit_entry = params.takes_context::<AuditEntry>();
     let asks_user = params.takes_context::<crate::elicit::Elicit>();
+    // What can send the client a request, or a notification tied to the call, while it runs.
+    let talks_to_client = asks_user
+        || params.whole_context
+        || params.takes_context::<crate::elicit::Sample>()
+        || params.takes_context::<crate::elicit::Roots>()
+        || params.takes_context::<crate::logging::Log>()
+        || params.takes_context::<crate::upstream::Upstream>();
 
     let mut input_schema = params.input_schema(problems);
     let scan = crate::guarded::scan(
@@ -282,6 +289,7 @@ pub(super) fn compile_action(
         bare: chain.is_empty() && concurrency.is_none() && serial.is_none(),
         audit_entry,
         asks_user,
+        talks_to_client,
         facts,
         handler,
         layout,

@@ -236,6 +236,20 @@ impl Round {
         }
     }
 
+    /// A session's round in which the client cannot be asked anything.
+    pub(crate) fn mute(era: Era) -> Round {
+        Round {
+            era,
+            elicitation: false,
+            sampling: false,
+            roots: false,
+            unnamed: Mutex::new(0),
+            pending: Mutex::new(BTreeMap::new()),
+            missing: Mutex::new(None),
+            deadline: Mutex::new(None),
+        }
+    }
+
     fn supports(&self, need: Need) -> bool {
         match need {
             Need::Elicitation => self.elicitation,

@@ -26,8 +26,8 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use rmcp::RoleServer;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequest, CallToolResponse, ErrorCode, ErrorData, JsonRpcRequest, ProtocolVersion,
-    RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, ErrorCode, ErrorData, JsonRpcRequest,
+    ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{Peer, RequestContext};
 use tokio_util::sync::CancellationToken;
@@ -125,7 +125,7 @@ impl Direct {
         let params = request.params;
         let cancellation = context.ct.clone();
         let outcome = Detaching::new(
-            Box::pin(async move { handler.call_tool(params, context).await }),
+            Box::pin(async move { dispatch_call(&handler, params, context).await }),
             cancellation,
         )
         .await;
@@ -247,10 +247,10 @@ fn plain_call(call: &JsonRpcRequest<CallToolRequest>, headers: &HeaderMap) -> bo
 /// JSON, with the status rmcp gives it.
 fn answer(
     id: rmcp::model::RequestId,
-    outcome: Result<CallToolResponse, ErrorData>,
+    outcome: Result<ServerResult, ErrorData>,
 ) -> axum::response::Response {
     let message = match outcome {
-        Ok(response) => ServerJsonRpcMessage::response(ServerResult::from(response), id),
+        Ok(result) => ServerJsonRpcMessage::response(result, id),
         Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
     };
     let status = match &message {
@@ -284,19 +284,57 @@ fn answer(
     }
 }
 
-type Call = Pin<Box<dyn Future<Output = Result<CallToolResponse, ErrorData>> + Send>>;
+/// `tools/call` as rmcp's request dispatch runs it (for a request whose `_meta` rmcp's
+/// checks already accept): the handler, the refusal of a task handle for a client that did not
+/// declare tasks (SEP-2663), and the result in the shape of the negotiated version.
+pub(super) async fn dispatch_call(
+    handler: &McpHandler,
+    params: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> Result<ServerResult, ErrorData> {
+    // Dates compare as text, as rmcp compares them.
+    let current = context
+        .protocol_version()
+        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    let declared_tasks = context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks());
+    let response = handler.call_tool(params, context).await?;
+    if matches!(response, CallToolResponse::Task(_)) && !declared_tasks {
+        return Err(ErrorData::missing_required_client_capability(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_tasks()
+                .build(),
+        ));
+    }
+    let mut result = ServerResult::from(response);
+    if current {
+        result.fill_missing_cache_hints();
+    } else if matches!(result, ServerResult::InputRequiredResult(_)) {
+        return Err(ErrorData::invalid_request(
+            "InputRequiredResult requires negotiated protocol version 2026-07-28 or newer",
+            None,
+        ));
+    } else {
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+    }
+    Ok(result)
+}
+
+type Call = Pin<Box<dyn Future<Output = Result<ServerResult, ErrorData>> + Send>>;
 
 /// The call, run in place; if the connection drops it before it ends (the client went away),
 /// it is cancelled and finished on a task of its own, as rmcp's path does: the handler stops
 /// where it waits, and what follows it (the seal, the audit record of a change already made)
 /// still happens.
-struct Detaching {
+pub(super) struct Detaching {
     call: Option<Call>,
     cancellation: CancellationToken,
 }
 
 impl Detaching {
-    fn new(call: Call, cancellation: CancellationToken) -> Self {
+    pub(super) fn new(call: Call, cancellation: CancellationToken) -> Self {
         Detaching {
             call: Some(call),
             cancellation,
@@ -305,7 +343,7 @@ impl Detaching {
 }
 
 impl Future for Detaching {
-    type Output = Result<CallToolResponse, ErrorData>;
+    type Output = Result<ServerResult, ErrorData>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let Some(call) = self.call.as_mut() else {
@@ -322,7 +360,7 @@ impl Future for Detaching {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(outcome)) => outcome,
             Err(_) => {
-                tracing::error!("a stateless call panicked outside the tool's pipeline");
+                tracing::error!("a call answered directly panicked outside the tool's pipeline");
                 Err(ErrorData::internal_error("Internal error", None))
             }
         };

@@ -90,6 +90,11 @@ mod connections;
 mod descriptors;
 #[cfg(feature = "http")]
 mod direct;
+#[cfg(feature = "http")]
+mod session_calls;
+/// Marks a session's call answered beside its worker (see `session_calls.rs`).
+#[derive(Clone, Copy)]
+struct BesideWorker;
 mod discovery;
 #[cfg(feature = "gateway")]
 mod gateway;
@@ -371,6 +376,10 @@ pub(crate) struct ConnectionState {
     subscriptions: std::sync::Mutex<Vec<subscriptions::Subscription>>,
     /// Where its resource updates go: the peer of its latest request.
     peer: std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>,
+    /// The peer of the latest call its worker served: an HTTP session's later calls can be
+    /// answered beside the worker with it (`session_calls.rs`).
+    #[cfg(feature = "http")]
+    worker_peer: std::sync::Mutex<Option<rmcp::Peer<RoleServer>>>,
 }
 
 fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -455,6 +464,17 @@ impl McpHandler {
         // one when it is restored).
         if !locked(&connection.subscriptions).is_empty() {
             *locked(&connection.peer) = Some(context.peer.clone());
+        }
+        #[cfg(feature = "http")]
+        {
+            let mut worker_peer = locked(&connection.worker_peer);
+            // Replaced when a parked session's restored worker serves its next call.
+            if worker_peer
+                .as_ref()
+                .is_none_or(rmcp::Peer::is_transport_closed)
+            {
+                *worker_peer = Some(context.peer.clone());
+            }
         }
         let log_sink = log_level.map(|level| {
             Arc::new(crate::logging::LogSink {

@@ -19,6 +19,9 @@ pub(super) struct Asking {
     pub(super) rounds: bool,
     pub(super) peer: rmcp::Peer<RoleServer>,
     pub(super) capabilities: Option<rmcp::model::ClientCapabilities>,
+    /// A session's call answered beside its worker (`session_calls.rs`): nothing it sends
+    /// would ride the call's own stream, so nothing in it may ask the client.
+    pub(super) mute: bool,
 }
 
 impl Asking {
@@ -29,6 +32,8 @@ impl Asking {
                 .is_some_and(|version| !version.has_initialize()),
             peer: context.peer.clone(),
             capabilities: context.client_capabilities(),
+            mute: cfg!(feature = "http")
+                && context.extensions.get::<super::BesideWorker>().is_some(),
         }
     }
 }
@@ -79,6 +84,9 @@ impl McpHandler {
         use crate::elicit::{Era, Round};
         let capabilities = asking.capabilities.as_ref();
         if !asking.rounds {
+            if asking.mute {
+                return Ok(Arc::new(Round::mute(Era::Session(asking.peer))));
+            }
             return Ok(Arc::new(Round::new(
                 Era::Session(asking.peer),
                 capabilities,

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -128,6 +128,8 @@ struct Shared {
     parked: Notify,
     sweeping: AtomicBool,
     stop: CancellationToken,
+    /// Plain calls answered beside the session's worker, when the endpoint set it.
+    calls: OnceLock<Arc<super::session_calls::SessionCalls>>,
 }
 
 #[derive(Default)]
@@ -279,8 +281,14 @@ impl BoundedSessions {
                 parked: Notify::new(),
                 sweeping: AtomicBool::new(false),
                 stop,
+                calls: OnceLock::new(),
             }),
         }
+    }
+
+    /// Answers the sessions' plain calls with `calls` (once; later calls keep the first).
+    pub(crate) fn answer_calls_with(&self, calls: super::session_calls::SessionCalls) {
+        let _ = self.shared.calls.set(Arc::new(calls));
     }
 
     /// The [`SessionStore`] rmcp keeps parked sessions in (and restores them from).
@@ -613,6 +621,13 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let message = match self.shared.calls.get() {
+            Some(calls) => match calls.answer(id, message) {
+                Ok(answer) => return Ok(Tracked::new(&self.shared, id, StreamKind::Call, answer)),
+                Err(message) => message,
+            },
+            None => message,
+        };
         let stream = self.shared.inner.create_stream(id, message).await?;
         Ok(Tracked::new(&self.shared, id, StreamKind::Call, stream))
     }
@@ -623,6 +638,9 @@ impl SessionManager for BoundedSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
         self.shared.touch(id);
+        if let Some(calls) = self.shared.calls.get() {
+            calls.cancel(id, &message);
+        }
         Ok(self.shared.inner.accept_message(id, message).await?)
     }
 

@@ -106,6 +106,9 @@ impl Mcp {
         // check is left out: rmcp clones its configuration, lists included, several times per
         // request.
         let sessions = options.bounded_sessions();
+        if let Some(calls) = super::session_calls::SessionCalls::new(self.handler()) {
+            sessions.answer_calls_with(calls);
+        }
         let config = options
             .rmcp_config(&sessions)
             .disable_allowed_hosts()

@@ -1,0 +1,438 @@
+//! A 2025-11-25 session's plain `tools/call`s answered beside the session's worker
+//! (`serve/session_calls.rs`): rmcp's answer, on the connection's own task; every call that
+//! could need the call's own stream (a progress token, a log level, a tool that asks or logs, a
+//! handler given the whole call context) still answered by the worker; and a call cancelled by
+//! its client, or whose client goes away, stopped with its path still ended.
+#![cfg(feature = "http")]
+
+mod support;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use fusion_runtime::args::ArgReader;
+use fusion_runtime::present::Plain;
+use fusion_runtime::serve::{HttpOptions, Mcp};
+use fusion_runtime::{CallContext, Params, ServerBuilder, ToolError, ToolSpec};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use support::{Raw, RawResponse, Served, call, eventually, within};
+
+#[derive(Deserialize, JsonSchema)]
+struct Text {
+    text: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+struct Millis {
+    millis: u64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Echoed {
+    text: String,
+}
+
+/// What the slow tool saw: calls begun, and calls whose path ended, with the last outcome.
+#[derive(Default)]
+struct Seen {
+    begun: AtomicUsize,
+    ended: AtomicUsize,
+    outcome: std::sync::Mutex<String>,
+}
+
+impl fusion_runtime::Metrics for Seen {
+    fn call_finished(&self, report: &fusion_runtime::observe::CallReport<'_>) {
+        if report.tool.contains("slow") {
+            *self.outcome.lock().unwrap() = report.outcome.to_owned();
+            self.ended.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A tool as `#[tool]` generates it: its arguments read whole, `context` declaring its context
+/// parameters, and the handler given only its arguments (not the whole call context).
+fn generated<A, F, Fut>(spec: ToolSpec, context: fn(&mut Params), f: F) -> ToolSpec
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Echoed, ToolError>> + Send + 'static,
+{
+    let mut params = Params::new();
+    params.whole::<A>();
+    context(&mut params);
+    let f = Arc::new(f);
+    spec.with_params(params)
+        .with_call_handler::<Plain, Echoed, ToolError, _, _, _>(move |mut reader: ArgReader<'_>| {
+            let args = reader.whole::<A>();
+            reader.finish()?;
+            let args = args.ok_or_else(|| ToolError::internal_message("no arguments"))?;
+            let f = Arc::clone(&f);
+            Ok(move |_: CallContext| async move { Ok(f(args).await) })
+        })
+}
+
+fn no_context(_: &mut Params) {}
+
+/// `echo` repeats its text; `task_id` answers with the tokio task it runs on; `slow` waits;
+/// `logs` takes a `Log` (it may tell the client things tied to the call); `whole` is given the
+/// whole call context. `seen` counts what the pipeline reports.
+fn server(seen: Arc<Seen>) -> fusion_runtime::Server {
+    let metrics: Arc<dyn fusion_runtime::Metrics> = Arc::clone(&seen) as _;
+    ServerBuilder::new("sessions", "1.0.0")
+        .metrics(metrics)
+        .tool_spec(generated(
+            ToolSpec::query("demo.echo", "Repeats the text."),
+            no_context,
+            |args: Text| async move { Ok(Echoed { text: args.text }) },
+        ))
+        .tool_spec(generated(
+            ToolSpec::query("demo.task_id", "The tokio task the call runs on."),
+            no_context,
+            |_: NoArgs| async move {
+                Ok(Echoed {
+                    text: tokio::task::id().to_string(),
+                })
+            },
+        ))
+        .tool_spec(generated(
+            ToolSpec::query("demo.logs", "Runs on the task it is given, with a log."),
+            |params| params.context::<fusion_runtime::logging::Log>(),
+            |_: NoArgs| async move {
+                Ok(Echoed {
+                    text: tokio::task::id().to_string(),
+                })
+            },
+        ))
+        .tool_spec(
+            ToolSpec::query("demo.whole", "Given the whole call context.").handler(
+                |_: CallContext, _: NoArgs| async move {
+                    Ok::<_, ToolError>(Echoed {
+                        text: tokio::task::id().to_string(),
+                    })
+                },
+            ),
+        )
+        .tool_spec(generated(
+            ToolSpec::query("demo.slow", "Waits."),
+            no_context,
+            move |args: Millis| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    seen.begun.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(args.millis)).await;
+                    Ok(Echoed {
+                        text: "done".into(),
+                    })
+                }
+            },
+        ))
+        .build()
+        .expect("the server builds")
+}
+
+async fn serve(seen: Arc<Seen>) -> Served {
+    Served::start(Mcp::new(server(seen)), HttpOptions::default()).await
+}
+
+/// A new session on `raw`: its id.
+async fn open(raw: &mut Raw) -> String {
+    let opened = raw.open_session(None).await.expect("initialize");
+    assert_eq!(opened.status, 200, "{}", opened.text());
+    opened
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned()
+}
+
+async fn post(raw: &mut Raw, session: &str, message: &Value) -> RawResponse {
+    let response = raw.post(None, Some(session), message).await.expect("post");
+    assert_eq!(response.status, 200, "{}", response.text());
+    response
+}
+
+/// Whether the session's worker answered: its request streams start with an event that has
+/// an id (for resuming), which an answer made beside it does not carry.
+fn from_worker(response: &RawResponse) -> bool {
+    response.text().lines().any(|line| line.starts_with("id:"))
+}
+
+fn text_of(response: &RawResponse) -> String {
+    response.message()["result"]["structuredContent"]["data"]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a text: {}", response.text()))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_plain_calls_get_the_workers_answer_on_the_connections_task() {
+    within(async {
+        let served = serve(Arc::default()).await;
+        let cases = [
+            ("demo_echo", json!({"text": "hello \"world\" é"})),
+            // Arguments the tool refuses: an error result.
+            ("demo_echo", json!({"text": 42})),
+            ("demo_echo", json!({})),
+            // A tool the server does not have: a JSON-RPC error.
+            ("demo_nothing", json!({})),
+        ];
+        for (tool, arguments) in cases {
+            // The first call of a session goes through its worker; the same call again is
+            // answered beside it, with the same message.
+            let mut raw = Raw::connect(served.address).await.expect("connect");
+            let session = open(&mut raw).await;
+            let first = post(&mut raw, &session, &call(7, tool, arguments.clone())).await;
+            let again = post(&mut raw, &session, &call(7, tool, arguments.clone())).await;
+            assert!(from_worker(&first), "{}", first.text());
+            if tool == "demo_nothing" {
+                // Not one of the server's tools: always the worker's.
+                assert!(from_worker(&again), "{}", again.text());
+            } else {
+                assert!(!from_worker(&again), "{}", again.text());
+            }
+            assert_eq!(first.message(), again.message(), "{tool} {arguments}");
+            assert_eq!(
+                first.header("content-type"),
+                again.header("content-type"),
+                "{tool}"
+            );
+        }
+        // On one keep-alive connection, the calls answered beside the worker run on the
+        // connection's task: nothing is spawned for them.
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let session = open(&mut raw).await;
+        let task = |id| call(id, "demo_task_id", json!({}));
+        let by_worker = text_of(&post(&mut raw, &session, &task(1)).await);
+        let second = text_of(&post(&mut raw, &session, &task(2)).await);
+        let third = text_of(&post(&mut raw, &session, &task(3)).await);
+        assert_eq!(second, third);
+        assert_ne!(by_worker, second);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_could_need_their_own_stream_are_still_the_workers() {
+    within(async {
+        let served = serve(Arc::default()).await;
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let session = open(&mut raw).await;
+        post(
+            &mut raw,
+            &session,
+            &call(1, "demo_echo", json!({"text": "a"})),
+        )
+        .await;
+        // Plain: beside the worker.
+        let plain = post(
+            &mut raw,
+            &session,
+            &call(2, "demo_echo", json!({"text": "b"})),
+        )
+        .await;
+        assert!(!from_worker(&plain), "{}", plain.text());
+        // A progress token: the worker's (its notifications ride the call's stream).
+        let progress = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "demo_echo", "arguments": {"text": "c"}, "_meta": {"progressToken": "p"}}});
+        let progress = post(&mut raw, &session, &progress).await;
+        assert!(from_worker(&progress), "{}", progress.text());
+        assert_eq!(text_of(&progress), "c");
+        // A tool that takes a `Log`, and one given the whole call context: the worker's.
+        for tool in ["demo_logs", "demo_whole"] {
+            let answered = post(&mut raw, &session, &call(4, tool, json!({}))).await;
+            assert!(from_worker(&answered), "{tool}: {}", answered.text());
+        }
+        // A session that asked for log messages: every call is the worker's.
+        let level = json!({"jsonrpc": "2.0", "id": 5, "method": "logging/setLevel",
+            "params": {"level": "info"}});
+        post(&mut raw, &session, &level).await;
+        let logged = post(
+            &mut raw,
+            &session,
+            &call(6, "demo_echo", json!({"text": "d"})),
+        )
+        .await;
+        assert!(from_worker(&logged), "{}", logged.text());
+        // Another session is not affected.
+        let other = open(&mut raw).await;
+        post(
+            &mut raw,
+            &other,
+            &call(1, "demo_echo", json!({"text": "e"})),
+        )
+        .await;
+        let plain = post(
+            &mut raw,
+            &other,
+            &call(2, "demo_echo", json!({"text": "f"})),
+        )
+        .await;
+        assert!(!from_worker(&plain), "{}", plain.text());
+    })
+    .await;
+}
+
+/// Waits until the slow tool has begun `count` calls.
+async fn begun(seen: &Arc<Seen>, count: usize) {
+    eventually(Duration::from_secs(10), "the call begins", || {
+        let seen = Arc::clone(seen);
+        async move { seen.begun.load(Ordering::SeqCst) == count }
+    })
+    .await;
+}
+
+/// Waits until the pipeline reported `count` calls of the slow tool ended; their last outcome.
+async fn ended(seen: &Arc<Seen>, count: usize) -> String {
+    eventually(Duration::from_secs(10), "the call's path ends", || {
+        let seen = Arc::clone(seen);
+        async move { seen.ended.load(Ordering::SeqCst) == count }
+    })
+    .await;
+    seen.outcome.lock().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
+    within(async {
+        let seen = Arc::new(Seen::default());
+        let served = serve(Arc::clone(&seen)).await;
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let session = open(&mut raw).await;
+        post(
+            &mut raw,
+            &session,
+            &call(1, "demo_echo", json!({"text": "a"})),
+        )
+        .await;
+        let slow = call(2, "demo_slow", json!({"millis": 20_000}));
+        raw.send(
+            "POST",
+            &[
+                ("Accept", "application/json, text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
+            Some(&slow.to_string()),
+        )
+        .await
+        .expect("sent");
+        begun(&seen, 1).await;
+        // The client cancels it, on another connection: the handler stops where it waits
+        // (not after its 20 s), and the call's path ends.
+        let mut other = Raw::connect(served.address).await.expect("connect");
+        let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 2, "reason": "the user changed their mind"}});
+        let accepted = other
+            .post(None, Some(&session), &cancelled)
+            .await
+            .expect("post");
+        assert_eq!(accepted.status, 202, "{}", accepted.text());
+        let outcome = ended(&seen, 1).await;
+        assert!(outcome.contains("CANCELLED"), "{outcome}");
+        // Its stream still ends with an answer, and the session goes on.
+        let answer = raw.response().await.expect("the cancelled call's answer");
+        assert!(!from_worker(&answer), "{}", answer.text());
+        let after = post(
+            &mut raw,
+            &session,
+            &call(3, "demo_echo", json!({"text": "b"})),
+        )
+        .await;
+        assert_eq!(text_of(&after), "b");
+        // A cancellation of another session's request id touches nothing here.
+        let third = post(
+            &mut raw,
+            &session,
+            &call(4, "demo_echo", json!({"text": "c"})),
+        )
+        .await;
+        assert_eq!(text_of(&third), "c");
+
+        // A client that goes away: its call is stopped too, and its path still ends.
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let session = open(&mut raw).await;
+        post(
+            &mut raw,
+            &session,
+            &call(1, "demo_echo", json!({"text": "a"})),
+        )
+        .await;
+        raw.send(
+            "POST",
+            &[
+                ("Accept", "application/json, text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
+            Some(&slow.to_string()),
+        )
+        .await
+        .expect("sent");
+        begun(&seen, 2).await;
+        drop(raw);
+        let outcome = ended(&seen, 2).await;
+        assert!(outcome.contains("CANCELLED"), "{outcome}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_in_a_call_answered_beside_the_worker_can_ask_the_client() {
+    within(async {
+        // A provider (or any middleware) given the call's context could take an `Elicit` from
+        // it, which the tool's declared parameters do not show: beside the worker, its
+        // question could not ride the call's stream, so the client cannot be asked at all.
+        let supported = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&supported);
+        let server = ServerBuilder::new("asking", "1.0.0")
+            .provide(move |context: &CallContext| {
+                use fusion_runtime::FromContext as _;
+                let elicit = fusion_runtime::elicit::Elicit::from_context(context)?;
+                recorded.lock().unwrap().push(elicit.supported());
+                Ok(())
+            })
+            .tool_spec(generated(
+                ToolSpec::query("demo.echo", "Repeats the text."),
+                no_context,
+                |args: Text| async move { Ok(Echoed { text: args.text }) },
+            ))
+            .build()
+            .expect("the server builds");
+        let served = Served::start(Mcp::new(server), HttpOptions::default()).await;
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "asks", "version": "1.0.0"}}});
+        let opened = raw.post(None, None, &initialize).await.expect("initialize");
+        let session = opened
+            .header("mcp-session-id")
+            .expect("a session")
+            .to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        raw.post(None, Some(&session), &initialized)
+            .await
+            .expect("initialized");
+        let first = post(
+            &mut raw,
+            &session,
+            &call(1, "demo_echo", json!({"text": "a"})),
+        )
+        .await;
+        let second = post(
+            &mut raw,
+            &session,
+            &call(2, "demo_echo", json!({"text": "b"})),
+        )
+        .await;
+        assert!(from_worker(&first) && !from_worker(&second));
+        assert_eq!(*supported.lock().unwrap(), [true, false]);
+    })
+    .await;
+}
