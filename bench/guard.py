@@ -7,8 +7,9 @@
 Expects release builds of `hello` and `plain-hello` in DIR (default target/release;
 `bench/size.sh` builds them). Checks, each of hello against plain:
 
-- instructions per call over stdio and over stateless Streamable HTTP (2026-07-28, one
-  keep-alive connection, one call at a time), counted by callgrind (installed with apt-get
+- instructions per call over stdio, over stateless Streamable HTTP (2026-07-28) and over a
+  2025-11-25 HTTP session (each on one keep-alive connection, one call at a time), counted by
+  callgrind (installed with apt-get
   when missing and run as root): each server under valgrind twice per transport, with the same
   20 notes added and then 100 or 400 rounds of a get and a list; the marginal count
   (long - short) / (calls_long - calls_short) cancels start-up and the adds. Counts do not
@@ -238,6 +239,67 @@ def http_instructions(binary, rounds, work):
     return profile(out_file), calls
 
 
+SESSION = "2025-11-25"
+
+
+def session_post(connection, message, session=None):
+    """Sends one message on a 2025-11-25 session and returns (status, headers, JSON-RPC answer
+    or None, body text); the answer may come as JSON or as an SSE stream."""
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    if session:
+        headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": SESSION})
+    connection.request("POST", "/mcp", body=json.dumps(message), headers=headers)
+    response = connection.getresponse()
+    body = response.read().decode()
+    answer = None
+    if response.status == 200 and body:
+        if response.getheader("Content-Type", "").startswith("text/event-stream"):
+            data = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+            body = next((line for line in reversed(data) if line), "{}")
+        answer = json.loads(body)
+    return response.status, response, answer, body
+
+
+def session_instructions(binary, rounds, work):
+    """What callgrind counts for one run of `rounds` on a 2025-11-25 HTTP session (initialize,
+    then one call at a time on one keep-alive connection), and the run's calls."""
+    out_file = os.path.join(work, f"{os.path.basename(binary)}-session-{rounds}.cg")
+    port = free_port()
+    failures = []
+    calls = 0
+    with profiled(callgrind(out_file) + [binary, "--http", f"127.0.0.1:{port}"],
+                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL) as child:
+        connection = connect(port, child, binary)
+        setup, load = phases(rounds)
+        status, response, _, body = session_post(connection, setup[0])
+        session = response.getheader("Mcp-Session-Id")
+        if status != 200 or not session:
+            raise RuntimeError(f"{binary}: initialize answered HTTP {status} without a session: {body[:200]}")
+        for message in setup[1:] + load:
+            status, _, answer, body = session_post(connection, message, session)
+            if "id" not in message:
+                if status not in (200, 202):
+                    failures.append(f"HTTP {status}: {body[:200]}")
+                continue
+            calls += 1
+            if answer is None or "error" in answer or (answer.get("result") or {}).get("isError"):
+                failures.append(f"HTTP {status}: {body[:200]}")
+        connection.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session,
+                                                      "MCP-Protocol-Version": SESSION})
+        connection.getresponse().read()
+        connection.close()
+        child.send_signal(signal.SIGINT)
+        child.wait(timeout=120)
+    passed(f"{binary} over HTTP sessions", failures)
+    return profile(out_file), calls
+
+
+# Each transport a call can come by, with what measures it.
+TRANSPORTS = (("stdio", instructions), ("HTTP", http_instructions),
+              ("HTTP sessions", session_instructions))
+
+
 def per_call(measure, binary, work):
     """The marginal instructions, spawns and wake-ups per call of `measure`'s short and long
     runs: start-up, the adds and shut-down cancel out."""
@@ -280,7 +342,7 @@ def main(argv):
     with tempfile.TemporaryDirectory() as work:
         counts = {
             (name, transport): per_call(measure, binary, work)
-            for transport, measure in (("stdio", instructions), ("HTTP", http_instructions))
+            for transport, measure in TRANSPORTS
             for name, binary in (("hello", hello), ("plain", plain))
         }
     started = subprocess.run(
@@ -292,14 +354,14 @@ def main(argv):
     rows = [
         (f"instructions per call, {transport}", counts["hello", transport][0],
          counts["plain", transport][0], bound)
-        for transport in ("stdio", "HTTP")
+        for transport, _ in TRANSPORTS
     ]
     # Spawns are bounded by plain's count, not by a ratio; wake-ups are only shown (see the
     # docstring).
     hops = [
         (f"{what} per call, {transport}", counts["hello", transport][index],
          counts["plain", transport][index], checked)
-        for transport in ("stdio", "HTTP")
+        for transport, _ in TRANSPORTS
         for index, what, checked in ((1, "tasks spawned", True), (2, "task wake-ups", False))
     ]
     rows += [
@@ -309,12 +371,12 @@ def main(argv):
          start["plain"]["cold_start_ms_min"], float(options["--max-cold-start"])),
     ]
     failed = False
-    print(f"{'hello ÷ plain rmcp':32} {'hello':>12} {'plain':>12} {'ratio':>7} {'bound':>7}")
+    print(f"{'hello ÷ plain rmcp':40} {'hello':>12} {'plain':>12} {'ratio':>7} {'bound':>7}")
     for what, ours, theirs, bound in rows:
         ratio = ours / theirs
         verdict = "ok" if ratio <= bound else "PAST ITS BOUND"
         failed |= ratio > bound
-        print(f"{what:32} {ours:12.1f} {theirs:12.1f} {ratio:7.3f} {bound:7.2f}  {verdict}")
+        print(f"{what:40} {ours:12.1f} {theirs:12.1f} {ratio:7.3f} {bound:7.2f}  {verdict}")
     for what, ours, theirs, checked in hops:
         if checked:
             more = ours > theirs + 0.05
@@ -323,7 +385,7 @@ def main(argv):
         else:
             verdict = "(timing: not checked)"
         bound = "≤ plain" if checked else "-"
-        print(f"{what:32} {ours:12.2f} {theirs:12.2f} {'':7} {bound:>7}  {verdict}")
+        print(f"{what:40} {ours:12.2f} {theirs:12.2f} {'':7} {bound:>7}  {verdict}")
     return 1 if failed else 0
 
 
