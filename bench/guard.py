@@ -206,22 +206,34 @@ def post(connection, message):
     body = response.read().decode()
     if response.status != 200:
         return None, f"HTTP {response.status}: {body[:200]}"
+    body = message_text(response, body)
+    return json.loads(body), body
+
+
+def message_text(response, body):
+    """The JSON-RPC message of an answer: the JSON body, or an SSE stream's last `data:`."""
     if response.getheader("Content-Type", "").startswith("text/event-stream"):
         data = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
-        body = next((line for line in reversed(data) if line), "{}")
-    return json.loads(body), body
+        return next((line for line in reversed(data) if line), "{}")
+    return body
+
+
+@contextlib.contextmanager
+def served_over_http(binary, out_file):
+    """`binary` serving HTTP on a free port under callgrind, and a connection to it."""
+    port = free_port()
+    with profiled(callgrind(out_file) + [binary, "--http", f"127.0.0.1:{port}"],
+                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL) as child:
+        yield child, connect(port, child, binary)
 
 
 def http_instructions(binary, rounds, work):
     """What callgrind counts for one run of `rounds` over stateless HTTP, one call at a time on
     one connection, and the run's calls."""
     out_file = os.path.join(work, f"{os.path.basename(binary)}-http-{rounds}.cg")
-    port = free_port()
     failures = []
     calls = 0
-    with profiled(callgrind(out_file) + [binary, "--http", f"127.0.0.1:{port}"],
-                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL) as child:
-        connection = connect(port, child, binary)
+    with served_over_http(binary, out_file) as (child, connection):
         # The same calls as over stdio, without the handshake the stateless revision has not.
         for batch in phases(rounds):
             for message in batch:
@@ -254,9 +266,7 @@ def session_post(connection, message, session=None):
     body = response.read().decode()
     answer = None
     if response.status == 200 and body:
-        if response.getheader("Content-Type", "").startswith("text/event-stream"):
-            data = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
-            body = next((line for line in reversed(data) if line), "{}")
+        body = message_text(response, body)
         answer = json.loads(body)
     return response.status, response, answer, body
 
@@ -265,12 +275,9 @@ def session_instructions(binary, rounds, work):
     """What callgrind counts for one run of `rounds` on a 2025-11-25 HTTP session (initialize,
     then one call at a time on one keep-alive connection), and the run's calls."""
     out_file = os.path.join(work, f"{os.path.basename(binary)}-session-{rounds}.cg")
-    port = free_port()
     failures = []
     calls = 0
-    with profiled(callgrind(out_file) + [binary, "--http", f"127.0.0.1:{port}"],
-                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL) as child:
-        connection = connect(port, child, binary)
+    with served_over_http(binary, out_file) as (child, connection):
         setup, load = phases(rounds)
         status, response, _, body = session_post(connection, setup[0])
         session = response.getheader("Mcp-Session-Id")

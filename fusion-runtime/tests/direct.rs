@@ -7,50 +7,13 @@
 mod support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use fusion_runtime::serve::{HttpOptions, Mcp};
 use fusion_runtime::{CallContext, ServerBuilder, ToolError, ToolSpec};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use support::calls::{Echoed, Millis, NoArgs, Seen, Text};
 use support::{Raw, RawResponse, Served, eventually, within};
-
-#[derive(Deserialize, JsonSchema)]
-struct Text {
-    text: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct NoArgs {}
-
-#[derive(Deserialize, JsonSchema)]
-struct Millis {
-    millis: u64,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct Echoed {
-    text: String,
-}
-
-/// What the slow tool saw: calls begun, and calls whose path ended (the pipeline reported
-/// them to its metrics), with the outcome of the last.
-#[derive(Default)]
-struct Seen {
-    begun: AtomicUsize,
-    ended: AtomicUsize,
-    outcome: std::sync::Mutex<String>,
-}
-
-impl fusion_runtime::Metrics for Seen {
-    fn call_finished(&self, report: &fusion_runtime::observe::CallReport<'_>) {
-        if report.tool.contains("slow") {
-            *self.outcome.lock().unwrap() = report.outcome.to_owned();
-            self.ended.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
 
 /// `echo` repeats its text; `task_id` answers with the id of the tokio task it runs on;
 /// `slow` waits for the milliseconds asked. `seen` counts what the pipeline reports.

@@ -9,7 +9,7 @@ mod support;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use fusion_runtime::args::ArgReader;
@@ -18,44 +18,9 @@ use fusion_runtime::serve::{HttpOptions, Mcp};
 use fusion_runtime::{CallContext, Params, ServerBuilder, ToolError, ToolSpec};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use support::calls::{Echoed, Millis, NoArgs, Seen, Text};
 use support::{Raw, RawResponse, Served, call, eventually, within};
-
-#[derive(Deserialize, JsonSchema)]
-struct Text {
-    text: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct NoArgs {}
-
-#[derive(Deserialize, JsonSchema)]
-struct Millis {
-    millis: u64,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct Echoed {
-    text: String,
-}
-
-/// What the slow tool saw: calls begun, and calls whose path ended, with the last outcome.
-#[derive(Default)]
-struct Seen {
-    begun: AtomicUsize,
-    ended: AtomicUsize,
-    outcome: std::sync::Mutex<String>,
-}
-
-impl fusion_runtime::Metrics for Seen {
-    fn call_finished(&self, report: &fusion_runtime::observe::CallReport<'_>) {
-        if report.tool.contains("slow") {
-            *self.outcome.lock().unwrap() = report.outcome.to_owned();
-            self.ended.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
 
 /// A tool as `#[tool]` generates it: its arguments read whole, `context` declaring its context
 /// parameters, and the handler given only its arguments (not the whole call context).
@@ -164,6 +129,27 @@ fn from_worker(response: &RawResponse) -> bool {
     response.text().lines().any(|line| line.starts_with("id:"))
 }
 
+/// Sends `message` in `session` without reading its answer.
+async fn send(raw: &mut Raw, session: &str, message: &Value) {
+    let headers = [
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let body = message.to_string();
+    raw.send("POST", &headers, Some(&body)).await.expect("sent");
+}
+
+/// `demo_echo` of `text`, as request `id` of `session`.
+async fn echo(raw: &mut Raw, session: &str, id: u64, text: &str) -> RawResponse {
+    post(
+        raw,
+        session,
+        &call(id, "demo_echo", json!({ "text": text })),
+    )
+    .await
+}
+
 fn text_of(response: &RawResponse) -> String {
     response.message()["result"]["structuredContent"]["data"]["text"]
         .as_str()
@@ -224,19 +210,9 @@ async fn calls_that_could_need_their_own_stream_are_still_the_workers() {
         let served = serve(Arc::default()).await;
         let mut raw = Raw::connect(served.address).await.expect("connect");
         let session = open(&mut raw).await;
-        post(
-            &mut raw,
-            &session,
-            &call(1, "demo_echo", json!({"text": "a"})),
-        )
-        .await;
+        echo(&mut raw, &session, 1, "a").await;
         // Plain: beside the worker.
-        let plain = post(
-            &mut raw,
-            &session,
-            &call(2, "demo_echo", json!({"text": "b"})),
-        )
-        .await;
+        let plain = echo(&mut raw, &session, 2, "b").await;
         assert!(!from_worker(&plain), "{}", plain.text());
         // A progress token: the worker's (its notifications ride the call's stream).
         let progress = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
@@ -253,27 +229,12 @@ async fn calls_that_could_need_their_own_stream_are_still_the_workers() {
         let level = json!({"jsonrpc": "2.0", "id": 5, "method": "logging/setLevel",
             "params": {"level": "info"}});
         post(&mut raw, &session, &level).await;
-        let logged = post(
-            &mut raw,
-            &session,
-            &call(6, "demo_echo", json!({"text": "d"})),
-        )
-        .await;
+        let logged = echo(&mut raw, &session, 6, "d").await;
         assert!(from_worker(&logged), "{}", logged.text());
         // Another session is not affected.
         let other = open(&mut raw).await;
-        post(
-            &mut raw,
-            &other,
-            &call(1, "demo_echo", json!({"text": "e"})),
-        )
-        .await;
-        let plain = post(
-            &mut raw,
-            &other,
-            &call(2, "demo_echo", json!({"text": "f"})),
-        )
-        .await;
+        echo(&mut raw, &other, 1, "e").await;
+        let plain = echo(&mut raw, &other, 2, "f").await;
         assert!(!from_worker(&plain), "{}", plain.text());
     })
     .await;
@@ -305,24 +266,9 @@ async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
         let served = serve(Arc::clone(&seen)).await;
         let mut raw = Raw::connect(served.address).await.expect("connect");
         let session = open(&mut raw).await;
-        post(
-            &mut raw,
-            &session,
-            &call(1, "demo_echo", json!({"text": "a"})),
-        )
-        .await;
+        echo(&mut raw, &session, 1, "a").await;
         let slow = call(2, "demo_slow", json!({"millis": 20_000}));
-        raw.send(
-            "POST",
-            &[
-                ("Accept", "application/json, text/event-stream"),
-                ("Mcp-Session-Id", &session),
-                ("MCP-Protocol-Version", "2025-11-25"),
-            ],
-            Some(&slow.to_string()),
-        )
-        .await
-        .expect("sent");
+        send(&mut raw, &session, &slow).await;
         begun(&seen, 1).await;
         // The client cancels it, on another connection: the handler stops where it waits
         // (not after its 20 s), and the call's path ends.
@@ -339,42 +285,17 @@ async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
         // Its stream still ends with an answer, and the session goes on.
         let answer = raw.response().await.expect("the cancelled call's answer");
         assert!(!from_worker(&answer), "{}", answer.text());
-        let after = post(
-            &mut raw,
-            &session,
-            &call(3, "demo_echo", json!({"text": "b"})),
-        )
-        .await;
+        let after = echo(&mut raw, &session, 3, "b").await;
         assert_eq!(text_of(&after), "b");
         // A cancellation of another session's request id touches nothing here.
-        let third = post(
-            &mut raw,
-            &session,
-            &call(4, "demo_echo", json!({"text": "c"})),
-        )
-        .await;
+        let third = echo(&mut raw, &session, 4, "c").await;
         assert_eq!(text_of(&third), "c");
 
         // A client that goes away: its call is stopped too, and its path still ends.
         let mut raw = Raw::connect(served.address).await.expect("connect");
         let session = open(&mut raw).await;
-        post(
-            &mut raw,
-            &session,
-            &call(1, "demo_echo", json!({"text": "a"})),
-        )
-        .await;
-        raw.send(
-            "POST",
-            &[
-                ("Accept", "application/json, text/event-stream"),
-                ("Mcp-Session-Id", &session),
-                ("MCP-Protocol-Version", "2025-11-25"),
-            ],
-            Some(&slow.to_string()),
-        )
-        .await
-        .expect("sent");
+        echo(&mut raw, &session, 1, "a").await;
+        send(&mut raw, &session, &slow).await;
         begun(&seen, 2).await;
         drop(raw);
         let outcome = ended(&seen, 2).await;
@@ -419,18 +340,8 @@ async fn nothing_in_a_call_answered_beside_the_worker_can_ask_the_client() {
         raw.post(None, Some(&session), &initialized)
             .await
             .expect("initialized");
-        let first = post(
-            &mut raw,
-            &session,
-            &call(1, "demo_echo", json!({"text": "a"})),
-        )
-        .await;
-        let second = post(
-            &mut raw,
-            &session,
-            &call(2, "demo_echo", json!({"text": "b"})),
-        )
-        .await;
+        let first = echo(&mut raw, &session, 1, "a").await;
+        let second = echo(&mut raw, &session, 2, "b").await;
         assert!(from_worker(&first) && !from_worker(&second));
         assert_eq!(*supported.lock().unwrap(), [true, false]);
     })

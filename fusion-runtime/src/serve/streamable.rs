@@ -486,7 +486,10 @@ pub struct HttpOptions {
     /// The largest request body accepted (413 beyond): 4 MiB by default.
     pub max_body_bytes: usize,
     /// Serve 2025-11-25 clients with sessions (default). The stateless 2026-07-28 protocol is
-    /// served on the same endpoint either way.
+    /// served on the same endpoint either way. A session's plain `tools/call` (no progress
+    /// token, no log level set, a tool that takes nothing that asks or logs to the client and
+    /// cannot run as a task) is answered on the connection's task with rmcp's answer, without
+    /// the session's worker: about two thirds of the server's work, no task spawned.
     pub sessions: bool,
     /// Answer stateless requests with a JSON body rather than an SSE stream when the handler
     /// sends nothing before its result (default: on; it is the faster path). With it, a plain

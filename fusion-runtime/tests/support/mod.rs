@@ -3,6 +3,8 @@
 //! hides (half-sent requests, streams nobody reads, exact statuses and headers).
 #![allow(dead_code, unreachable_pub)]
 
+pub mod calls;
+
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
