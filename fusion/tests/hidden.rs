@@ -464,3 +464,79 @@ async fn hidden_values_stay_hidden_on_the_stateless_http_path() {
     assert!(logs.contains("door_code: [hidden]"), "{logs}");
     assert_redacted(&logs);
 }
+
+/// The same over a 2025-11-25 session, whose plain calls after the first are answered beside
+/// its worker (`serve/session_calls.rs`): the same redaction on that path.
+// On this thread, as the stateless case: the log capture is this thread's subscriber.
+#[cfg(feature = "http")]
+#[tokio::test(flavor = "current_thread")]
+async fn hidden_values_stay_hidden_in_a_sessions_calls() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let options = fusion::serve::HttpOptions::default().bind(address);
+    let shutdown = options.shutdown.clone();
+    // One request on its own connection: the whole answer, head included.
+    let exchange = move |session: Option<String>, body: String| async move {
+        let session = session
+            .map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25\r\n"))
+            .unwrap_or_default();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAccept: application/json, text/event-stream\r\n\
+             {session}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer
+    };
+    let (answers, logs) = logged(async {
+        let server = tokio::spawn(async move {
+            let mcp = fusion::serve::Mcp::new(sites());
+            mcp.serve_http_on(listener, options).await
+        });
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "hurried", "version": "1"}}});
+        let opened = exchange(None, initialize.to_string()).await;
+        let session = opened
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| value.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("a session: {opened}"));
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        exchange(Some(session.clone()), initialized.to_string()).await;
+        let mut answers = Vec::new();
+        // The first call goes through the worker, the others beside it.
+        for how in ["none", "none", "internal", "message", "panic"] {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "sites_inspect", "arguments": {"how": how}}});
+            answers.push(exchange(Some(session.clone()), body.to_string()).await);
+        }
+        shutdown.cancel();
+        server.await.unwrap().unwrap();
+        answers
+    })
+    .await;
+    // The worker's stream starts with an event id; an answer made beside it has none.
+    assert!(answers[0].contains("\nid: "), "{}", answers[0]);
+    assert!(!answers[1].contains("\nid: "), "{}", answers[1]);
+    assert!(answers[1].contains("Depot"), "{}", answers[1]);
+    for (answer, code) in answers[2..]
+        .iter()
+        .zip(["INTERNAL_ERROR", "CONFLICT", "INTERNAL_ERROR"])
+    {
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains(code), "{answer}");
+    }
+    for answer in &answers {
+        assert_redacted(answer);
+    }
+    assert!(logs.contains("door_code: [hidden]"), "{logs}");
+    assert_redacted(&logs);
+}
