@@ -291,14 +291,26 @@ async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
         let third = echo(&mut raw, &session, 4, "c").await;
         assert_eq!(text_of(&third), "c");
 
-        // A client that goes away: its call is stopped too, and its path still ends.
+        // A session that ends (DELETE) ends its calls too.
         let mut raw = Raw::connect(served.address).await.expect("connect");
         let session = open(&mut raw).await;
         echo(&mut raw, &session, 1, "a").await;
         send(&mut raw, &session, &slow).await;
         begun(&seen, 2).await;
-        drop(raw);
+        let mut other = Raw::connect(served.address).await.expect("connect");
+        let deleted = other.delete(None, &session).await.expect("delete");
+        assert!(deleted.status < 300, "{}", deleted.text());
         let outcome = ended(&seen, 2).await;
+        assert!(outcome.contains("CANCELLED"), "{outcome}");
+
+        // A client that goes away: its call is stopped too, and its path still ends.
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let session = open(&mut raw).await;
+        echo(&mut raw, &session, 1, "a").await;
+        send(&mut raw, &session, &slow).await;
+        begun(&seen, 3).await;
+        drop(raw);
+        let outcome = ended(&seen, 3).await;
         assert!(outcome.contains("CANCELLED"), "{outcome}");
     })
     .await;

@@ -16,8 +16,8 @@
 //! something tied to the call (elicitation, sampling, roots, log messages, an upstream's
 //! forwarded questions). Everything else, and a session whose peer is not known yet (its first
 //! call), goes to the worker as before. A client's `notifications/cancelled` cancels a call
-//! answered here; a client that leaves cancels it, and the rest of it (the seal, the audit
-//! record) still runs on a task of its own.
+//! answered here, and so does the end of its session; a client that leaves cancels it, and the
+//! rest of it (the seal, the audit record) still runs on a task of its own.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -166,6 +166,15 @@ impl SessionCalls {
             .as_ref()
             .filter(|peer| !peer.is_transport_closed())
             .cloned()
+    }
+
+    /// Cancels every call of `session` still running here: the session has ended.
+    pub(crate) fn end_session(&self, session: &str) {
+        for ((of, _), token) in self.running().iter() {
+            if of.as_ref() == session {
+                token.cancel();
+            }
+        }
     }
 
     /// Cancels the call `message` names if it is a `notifications/cancelled` of one of

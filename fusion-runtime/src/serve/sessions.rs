@@ -706,6 +706,10 @@ impl SessionStore for ParkedStates {
 
     /// The session was closed with `DELETE`: it is gone, and its slot free.
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
+        // Its calls answered beside the worker end with it, as the worker's own would.
+        if let Some(calls) = self.0.calls.get() {
+            calls.end_session(session_id);
+        }
         let removed = self.0.lock().remove(session_id);
         if removed.is_some_and(|entry| entry.phase != Phase::Parked) {
             let _ = self
