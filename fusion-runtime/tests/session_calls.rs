@@ -317,6 +317,46 @@ async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_reused_while_its_call_runs_goes_to_the_worker_and_both_stay_cancellable() {
+    within(async {
+        let seen = Arc::new(Seen::default());
+        let served = serve(Arc::clone(&seen)).await;
+        let mut raw = Raw::connect(served.address).await.expect("connect");
+        let session = open(&mut raw).await;
+        echo(&mut raw, &session, 1, "a").await;
+        send(
+            &mut raw,
+            &session,
+            &call(2, "demo_slow", json!({"millis": 20_000})),
+        )
+        .await;
+        begun(&seen, 1).await;
+        // The same id again while the slow call runs beside the worker: answered, by the
+        // worker, and without taking the slow call's place.
+        let mut other = Raw::connect(served.address).await.expect("connect");
+        let reused = echo(&mut other, &session, 2, "b").await;
+        assert!(from_worker(&reused), "{}", reused.text());
+        assert_eq!(text_of(&reused), "b");
+        // So the client can still cancel the slow call by its id.
+        let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 2}});
+        let accepted = other
+            .post(None, Some(&session), &cancelled)
+            .await
+            .expect("post");
+        assert_eq!(accepted.status, 202, "{}", accepted.text());
+        let outcome = ended(&seen, 1).await;
+        assert!(outcome.contains("CANCELLED"), "{outcome}");
+        // Once it has ended, the id is free again for a call beside the worker.
+        let answer = raw.response().await.expect("the cancelled call's answer");
+        assert!(!from_worker(&answer), "{}", answer.text());
+        let again = echo(&mut raw, &session, 2, "c").await;
+        assert!(!from_worker(&again), "{}", again.text());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_in_a_call_answered_beside_the_worker_can_ask_the_client() {
     within(async {
         // A provider (or any middleware) given the call's context could take an `Elicit` from

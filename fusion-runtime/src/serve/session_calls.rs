@@ -19,6 +19,7 @@
 //! answered here, and so does the end of its session; a client that leaves cancels it, and the
 //! rest of it (the seal, the audit record) still runs on a task of its own.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
@@ -101,7 +102,12 @@ impl SessionCalls {
             return Err(message);
         };
         let cancellation = CancellationToken::new();
-        let running = Running::new(self, session, &id, &cancellation);
+        // A request id already running here is the worker's to route, as it routes a reused id:
+        // one entry per id, so that a cancellation reaches every call that has it.
+        let Some(running) = Running::new(self, session, &id, &cancellation) else {
+            let request = JsonRpcRequest::new(id, ClientRequest::CallToolRequest(request));
+            return Err(ClientJsonRpcMessage::Request(request));
+        };
         let mut context = RequestContext::new(id.clone(), peer);
         context.ct = cancellation.clone();
         context.meta = request
@@ -215,7 +221,8 @@ impl Stream for OneAnswer {
     }
 }
 
-/// A call's entry in [`SessionCalls::running`], removed when the call ends or is dropped.
+/// A call's entry in [`SessionCalls::running`], removed when the call ends or is dropped;
+/// none while a call of the same session with the same id runs here.
 struct Running {
     calls: Arc<SessionCalls>,
     key: (SessionId, RequestId),
@@ -227,13 +234,16 @@ impl Running {
         session: &SessionId,
         id: &RequestId,
         cancellation: &CancellationToken,
-    ) -> Self {
+    ) -> Option<Self> {
         let key = (session.clone(), id.clone());
-        calls.running().insert(key.clone(), cancellation.clone());
-        Running {
+        match calls.running().entry(key.clone()) {
+            Entry::Occupied(_) => return None,
+            Entry::Vacant(entry) => entry.insert(cancellation.clone()),
+        };
+        Some(Running {
             calls: Arc::clone(calls),
             key,
-        }
+        })
     }
 }
 
