@@ -259,6 +259,17 @@ async fn ended(seen: &Arc<Seen>, count: usize) -> String {
     seen.outcome.lock().unwrap().clone()
 }
 
+/// The client cancels request `id` of `session`: a notification, accepted.
+async fn cancel(raw: &mut Raw, session: &str, id: u64) {
+    let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": "the user changed their mind"}});
+    let accepted = raw
+        .post(None, Some(session), &cancelled)
+        .await
+        .expect("post");
+    assert_eq!(accepted.status, 202, "{}", accepted.text());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
     within(async {
@@ -273,13 +284,7 @@ async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
         // The client cancels it, on another connection: the handler stops where it waits
         // (not after its 20 s), and the call's path ends.
         let mut other = Raw::connect(served.address).await.expect("connect");
-        let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": 2, "reason": "the user changed their mind"}});
-        let accepted = other
-            .post(None, Some(&session), &cancelled)
-            .await
-            .expect("post");
-        assert_eq!(accepted.status, 202, "{}", accepted.text());
+        cancel(&mut other, &session, 2).await;
         let outcome = ended(&seen, 1).await;
         assert!(outcome.contains("CANCELLED"), "{outcome}");
         // Its stream still ends with an answer, and the session goes on.
@@ -338,13 +343,7 @@ async fn a_request_id_reused_while_its_call_runs_goes_to_the_worker_and_both_sta
         assert!(from_worker(&reused), "{}", reused.text());
         assert_eq!(text_of(&reused), "b");
         // So the client can still cancel the slow call by its id.
-        let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": 2}});
-        let accepted = other
-            .post(None, Some(&session), &cancelled)
-            .await
-            .expect("post");
-        assert_eq!(accepted.status, 202, "{}", accepted.text());
+        cancel(&mut other, &session, 2).await;
         let outcome = ended(&seen, 1).await;
         assert!(outcome.contains("CANCELLED"), "{outcome}");
         // Once it has ended, the id is free again for a call beside the worker.
