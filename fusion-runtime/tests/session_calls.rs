@@ -259,6 +259,19 @@ async fn ended(seen: &Arc<Seen>, count: usize) -> String {
     seen.outcome.lock().unwrap().clone()
 }
 
+/// A new session on its own connection, its first call made (through the worker), and a
+/// slow call, request 2, running beside the worker: the `count`th slow call begun. The
+/// connection the slow call waits on, and the session.
+async fn slow_call_running(served: &Served, seen: &Arc<Seen>, count: usize) -> (Raw, String) {
+    let mut raw = Raw::connect(served.address).await.expect("connect");
+    let session = open(&mut raw).await;
+    echo(&mut raw, &session, 1, "a").await;
+    let slow = call(2, "demo_slow", json!({"millis": 20_000}));
+    send(&mut raw, &session, &slow).await;
+    begun(seen, count).await;
+    (raw, session)
+}
+
 /// The client cancels request `id` of `session`: a notification, accepted.
 async fn cancel(raw: &mut Raw, session: &str, id: u64) {
     let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -275,12 +288,7 @@ async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
     within(async {
         let seen = Arc::new(Seen::default());
         let served = serve(Arc::clone(&seen)).await;
-        let mut raw = Raw::connect(served.address).await.expect("connect");
-        let session = open(&mut raw).await;
-        echo(&mut raw, &session, 1, "a").await;
-        let slow = call(2, "demo_slow", json!({"millis": 20_000}));
-        send(&mut raw, &session, &slow).await;
-        begun(&seen, 1).await;
+        let (mut raw, session) = slow_call_running(&served, &seen, 1).await;
         // The client cancels it, on another connection: the handler stops where it waits
         // (not after its 20 s), and the call's path ends.
         let mut other = Raw::connect(served.address).await.expect("connect");
@@ -297,11 +305,8 @@ async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
         assert_eq!(text_of(&third), "c");
 
         // A session that ends (DELETE) ends its calls too.
-        let mut raw = Raw::connect(served.address).await.expect("connect");
-        let session = open(&mut raw).await;
-        echo(&mut raw, &session, 1, "a").await;
-        send(&mut raw, &session, &slow).await;
-        begun(&seen, 2).await;
+        // Its connection stays open: the call ends because the session does.
+        let (_waiting, session) = slow_call_running(&served, &seen, 2).await;
         let mut other = Raw::connect(served.address).await.expect("connect");
         let deleted = other.delete(None, &session).await.expect("delete");
         assert!(deleted.status < 300, "{}", deleted.text());
@@ -309,11 +314,7 @@ async fn a_call_answered_beside_the_worker_is_cancelled_by_its_client() {
         assert!(outcome.contains("CANCELLED"), "{outcome}");
 
         // A client that goes away: its call is stopped too, and its path still ends.
-        let mut raw = Raw::connect(served.address).await.expect("connect");
-        let session = open(&mut raw).await;
-        echo(&mut raw, &session, 1, "a").await;
-        send(&mut raw, &session, &slow).await;
-        begun(&seen, 3).await;
+        let (raw, _) = slow_call_running(&served, &seen, 3).await;
         drop(raw);
         let outcome = ended(&seen, 3).await;
         assert!(outcome.contains("CANCELLED"), "{outcome}");
@@ -326,16 +327,7 @@ async fn a_request_id_reused_while_its_call_runs_goes_to_the_worker_and_both_sta
     within(async {
         let seen = Arc::new(Seen::default());
         let served = serve(Arc::clone(&seen)).await;
-        let mut raw = Raw::connect(served.address).await.expect("connect");
-        let session = open(&mut raw).await;
-        echo(&mut raw, &session, 1, "a").await;
-        send(
-            &mut raw,
-            &session,
-            &call(2, "demo_slow", json!({"millis": 20_000})),
-        )
-        .await;
-        begun(&seen, 1).await;
+        let (mut raw, session) = slow_call_running(&served, &seen, 1).await;
         // The same id again while the slow call runs beside the worker: answered, by the
         // worker, and without taking the slow call's place.
         let mut other = Raw::connect(served.address).await.expect("connect");

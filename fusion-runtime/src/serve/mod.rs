@@ -2,7 +2,7 @@
 //! 2025-11-25 session protocol and the stateless 2026-07-28 protocol on one endpoint) and an
 //! axum router to mount in an existing application.
 //!
-// The examples need both transports: without them (`--no-default-features`) they are not built.
+// The examples are built only with the transports they use (not with `--no-default-features`).
 #![cfg_attr(all(feature = "stdio", feature = "http"), doc = "```no_run")]
 #![cfg_attr(not(all(feature = "stdio", feature = "http")), doc = "```ignore")]
 //! # async fn run(server: fusion_runtime::Server) -> Result<(), fusion_runtime::serve::ServeError> {
@@ -22,8 +22,8 @@
 //! [`HttpOptions::shutdown`] when the application stops, so that open SSE streams and sessions
 //! end instead of holding the graceful shutdown up:
 //!
-#![cfg_attr(all(feature = "stdio", feature = "http"), doc = "```no_run")]
-#![cfg_attr(not(all(feature = "stdio", feature = "http")), doc = "```ignore")]
+#![cfg_attr(feature = "http", doc = "```no_run")]
+#![cfg_attr(not(feature = "http"), doc = "```ignore")]
 //! # async fn run(server: fusion_runtime::Server) -> Result<(), Box<dyn std::error::Error>> {
 //! use fusion_runtime::serve::{HttpOptions, Mcp};
 //!

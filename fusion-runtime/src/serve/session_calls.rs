@@ -93,6 +93,15 @@ impl SessionCalls {
         let Some(peer) = self.takes(&message) else {
             return Err(message);
         };
+        let ClientJsonRpcMessage::Request(JsonRpcRequest { id, .. }) = &message else {
+            return Err(message);
+        };
+        let cancellation = CancellationToken::new();
+        // A request id already running here is the worker's to route, as it routes a reused id:
+        // one entry per id, so that a cancellation reaches every call that has it.
+        let Some(running) = Running::new(self, session, id, &cancellation) else {
+            return Err(message);
+        };
         let ClientJsonRpcMessage::Request(JsonRpcRequest {
             id,
             request: ClientRequest::CallToolRequest(mut request),
@@ -100,13 +109,6 @@ impl SessionCalls {
         }) = message
         else {
             return Err(message);
-        };
-        let cancellation = CancellationToken::new();
-        // A request id already running here is the worker's to route, as it routes a reused id:
-        // one entry per id, so that a cancellation reaches every call that has it.
-        let Some(running) = Running::new(self, session, &id, &cancellation) else {
-            let request = JsonRpcRequest::new(id, ClientRequest::CallToolRequest(request));
-            return Err(ClientJsonRpcMessage::Request(request));
         };
         let mut context = RequestContext::new(id.clone(), peer);
         context.ct = cancellation.clone();
@@ -236,10 +238,12 @@ impl Running {
         cancellation: &CancellationToken,
     ) -> Option<Self> {
         let key = (session.clone(), id.clone());
-        match calls.running().entry(key.clone()) {
-            Entry::Occupied(_) => return None,
-            Entry::Vacant(entry) => entry.insert(cancellation.clone()),
+        let mut running = calls.running();
+        let Entry::Vacant(entry) = running.entry(key.clone()) else {
+            return None;
         };
+        entry.insert(cancellation.clone());
+        drop(running);
         Some(Running {
             calls: Arc::clone(calls),
             key,
